@@ -1,0 +1,164 @@
+// One generic binding for every env (EnvPool-style): observations leave C++ as
+// numpy arrays without copies, the GIL is released while simulating.
+#include <pybind11/stl.h>
+
+#include "bindings/numpy_helpers.h"
+#include "envs/registry.h"
+
+namespace goenv::bindings {
+
+namespace {
+
+// Env options by name; any other keyword is a graph-builder parameter.
+EnvConfig config_from(const py::dict& options) {
+  EnvConfig c;
+  for (auto [key_handle, value] : options) {
+    const std::string key = py::str(key_handle);
+    if (key == "cluster") c.cluster = value.cast<std::string>();
+    else if (key == "horizon") c.horizon = value.cast<int>();
+    else if (key == "decision_mode") c.decision_mode = value.cast<std::string>();
+    else if (key == "invalid_penalty") c.invalid_penalty = value.cast<double>();
+    else if (key == "priority_levels") c.priority_levels = value.cast<int>();
+    else if (key == "fusion_levels") c.fusion_levels = value.cast<int>();
+    else {
+      GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
+                  "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
+                             "decision_mode, invalid_penalty, priority_levels, fusion_levels");
+      c.graph_params[key] = value.cast<double>();
+    }
+  }
+  return c;
+}
+
+py::dict info_dict(const StepInfo& info) {
+  py::dict d;
+  d["runtime"] = info.runtime;
+  d["initial_runtime"] = info.initial_runtime;
+  d["speedup"] = info.speedup;
+  d["lower_bound"] = info.lower_bound;
+  d["peak_memory"] = py::array_t<double>(info.peak_memory.size(), info.peak_memory.data());
+  d["bytes_moved"] = info.bytes_moved;
+  d["oom"] = info.oom;
+  d["invalid"] = info.invalid;
+  d["invalid_reason"] = info.invalid_reason;
+  return d;
+}
+
+py::dict observation_dict(const Env& env, DynamicObservation&& dynamic) {
+  auto shared = env.static_observation_ptr();
+  const StaticObservation& s = *shared;
+  py::capsule owner(new std::shared_ptr<const StaticObservation>(shared),
+                    [](void* p) { delete static_cast<std::shared_ptr<const StaticObservation>*>(p); });
+  const py::ssize_t n = s.num_nodes;
+  py::dict obs;
+  obs["node_features"] = readonly_view(s.node_features, {n, s.node_feature_dim}, owner);
+  obs["edge_index"] = readonly_view(s.edge_index, {2, s.num_edges}, owner);
+  obs["edge_features"] = readonly_view(s.edge_features, {s.num_edges, s.edge_feature_dim}, owner);
+  const auto state_dim = static_cast<py::ssize_t>(dynamic.node_state.size()) / std::max<py::ssize_t>(n, 1);
+  obs["node_state"] = to_numpy(std::move(dynamic.node_state), {n, state_dim});
+  obs["action_mask"] = to_numpy(std::move(dynamic.action_mask), {n, env.action_mask_width()});
+  const auto g = static_cast<py::ssize_t>(dynamic.globals.size());
+  obs["globals"] = to_numpy(std::move(dynamic.globals), {g});
+  return obs;
+}
+
+// A single-head action is an array (a scalar in node mode); a multi-head one a
+// dict keyed by head name.
+std::vector<std::vector<std::int64_t>> action_parts(const Env& env, py::handle action) {
+  const std::int64_t count = env.node_mode() ? 1 : env.graph().num_nodes();
+  std::vector<std::vector<std::int64_t>> parts;
+  const auto& heads = env.heads();
+  const bool single = heads.size() == 1;
+  if (!single)
+    GOENV_CHECK(py::isinstance<py::dict>(action), InvalidAction,
+                env.id() << ": the action must be a dict with keys " << [&] {
+                  std::string k;
+                  for (Head h : heads) k += (k.empty() ? "" : ", ") + std::string(head_name(h));
+                  return k;
+                }());
+  for (Head h : heads) {
+    py::object part;
+    if (single) {
+      part = py::reinterpret_borrow<py::object>(action);
+    } else {
+      py::dict d = py::reinterpret_borrow<py::dict>(action);
+      GOENV_CHECK(d.contains(head_name(h)), InvalidAction, env.id() << ": action has no '" << head_name(h) << "' entry");
+      part = d[head_name(h)];
+    }
+    if (env.node_mode()) part = py::module_::import("numpy").attr("reshape")(part, py::make_tuple(1));
+    parts.push_back(integer_array(part, count, env.id() + " action" + (single ? "" : std::string("['") + head_name(h) + "']")));
+  }
+  return parts;
+}
+
+}  // namespace
+
+void bind_envs(py::module_& m) {
+  py::class_<Env>(m, "Env", "The C++ environment behind goenv's gymnasium wrapper.")
+      .def("reset", [](Env& env, std::uint64_t seed) {
+        StepInfo info;
+        DynamicObservation obs;
+        {
+          py::gil_scoped_release release;
+          obs = env.reset(seed, &info);
+        }
+        return py::make_tuple(observation_dict(env, std::move(obs)), info_dict(info));
+      }, py::arg("seed") = 0)
+      .def("step", [](Env& env, py::handle action) {
+        const auto parts = action_parts(env, action);
+        std::vector<const std::int64_t*> pointers;
+        for (const auto& p : parts) pointers.push_back(p.data());
+        StepResult r;
+        {
+          py::gil_scoped_release release;
+          r = env.step(pointers);
+        }
+        return py::make_tuple(observation_dict(env, std::move(r.observation)), r.reward, r.terminated,
+                              r.truncated, info_dict(r.info));
+      }, py::arg("action"))
+      .def_property_readonly("id", &Env::id)
+      .def_property_readonly("heads", [](const Env& env) {
+        std::vector<std::string> names;
+        for (Head h : env.heads()) names.emplace_back(head_name(h));
+        return names;
+      })
+      .def_property_readonly("head_choices", [](const Env& env) {
+        std::vector<int> c;
+        for (Head h : env.heads()) c.push_back(env.choices(h));
+        return c;
+      })
+      .def_property_readonly("node_mode", &Env::node_mode)
+      .def_property_readonly("horizon", [](const Env& env) { return env.config().horizon; })
+      .def_property_readonly("num_nodes", [](const Env& env) { return env.graph().num_nodes(); })
+      .def_property_readonly("num_edges", [](const Env& env) { return env.graph().num_edges(); })
+      .def_property_readonly("num_devices", [](const Env& env) { return env.cluster().num_devices(); })
+      .def_property_readonly("node_feature_dim", [](const Env& env) { return env.static_observation().node_feature_dim; })
+      .def_property_readonly("edge_feature_dim", [](const Env& env) { return env.static_observation().edge_feature_dim; })
+      .def_property_readonly("node_state_dim", [](const Env& env) { return node_state_dim(env.cluster().num_devices()); })
+      .def_property_readonly("global_dim", [](const Env&) { return global_names().size(); })
+      .def_property_readonly("action_mask_width", &Env::action_mask_width)
+      .def_property_readonly("graph", [](const Env& env) { return std::const_pointer_cast<Graph>(env.graph_ptr()); })
+      .def_property_readonly("cluster", &Env::cluster)
+      .def_property_readonly("initial_runtime", &Env::initial_runtime)
+      .def_property_readonly("placement", [](const Env& env) { return py::array_t<std::int32_t>(env.placement().size(), env.placement().data()); })
+      .def_property_readonly("priority", [](const Env& env) { return py::array_t<double>(env.priority().size(), env.priority().data()); })
+      .def_property_readonly("fusion", [](const Env& env) { return py::array_t<std::int32_t>(env.fusion().size(), env.fusion().data()); })
+      .def_property_readonly("last_result", &Env::last_result, py::return_value_policy::copy,
+                             "The simulation of the current (last adopted) decisions.");
+
+  m.def("make_env", [](const std::string& id, py::kwargs options) {
+    const EnvConfig config = config_from(options);
+    py::gil_scoped_release release;
+    return make_env(id, config);
+  }, py::arg("id"));
+  m.def("make_env_on_graph", [](const std::string& task, std::shared_ptr<Graph> graph, const Cluster& cluster,
+                                py::kwargs options) {
+    const EnvConfig config = config_from(options);
+    py::gil_scoped_release release;
+    return make_env_on_graph(task, graph, cluster, config);
+  }, py::arg("task"), py::arg("graph"), py::arg("cluster"));
+  m.def("list_env_ids", &list_env_ids);
+  m.def("task_names", &task_names);
+}
+
+}  // namespace goenv::bindings

@@ -1,0 +1,89 @@
+#include <pybind11/stl.h>
+
+#include "bindings/numpy_helpers.h"
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+
+namespace goenv::bindings {
+
+namespace {
+
+std::shared_ptr<Graph> as_graph(py::handle g) { return g.cast<std::shared_ptr<Graph>>(); }
+
+}  // namespace
+
+void bind_simulator(py::module_& m) {
+  py::class_<SimulationResult>(m, "SimulationResult", "What one simulation measured. Times in seconds.")
+      .def_readonly("runtime", &SimulationResult::runtime)
+      .def_readonly("oom", &SimulationResult::oom)
+      .def_readonly("invalid", &SimulationResult::invalid)
+      .def_readonly("invalid_reason", &SimulationResult::invalid_reason)
+      .def_readonly("bytes_moved", &SimulationResult::bytes_moved)
+      .def_property_readonly("device_busy", [](const SimulationResult& r) { return py::array_t<double>(r.device_busy.size(), r.device_busy.data()); })
+      .def_property_readonly("peak_memory", [](const SimulationResult& r) { return py::array_t<double>(r.peak_memory.size(), r.peak_memory.data()); })
+      .def_property_readonly("start", [](const SimulationResult& r) { return py::array_t<double>(r.start.size(), r.start.data()); })
+      .def_property_readonly("finish", [](const SimulationResult& r) { return py::array_t<double>(r.finish.size(), r.finish.data()); })
+      .def_property_readonly("device", [](const SimulationResult& r) { return py::array_t<std::int32_t>(r.device.size(), r.device.data()); })
+      .def_property_readonly("critical", [](const SimulationResult& r) { return py::array_t<std::uint8_t>(r.critical.size(), r.critical.data()).attr("astype")("bool"); })
+      .def_property_readonly("transfers", [](const SimulationResult& r) {
+        // Columns: one entry per transfer.
+        py::dict out;
+        std::vector<std::int64_t> node, src, dst;
+        std::vector<double> bytes, start, end;
+        for (const Transfer& t : r.transfers) {
+          node.push_back(t.node);
+          src.push_back(t.src);
+          dst.push_back(t.dst);
+          bytes.push_back(t.bytes);
+          start.push_back(t.start);
+          end.push_back(t.end);
+        }
+        const auto k = static_cast<py::ssize_t>(r.transfers.size());
+        out["node"] = to_numpy(std::move(node), {k});
+        out["src"] = to_numpy(std::move(src), {k});
+        out["dst"] = to_numpy(std::move(dst), {k});
+        out["bytes"] = to_numpy(std::move(bytes), {k});
+        out["start"] = to_numpy(std::move(start), {k});
+        out["end"] = to_numpy(std::move(end), {k});
+        return out;
+      })
+      .def("__repr__", [](const SimulationResult& r) {
+        return "<goenv.SimulationResult runtime=" + std::to_string(r.runtime * 1e3) + " ms" +
+               (r.oom ? " OOM" : "") + (r.invalid ? " INVALID" : "") + ">";
+      });
+
+  m.def("simulate",
+        [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority) {
+          auto g = as_graph(graph);
+          const int n = g->num_nodes();
+          std::vector<std::int32_t> p;
+          std::vector<double> q;
+          if (!placement.is_none()) {
+            const auto ints = integer_array(placement, n, "placement");
+            p.assign(ints.begin(), ints.end());
+            for (int v = 0; v < n; ++v)
+              GOENV_CHECK(ints[v] >= 0 && ints[v] < cluster.num_devices(), InvalidAction,
+                          "placement[" << v << "] is " << ints[v] << ", outside [0, " << cluster.num_devices() << ")");
+          }
+          if (!priority.is_none()) q = double_array(priority, n, "priority");
+          py::gil_scoped_release release;
+          return simulate(g, cluster, {p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()});
+        },
+        py::arg("graph"), py::arg("cluster"), py::arg("placement") = py::none(), py::arg("priority") = py::none(),
+        "Simulates the graph on the cluster. placement: device per node (default all on 0);\n"
+        "priority: higher runs first among ready ops on a device (default FIFO).");
+
+  m.def("lower_bound", [](py::handle graph, const Cluster& cluster) {
+    auto g = as_graph(graph);
+    py::gil_scoped_release release;
+    const LowerBound lb = lower_bound(*g, cluster);
+    py::gil_scoped_acquire acquire;
+    py::dict d;
+    d["value"] = lb.value;
+    d["critical_path"] = lb.critical_path;
+    d["work"] = lb.work;
+    return d;
+  }, py::arg("graph"), py::arg("cluster"), "Seconds no decision can beat: max(critical path, work / devices).");
+}
+
+}  // namespace goenv::bindings

@@ -1,0 +1,35 @@
+"""goenv: reinforcement-learning environments for ML-compiler graph optimization.
+
+    import goenv
+    env = goenv.make("placement-inception")
+    obs, info = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+
+Units everywhere: seconds, bytes, and FLOPs with a multiply-accumulate counted as 2.
+"""
+
+from goenv._core import (
+    Cluster,
+    Device,
+    Error,
+    Graph,
+    InvalidAction,
+    InvalidArgument,
+    InvalidGraph,
+    Link,
+    NotFound,
+    ResetNeeded,
+    SimulationResult,
+    op_type_names,
+)
+from goenv import clusters, datasets
+from goenv.envs import GraphEnv, list_envs, make
+from goenv.simulation import lower_bound, simulate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
+    "Link", "NotFound", "ResetNeeded", "SimulationResult", "clusters", "datasets", "list_envs",
+    "lower_bound", "make", "op_type_names", "simulate",
+]

@@ -1,0 +1,26 @@
+"""Direct access to the simulator, outside any environment."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from goenv import _core
+from goenv._core import Cluster, Graph, SimulationResult
+from goenv.clusters import get as get_cluster
+
+
+def simulate(graph: Graph, cluster: str | Cluster, placement: np.ndarray | None = None,
+             priority: np.ndarray | None = None) -> SimulationResult:
+    """Simulates one step of `graph` on `cluster` (a preset name or a Cluster).
+
+    placement: device index per node (default: all on device 0).
+    priority: per node, higher runs first among ready ops of a device (default: FIFO).
+    Returns runtime (s), per-device peak memory (bytes) and busy time, the oom and
+    invalid flags, per-node start/finish/device, and the transfers. The GIL is released.
+    """
+    return _core.simulate(graph, get_cluster(cluster), placement, priority)
+
+
+def lower_bound(graph: Graph, cluster: str | Cluster) -> float:
+    """Seconds no decision can beat: max(critical path on the fastest devices, work / devices)."""
+    return _core.lower_bound(graph, get_cluster(cluster))["value"]

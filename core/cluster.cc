@@ -1,0 +1,124 @@
+#include "core/cluster.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+
+namespace goenv {
+
+namespace {
+
+bool positive(double x) { return std::isfinite(x) && x > 0; }
+bool non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;
+
+// NVIDIA V100-SXM2 16 GB: 15.7 TFLOP/s fp32, 900 GB/s HBM2.
+Device v100(int i) { return {"gpu:" + std::to_string(i), DeviceKind::kGpu, 15.7e12, 900 * kGB, 16 * kGiB, 5e-6, 0}; }
+// A two-socket server CPU: ~1.5 TFLOP/s fp32 (AVX-512), 100 GB/s DRAM.
+Device server_cpu() { return {"cpu:0", DeviceKind::kCpu, 1.5e12, 100 * kGB, 256 * kGiB, 1e-6, 0}; }
+// One die of a Tesla K80 (Placeto's testbed): 4.37 TFLOP/s fp32 peak for the
+// board = 2.18 per die, 240 GB/s, 12 GiB.
+Device k80(int i) { return {"gpu:" + std::to_string(i), DeviceKind::kGpu, 2.18e12, 240 * kGB, 12 * kGiB, 0, 5.7e-6}; }
+
+// Every ordered pair linked; `channel(src, dst)` decides which transfers serialize.
+std::vector<Link> all_pairs(int n, double bandwidth, double latency,
+                            const std::function<int(int, int)>& channel) {
+  std::vector<Link> links;
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d) links.push_back({s, d, bandwidth, latency, channel(s, d)});
+  return links;
+}
+
+Cluster gpus(const std::string& name, int n, double bandwidth, double latency) {
+  std::vector<Device> devices;
+  for (int i = 0; i < n; ++i) devices.push_back(v100(i));
+  return Cluster(name, devices, all_pairs(n, bandwidth, latency, [n](int s, int d) { return s * n + d; }));
+}
+
+const std::map<std::string, std::function<Cluster()>>& presets() {
+  static const std::map<std::string, std::function<Cluster()>> table = [] {
+    std::map<std::string, std::function<Cluster()>> t;
+    t["1xgpu"] = [] { return gpus("1xgpu", 1, 1, 0); };
+    for (int n : {2, 4, 8}) {
+      // PCIe 3.0 x16: ~12 GB/s achieved, ~10 us per transfer.
+      std::string pcie = std::to_string(n) + "xgpu-pcie";
+      t[pcie] = [pcie, n] { return gpus(pcie, n, 12 * kGB, 10e-6); };
+      // NVLink 2 (V100): ~50 GB/s per direction between a pair, ~5 us per transfer.
+      std::string nvlink = std::to_string(n) + "xgpu-nvlink";
+      t[nvlink] = [nvlink, n] { return gpus(nvlink, n, 50 * kGB, 5e-6); };
+      // Placeto/Park simulator constants: 7,600 bytes/us plus 25 us per transfer,
+      // one outgoing bus per source device, 5.7 us gap after every op.
+      std::string k80s = "placeto-k80-" + std::to_string(n);
+      t[k80s] = [k80s, n] {
+        std::vector<Device> devices;
+        for (int i = 0; i < n; ++i) devices.push_back(k80(i));
+        return Cluster(k80s, devices, all_pairs(n, 7600e6, 25e-6, [](int s, int) { return s; }));
+      };
+    }
+    t["placeto-k80"] = [] {
+      Cluster c = presets().at("placeto-k80-4")();
+      return Cluster("placeto-k80", c.devices(), c.links());
+    };
+    t["cpu+2xgpu"] = [] {
+      std::vector<Device> devices = {server_cpu(), v100(0), v100(1)};
+      return Cluster("cpu+2xgpu", devices, all_pairs(3, 12 * kGB, 10e-6, [](int s, int d) { return s * 3 + d; }));
+    };
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+Cluster::Cluster(std::string name, std::vector<Device> devices, std::vector<Link> links)
+    : name_(std::move(name)), devices_(std::move(devices)), links_(std::move(links)) {
+  const int n = num_devices();
+  GOENV_CHECK(n >= 1, InvalidArgument, "cluster '" << name_ << "' has no devices");
+  for (const Device& d : devices_) {
+    GOENV_CHECK(positive(d.peak_flops) && positive(d.memory_bandwidth) && positive(d.memory_bytes),
+                InvalidArgument,
+                "device '" << d.name << "': peak_flops, memory_bandwidth and memory_bytes must be > 0");
+    GOENV_CHECK(non_negative(d.launch_overhead) && non_negative(d.op_gap), InvalidArgument,
+                "device '" << d.name << "': launch_overhead and op_gap must be >= 0");
+  }
+  link_index_.assign(n * n, -1);
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const Link& l = links_[i];
+    GOENV_CHECK(l.src >= 0 && l.src < n && l.dst >= 0 && l.dst < n && l.src != l.dst,
+                InvalidArgument, "link " << l.src << " -> " << l.dst << " is not between two devices of " << n);
+    GOENV_CHECK(positive(l.bandwidth) && non_negative(l.latency) && l.channel >= 0, InvalidArgument,
+                "link " << l.src << " -> " << l.dst << ": bandwidth must be > 0, latency and channel >= 0");
+    GOENV_CHECK(link_index_[l.src * n + l.dst] == -1, InvalidArgument,
+                "two links " << l.src << " -> " << l.dst);
+    link_index_[l.src * n + l.dst] = static_cast<int>(i);
+    num_channels_ = std::max(num_channels_, l.channel + 1);
+  }
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      GOENV_CHECK(s == d || link_index_[s * n + d] != -1, InvalidArgument,
+                  "cluster '" << name_ << "' has no link " << s << " -> " << d);
+}
+
+Cluster Cluster::preset(const std::string& name) {
+  const auto& table = presets();
+  auto it = table.find(name);
+  if (it == table.end()) {
+    std::string known;
+    for (const auto& [k, _] : table) known += (known.empty() ? "" : ", ") + k;
+    GOENV_FAIL(NotFound, "unknown cluster preset '" << name << "'; presets: " << known);
+  }
+  return it->second();
+}
+
+std::vector<std::string> Cluster::preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, _] : presets()) names.push_back(k);
+  return names;
+}
+
+}  // namespace goenv

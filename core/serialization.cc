@@ -1,0 +1,315 @@
+#include "core/serialization.h"
+
+#include <cereal/archives/json.hpp>
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace goenv {
+
+namespace {
+
+constexpr char kGraphMagic[8] = {'G', 'O', 'E', 'N', 'V', 'G', 'R', 'F'};
+constexpr char kClusterMagic[8] = {'G', 'O', 'E', 'N', 'V', 'C', 'L', 'U'};
+
+// Columnar form of a Graph: what goes on disk.
+struct GraphRecord {
+  std::uint32_t version = kGraphFormatVersion;
+  std::string name;
+  std::vector<std::string> names;
+  std::vector<std::int32_t> op_type, group, colocation;
+  std::vector<double> flops, cost;
+  std::vector<std::int64_t> output_bytes, param_bytes, shape_offsets, shape_values;
+  std::vector<std::uint8_t> allowed_kinds;
+  std::vector<std::int64_t> edge_src, edge_dst, edge_bytes;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(CEREAL_NVP(version), CEREAL_NVP(name), CEREAL_NVP(names), CEREAL_NVP(op_type),
+       CEREAL_NVP(flops), CEREAL_NVP(output_bytes), CEREAL_NVP(param_bytes),
+       CEREAL_NVP(shape_offsets), CEREAL_NVP(shape_values), CEREAL_NVP(group),
+       CEREAL_NVP(colocation), CEREAL_NVP(allowed_kinds), CEREAL_NVP(cost),
+       CEREAL_NVP(edge_src), CEREAL_NVP(edge_dst), CEREAL_NVP(edge_bytes));
+  }
+};
+
+GraphRecord to_record(const Graph& g) {
+  GraphRecord r;
+  r.name = g.name();
+  r.names = g.names();
+  r.op_type = g.op_type();
+  r.flops = g.flops();
+  r.output_bytes = g.output_bytes();
+  r.param_bytes = g.param_bytes();
+  r.group = g.group();
+  r.colocation = g.colocation();
+  r.allowed_kinds = g.allowed_kinds();
+  r.cost = g.cost();
+  r.shape_offsets.push_back(0);
+  for (const auto& s : g.shapes()) {
+    r.shape_values.insert(r.shape_values.end(), s.begin(), s.end());
+    r.shape_offsets.push_back(static_cast<std::int64_t>(r.shape_values.size()));
+  }
+  r.edge_src = g.edge_src();
+  r.edge_dst = g.edge_dst();
+  r.edge_bytes = g.edge_bytes();
+  return r;
+}
+
+GraphPtr from_record(GraphRecord& r, const std::string& what) {
+  GOENV_CHECK(r.version == kGraphFormatVersion, InvalidGraph,
+              what << ": graph format version " << r.version << ", this goenv reads version "
+                   << kGraphFormatVersion);
+  const std::size_t n = r.names.size(), m = r.edge_src.size();
+  const bool consistent = r.op_type.size() == n && r.flops.size() == n && r.output_bytes.size() == n &&
+                          r.param_bytes.size() == n && r.group.size() == n && r.colocation.size() == n &&
+                          r.allowed_kinds.size() == n && r.cost.size() == n * kNumDeviceKinds &&
+                          r.shape_offsets.size() == n + 1 && r.edge_dst.size() == m &&
+                          r.edge_bytes.size() == m;
+  GOENV_CHECK(consistent, InvalidGraph, what << ": node or edge columns have inconsistent lengths");
+  std::vector<NodeSpec> nodes(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    NodeSpec& s = nodes[v];
+    s.name = std::move(r.names[v]);
+    s.op_type = r.op_type[v];
+    s.flops = r.flops[v];
+    s.output_bytes = r.output_bytes[v];
+    s.param_bytes = r.param_bytes[v];
+    s.group = r.group[v];
+    s.colocation = r.colocation[v];
+    s.allowed_kinds = r.allowed_kinds[v];
+    for (int k = 0; k < kNumDeviceKinds; ++k) s.cost[k] = r.cost[v * kNumDeviceKinds + k];
+    const auto b = r.shape_offsets[v], e = r.shape_offsets[v + 1];
+    GOENV_CHECK(0 <= b && b <= e && e <= static_cast<std::int64_t>(r.shape_values.size()), InvalidGraph,
+                what << ": shape offsets of node " << v << " are corrupt");
+    s.shape.assign(r.shape_values.begin() + b, r.shape_values.begin() + e);
+  }
+  std::vector<std::array<std::int64_t, 3>> edges(m);
+  for (std::size_t i = 0; i < m; ++i) edges[i] = {r.edge_src[i], r.edge_dst[i], r.edge_bytes[i]};
+  return Graph::from_specs(std::move(r.name), std::move(nodes), std::move(edges));
+}
+
+// Envelope: magic[8] | version u32 | payload size u64 | fnv1a64(payload) u64 | payload.
+std::string wrap(const char (&magic)[8], const std::string& payload) {
+  std::string out(magic, 8);
+  auto put = [&out](auto value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
+  put(kGraphFormatVersion);
+  put(static_cast<std::uint64_t>(payload.size()));
+  put(fnv1a64(payload));
+  return out + payload;
+}
+
+std::string unwrap(const char (&magic)[8], const std::string& bytes, const std::string& what) {
+  const char* kind = magic[5] == 'G' ? "graph" : "cluster";
+  constexpr std::size_t header = 8 + 4 + 8 + 8;
+  GOENV_CHECK(bytes.size() >= header && std::memcmp(bytes.data(), magic, 8) == 0, InvalidGraph,
+              what << ": not a goenv " << kind << " file (bad magic or too short)");
+  std::uint32_t version;
+  std::uint64_t size, checksum;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&size, bytes.data() + 12, 8);
+  std::memcpy(&checksum, bytes.data() + 20, 8);
+  GOENV_CHECK(version == kGraphFormatVersion, InvalidGraph,
+              what << ": format version " << version << ", this goenv reads version " << kGraphFormatVersion);
+  GOENV_CHECK(bytes.size() - header == size, InvalidGraph,
+              what << ": truncated or padded: header says " << size << " payload bytes, found "
+                   << bytes.size() - header);
+  std::string payload = bytes.substr(header);
+  GOENV_CHECK(fnv1a64(payload) == checksum, InvalidGraph, what << ": checksum mismatch (file is corrupted)");
+  return payload;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct ClusterRecord {
+  std::uint32_t version = kGraphFormatVersion;
+  std::string name;
+  std::vector<std::string> device_names;
+  std::vector<std::uint8_t> kinds;
+  std::vector<double> peak_flops, memory_bandwidth, memory_bytes, launch_overhead, op_gap;
+  std::vector<std::int32_t> link_src, link_dst, link_channel;
+  std::vector<double> link_bandwidth, link_latency;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(CEREAL_NVP(version), CEREAL_NVP(name), CEREAL_NVP(device_names), CEREAL_NVP(kinds),
+       CEREAL_NVP(peak_flops), CEREAL_NVP(memory_bandwidth), CEREAL_NVP(memory_bytes),
+       CEREAL_NVP(launch_overhead), CEREAL_NVP(op_gap), CEREAL_NVP(link_src), CEREAL_NVP(link_dst),
+       CEREAL_NVP(link_channel), CEREAL_NVP(link_bandwidth), CEREAL_NVP(link_latency));
+  }
+};
+
+ClusterRecord to_record(const Cluster& c) {
+  ClusterRecord r;
+  r.name = c.name();
+  for (const Device& d : c.devices()) {
+    r.device_names.push_back(d.name);
+    r.kinds.push_back(static_cast<std::uint8_t>(d.kind));
+    r.peak_flops.push_back(d.peak_flops);
+    r.memory_bandwidth.push_back(d.memory_bandwidth);
+    r.memory_bytes.push_back(d.memory_bytes);
+    r.launch_overhead.push_back(d.launch_overhead);
+    r.op_gap.push_back(d.op_gap);
+  }
+  for (const Link& l : c.links()) {
+    r.link_src.push_back(l.src);
+    r.link_dst.push_back(l.dst);
+    r.link_channel.push_back(l.channel);
+    r.link_bandwidth.push_back(l.bandwidth);
+    r.link_latency.push_back(l.latency);
+  }
+  return r;
+}
+
+Cluster from_record(const ClusterRecord& r) {
+  GOENV_CHECK(r.version == kGraphFormatVersion, InvalidArgument, "cluster format version " << r.version);
+  const std::size_t n = r.device_names.size(), m = r.link_src.size();
+  GOENV_CHECK(r.kinds.size() == n && r.peak_flops.size() == n && r.memory_bandwidth.size() == n &&
+                  r.memory_bytes.size() == n && r.launch_overhead.size() == n && r.op_gap.size() == n &&
+                  r.link_dst.size() == m && r.link_channel.size() == m && r.link_bandwidth.size() == m &&
+                  r.link_latency.size() == m,
+              InvalidArgument, "cluster record has inconsistent column lengths");
+  std::vector<Device> devices;
+  for (std::size_t i = 0; i < n; ++i) {
+    GOENV_CHECK(r.kinds[i] < kNumDeviceKinds, InvalidArgument, "device kind " << int(r.kinds[i]));
+    devices.push_back({r.device_names[i], static_cast<DeviceKind>(r.kinds[i]), r.peak_flops[i],
+                       r.memory_bandwidth[i], r.memory_bytes[i], r.launch_overhead[i], r.op_gap[i]});
+  }
+  std::vector<Link> links;
+  for (std::size_t i = 0; i < m; ++i)
+    links.push_back({r.link_src[i], r.link_dst[i], r.link_bandwidth[i], r.link_latency[i], r.link_channel[i]});
+  return Cluster(r.name, std::move(devices), std::move(links));
+}
+
+template <class Record>
+std::string binary_payload(const Record& record) {
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(record);
+  }
+  return os.str();
+}
+
+template <class Record>
+Record parse_binary(const std::string& payload, const std::string& what) {
+  Record record;
+  try {
+    std::istringstream is(payload);
+    cereal::PortableBinaryInputArchive ar(is);
+    ar(record);
+  } catch (const cereal::Exception& e) {
+    GOENV_FAIL(InvalidGraph, what << ": cannot decode: " << e.what());
+  } catch (const std::exception& e) {  // e.g. bad_alloc / length_error from corrupt sizes
+    GOENV_FAIL(InvalidGraph, what << ": cannot decode: corrupt sizes (" << e.what() << ")");
+  }
+  return record;
+}
+
+template <class Record>
+std::string json_text(const Record& record, const char* root) {
+  std::ostringstream os;
+  {
+    cereal::JSONOutputArchive ar(os);
+    ar(cereal::make_nvp(root, record));
+  }
+  return os.str();
+}
+
+template <class Record>
+Record parse_json(const std::string& json, const char* root, const std::string& what) {
+  Record record;
+  try {
+    std::istringstream is(json);
+    cereal::JSONInputArchive ar(is);
+    ar(cereal::make_nvp(root, record));
+  } catch (const std::exception& e) {
+    GOENV_FAIL(InvalidGraph, what << ": cannot parse JSON: " << e.what());
+  }
+  return record;
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(const std::string& bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  GOENV_CHECK(in.good(), InvalidArgument, "cannot open '" << path << "' for reading");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    GOENV_CHECK(out.good(), InvalidArgument, "cannot open '" << tmp << "' for writing");
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out.good()) {
+      std::remove(tmp.c_str());
+      GOENV_FAIL(Error, "failed writing '" << tmp << "' (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    GOENV_FAIL(Error, "cannot move '" << tmp << "' to '" << path << "'");
+  }
+}
+
+std::string graph_to_bytes(const Graph& graph) { return wrap(kGraphMagic, binary_payload(to_record(graph))); }
+
+GraphPtr graph_from_bytes(const std::string& bytes, const std::string& what) {
+  auto record = parse_binary<GraphRecord>(unwrap(kGraphMagic, bytes, what), what);
+  return from_record(record, what);
+}
+
+std::string graph_to_json(const Graph& graph) { return json_text(to_record(graph), "graph"); }
+
+GraphPtr graph_from_json(const std::string& json, const std::string& what) {
+  auto record = parse_json<GraphRecord>(json, "graph", what);
+  return from_record(record, what);
+}
+
+void save_graph(const Graph& graph, const std::string& path) {
+  write_file_atomic(path, ends_with(path, ".json") ? graph_to_json(graph) : graph_to_bytes(graph));
+}
+
+GraphPtr load_graph(const std::string& path) {
+  const std::string contents = read_file(path);
+  return ends_with(path, ".json") ? graph_from_json(contents, "'" + path + "'")
+                                  : graph_from_bytes(contents, "'" + path + "'");
+}
+
+std::string cluster_to_bytes(const Cluster& c) { return wrap(kClusterMagic, binary_payload(to_record(c))); }
+
+Cluster cluster_from_bytes(const std::string& bytes) {
+  return from_record(parse_binary<ClusterRecord>(unwrap(kClusterMagic, bytes, "cluster bytes"), "cluster bytes"));
+}
+
+std::string cluster_to_json(const Cluster& c) { return json_text(to_record(c), "cluster"); }
+
+Cluster cluster_from_json(const std::string& json) {
+  return from_record(parse_json<ClusterRecord>(json, "cluster", "cluster JSON"));
+}
+
+}  // namespace goenv

@@ -1,0 +1,215 @@
+#include "envs/env.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "envs/placement_heuristics.h"
+
+namespace goenv {
+
+const char* head_name(Head head) {
+  switch (head) {
+    case Head::kPlacement: return "placement";
+    case Head::kPriority: return "priority";
+    case Head::kFusion: return "fusion";
+  }
+  return "?";
+}
+
+Env::Env(std::string id, std::vector<Head> heads, GraphPtr graph, Cluster cluster, EnvConfig config)
+    : id_(std::move(id)),
+      heads_(std::move(heads)),
+      graph_(std::move(graph)),
+      config_(std::move(config)),
+      simulator_(graph_, std::move(cluster)) {
+  GOENV_CHECK(config_.decision_mode == "graph" || config_.decision_mode == "node", InvalidArgument,
+              "decision_mode must be 'graph' or 'node', got '" << config_.decision_mode << "'");
+  node_mode_ = config_.decision_mode == "node";
+  GOENV_CHECK(config_.horizon >= 1, InvalidArgument, "horizon must be >= 1, got " << config_.horizon);
+  GOENV_CHECK(config_.priority_levels >= 2 && config_.fusion_levels >= 2, InvalidArgument,
+              "priority_levels and fusion_levels must be >= 2");
+  GOENV_CHECK(std::isfinite(config_.invalid_penalty), InvalidArgument, "invalid_penalty must be finite");
+  GOENV_CHECK(graph_->num_nodes() > 0, InvalidArgument, "graph '" << graph_->name() << "' has no nodes");
+  static_obs_ = goenv::static_observation(graph_);
+  lower_bound_ = lower_bound(*graph_, this->cluster());
+
+  // The compiler's default: everything on device 0 when it fits, else the expert split.
+  const int n = graph_->num_nodes();
+  initial_priority_.assign(n, 0.0);
+  initial_fusion_.assign(n, 0);
+  initial_placement_ = single_device_placement(*graph_);
+  const SimulationResult& single = simulator_.run({initial_placement_.data(), initial_priority_.data()});
+  if (single.oom || single.invalid) initial_placement_ = expert_placement(*graph_, this->cluster());
+}
+
+int Env::choices(Head head) const {
+  switch (head) {
+    case Head::kPlacement: return cluster().num_devices();
+    case Head::kPriority: return config_.priority_levels;
+    case Head::kFusion: return config_.fusion_levels;
+  }
+  return 0;
+}
+
+int Env::action_mask_width() const {
+  int width = 0;
+  for (Head h : heads_) width += choices(h);
+  return width;
+}
+
+DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness yet*/, StepInfo* info) {
+  placement_ = initial_placement_;
+  priority_ = initial_priority_;
+  fusion_ = initial_fusion_;
+  last_ = simulator_.run({placement_.data(), priority_.data()});
+  initial_runtime_ = runtime_ = last_.runtime;
+  fill_info(last_);
+  steps_ = cursor_ = 0;
+  last_reward_ = 0;
+  started_ = true;
+  done_ = false;
+  if (info) *info = info_;
+  return observe();
+}
+
+void Env::apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
+                std::vector<double>& priority, std::vector<std::int32_t>& fusion) const {
+  GOENV_CHECK(action.size() == heads_.size(), InvalidAction,
+              id_ << ": action has " << action.size() << " parts, the task decides " << heads_.size());
+  const int n = graph_->num_nodes();
+  const int count = node_mode_ ? 1 : n;
+  for (std::size_t h = 0; h < heads_.size(); ++h) {
+    const std::int64_t* values = action[h];
+    GOENV_CHECK(values != nullptr, InvalidAction, id_ << ": missing '" << head_name(heads_[h]) << "' action");
+    const int limit = choices(heads_[h]);
+    for (int i = 0; i < count; ++i) {
+      const NodeId v = node_mode_ ? graph_->topological_order()[cursor_] : i;
+      const std::int64_t x = values[i];
+      GOENV_CHECK(x >= 0 && x < limit, InvalidAction,
+                  id_ << ": " << head_name(heads_[h]) << " action for node " << v << " is " << x
+                      << ", outside [0, " << limit << ")");
+      switch (heads_[h]) {
+        case Head::kPlacement: placement[v] = static_cast<std::int32_t>(x); break;
+        case Head::kPriority: priority[v] = static_cast<double>(x); break;
+        case Head::kFusion: fusion[v] = static_cast<std::int32_t>(x); break;
+      }
+    }
+  }
+}
+
+StepResult Env::step(const std::vector<const std::int64_t*>& action) {
+  GOENV_CHECK(started_, ResetNeeded, id_ << ": step() called before reset()");
+  GOENV_CHECK(!done_, ResetNeeded, id_ << ": step() called after the episode ended; call reset()");
+  std::vector<std::int32_t> placement = placement_, fusion = fusion_;
+  std::vector<double> priority = priority_;
+  apply(action, placement, priority, fusion);  // throws before any state changes
+
+  const SimulationResult& r = simulator_.run({placement.data(), priority.data()});
+  fill_info(r);
+  StepResult out;
+  if (r.oom || r.invalid) {
+    out.reward = config_.invalid_penalty;
+  } else {
+    out.reward = (runtime_ - r.runtime) / initial_runtime_;
+    runtime_ = r.runtime;
+    placement_.swap(placement);
+    priority_.swap(priority);
+    fusion_.swap(fusion);
+    last_ = r;
+  }
+  last_reward_ = out.reward;
+  ++steps_;
+  if (node_mode_) {
+    cursor_ = (cursor_ + 1) % graph_->num_nodes();
+    done_ = steps_ >= config_.horizon * graph_->num_nodes();
+  } else {
+    done_ = steps_ >= config_.horizon;
+  }
+  out.terminated = done_;
+  out.truncated = false;
+  out.info = info_;
+  out.observation = observe();
+  return out;
+}
+
+const SimulationResult& Env::evaluate(const std::vector<std::int32_t>& placement,
+                                      const std::vector<double>& priority) {
+  const auto n = static_cast<std::size_t>(graph_->num_nodes());
+  GOENV_CHECK(placement.size() == n && priority.size() == n, InvalidArgument,
+              "evaluate needs " << n << " placements and priorities");
+  return simulator_.run({placement.data(), priority.data()});
+}
+
+void Env::fill_info(const SimulationResult& r) {
+  info_.runtime = r.runtime;
+  info_.initial_runtime = initial_runtime_ > 0 ? initial_runtime_ : r.runtime;
+  info_.speedup = r.runtime > 0 ? info_.initial_runtime / r.runtime : 1.0;
+  info_.lower_bound = lower_bound_.value;
+  info_.peak_memory = r.peak_memory;
+  info_.bytes_moved = r.bytes_moved;
+  info_.oom = r.oom;
+  info_.invalid = r.invalid;
+  info_.invalid_reason = r.invalid_reason;
+}
+
+DynamicObservation Env::observe() const {
+  const Graph& g = *graph_;
+  const int n = g.num_nodes(), num_devices = cluster().num_devices();
+  const int s = node_state_dim(num_devices), a = action_mask_width();
+  DynamicObservation obs;
+  obs.node_state.assign(static_cast<std::size_t>(n) * s, 0.f);
+  obs.action_mask.assign(static_cast<std::size_t>(n) * a, 1);
+  const double runtime = last_.runtime > 0 ? last_.runtime : 1.0;
+  const NodeId current = node_mode_ ? g.topological_order()[cursor_] : kNone;
+  std::vector<char> decided(n, 0);
+  if (node_mode_)
+    for (int i = 0; i < cursor_; ++i) decided[g.topological_order()[i]] = 1;
+  for (NodeId v = 0; v < n; ++v) {
+    float* row = &obs.node_state[static_cast<std::size_t>(v) * s];
+    row[placement_[v]] = 1.f;
+    float* x = row + num_devices;
+    x[0] = static_cast<float>(priority_[v] / (config_.priority_levels - 1));
+    x[1] = static_cast<float>(fusion_[v]) / static_cast<float>(config_.fusion_levels - 1);
+    x[2] = static_cast<float>(last_.start[v] / runtime);
+    x[3] = static_cast<float>(last_.finish[v] / runtime);
+    x[4] = last_.critical[v];
+    x[5] = decided[v];
+    x[6] = v == current ? 1.f : 0.f;
+  }
+  // Placement choices: allowed device kinds; in node mode also a colocation
+  // group's device once one of its members was decided in this pass.
+  int offset = 0;
+  for (Head h : heads_) {
+    if (h == Head::kPlacement) {
+      std::vector<std::int32_t> group_device(g.num_colocation_groups(), -1);
+      for (NodeId v = 0; v < n; ++v)
+        if (decided[v] && g.colocation()[v] != kNone) group_device[g.colocation()[v]] = placement_[v];
+      for (NodeId v = 0; v < n; ++v) {
+        std::int8_t* mask = &obs.action_mask[static_cast<std::size_t>(v) * a + offset];
+        const auto c = g.colocation()[v];
+        for (int d = 0; d < num_devices; ++d)
+          mask[d] = g.allows(v, cluster().device(d).kind) && (c == kNone || group_device[c] == -1 || group_device[c] == d);
+      }
+    }
+    offset += choices(h);
+  }
+  const double capacity_fraction = [&] {
+    double worst = 0;
+    for (int d = 0; d < num_devices; ++d)
+      worst = std::max(worst, last_.peak_memory[d] / cluster().device(d).memory_bytes);
+    return worst;
+  }();
+  const int total_steps = node_mode_ ? config_.horizon * n : config_.horizon;
+  obs.globals = {static_cast<float>(info_.runtime / initial_runtime_),
+                 static_cast<float>(runtime_ / initial_runtime_),
+                 static_cast<float>(steps_) / static_cast<float>(total_steps),
+                 static_cast<float>(last_reward_),
+                 info_.oom ? 1.f : 0.f,
+                 info_.invalid ? 1.f : 0.f,
+                 static_cast<float>(capacity_fraction),
+                 static_cast<float>(std::log10(std::max(initial_runtime_, 1e-9)) / 10.0)};
+  return obs;
+}
+
+}  // namespace goenv

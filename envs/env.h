@@ -1,0 +1,123 @@
+// The environment interface shared by every task (DESIGN §3).
+//
+// One generic Env serves placement, scheduling, fusion and joint: a task is the
+// list of decision heads it controls (placement / priority / fusion), registered
+// by the task's own file (envs/placement.cc, ...). The env owns its mutable
+// decisions; the graph is shared read-only between envs.
+//
+// Contract:
+//  * reset(seed) returns the observation of the initial (compiler-default)
+//    decisions and simulates them; `initial_runtime` is that runtime.
+//  * step(action) in decision_mode "graph" applies a whole-graph decision (one
+//    value per node per head); in "node" mode it decides one node (topological
+//    order) per step, Placeto-style. Each step simulates the graph.
+//  * reward = (previous runtime - runtime) / initial runtime. An invalid
+//    decision (OOM, split colocation group, forbidden device kind) earns
+//    `invalid_penalty`, is reported in info, and is not adopted.
+//  * terminated after `horizon` whole-graph decisions (node mode: horizon passes
+//    over all nodes); truncated is always false (no time limit is imposed here).
+//  * Bad input throws InvalidAction; step before reset or after the end throws
+//    ResetNeeded. The env is never left half-updated by a throw.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/graph.h"
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+#include "datasets/registry.h"
+#include "envs/observation.h"
+
+namespace goenv {
+
+enum class Head { kPlacement = 0, kPriority = 1, kFusion = 2 };
+const char* head_name(Head head);
+
+struct EnvConfig {
+  GraphParams graph_params;        // builder parameters (batch_size, ...)
+  std::string cluster;             // preset name; empty = the graph family's default
+  int horizon = 1;                 // whole-graph decisions per episode
+  std::string decision_mode = "graph";  // "graph" | "node"
+  double invalid_penalty = -1.0;   // reward of an invalid decision
+  int priority_levels = 16;        // choices of the priority head
+  int fusion_levels = 4;           // choices of the fusion head
+};
+
+struct StepInfo {
+  double runtime = 0, initial_runtime = 0, speedup = 1, lower_bound = 0;
+  std::vector<double> peak_memory;  // bytes per device
+  double bytes_moved = 0;
+  bool oom = false, invalid = false;
+  std::string invalid_reason;
+};
+
+struct StepResult {
+  DynamicObservation observation;
+  double reward = 0;
+  bool terminated = false, truncated = false;
+  StepInfo info;
+};
+
+class Env {
+ public:
+  Env(std::string id, std::vector<Head> heads, GraphPtr graph, Cluster cluster, EnvConfig config);
+
+  const std::string& id() const { return id_; }
+  const std::vector<Head>& heads() const { return heads_; }
+  int choices(Head head) const;  // values a head takes per node
+  bool node_mode() const { return node_mode_; }
+  const EnvConfig& config() const { return config_; }
+  const Graph& graph() const { return *graph_; }
+  GraphPtr graph_ptr() const { return graph_; }
+  const Cluster& cluster() const { return simulator_.cluster(); }
+  const StaticObservation& static_observation() const { return *static_obs_; }
+  std::shared_ptr<const StaticObservation> static_observation_ptr() const { return static_obs_; }
+  int action_mask_width() const;  // A: sum of the heads' choices
+
+  DynamicObservation reset(std::uint64_t seed, StepInfo* info = nullptr);
+  // One pointer per head, in heads() order: N values each in graph mode, 1 in node mode.
+  StepResult step(const std::vector<const std::int64_t*>& action);
+
+  // Current decisions and the last simulation (for rendering and baselines).
+  const std::vector<std::int32_t>& placement() const { return placement_; }
+  const std::vector<double>& priority() const { return priority_; }
+  const std::vector<std::int32_t>& fusion() const { return fusion_; }
+  const SimulationResult& last_result() const { return last_; }
+  const StepInfo& last_info() const { return info_; }
+  double initial_runtime() const { return initial_runtime_; }
+  // Simulates decisions without touching the episode (baselines, search).
+  const SimulationResult& evaluate(const std::vector<std::int32_t>& placement,
+                                   const std::vector<double>& priority);
+
+ private:
+  void apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
+             std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
+  DynamicObservation observe() const;
+  void fill_info(const SimulationResult& r);
+  bool needs_reset() const { return !started_ || done_; }
+
+  std::string id_;
+  std::vector<Head> heads_;
+  GraphPtr graph_;
+  EnvConfig config_;
+  bool node_mode_ = false;
+  Simulator simulator_;
+  std::shared_ptr<const StaticObservation> static_obs_;
+  LowerBound lower_bound_;
+  // Episode state.
+  std::vector<std::int32_t> placement_, fusion_;
+  std::vector<double> priority_;
+  std::vector<std::int32_t> initial_placement_, initial_fusion_;
+  std::vector<double> initial_priority_;
+  SimulationResult last_;
+  StepInfo info_;
+  double initial_runtime_ = 0, runtime_ = 0, last_reward_ = 0;
+  int steps_ = 0, cursor_ = 0;  // cursor: node-mode position in topological order
+  bool started_ = false, done_ = false;
+};
+
+}  // namespace goenv
