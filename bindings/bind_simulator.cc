@@ -1,6 +1,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/numpy_helpers.h"
+#include "core/fusion.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
 
@@ -24,6 +25,13 @@ void bind_simulator(py::module_& m) {
       .def_property_readonly("start", [](const SimulationResult& r) { return py::array_t<double>(r.start.size(), r.start.data()); })
       .def_property_readonly("finish", [](const SimulationResult& r) { return py::array_t<double>(r.finish.size(), r.finish.data()); })
       .def_property_readonly("device", [](const SimulationResult& r) { return py::array_t<std::int32_t>(r.device.size(), r.device.data()); })
+      .def_property_readonly("kernel", [](const SimulationResult& r) {
+        std::vector<std::int32_t> k = r.kernel;
+        if (k.empty())
+          for (std::size_t v = 0; v < r.start.size(); ++v) k.push_back(static_cast<std::int32_t>(v));
+        const auto n = static_cast<py::ssize_t>(k.size());
+        return to_numpy(std::move(k), {n});
+      }, "Kernel id per node: fused nodes share one.")
       .def_property_readonly("critical", [](const SimulationResult& r) { return py::array_t<std::uint8_t>(r.critical.size(), r.critical.data()).attr("astype")("bool"); })
       .def_property_readonly("transfers", [](const SimulationResult& r) {
         // Columns: one entry per transfer.
@@ -53,25 +61,31 @@ void bind_simulator(py::module_& m) {
       });
 
   m.def("simulate",
-        [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority) {
+        [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority, py::handle fusion,
+           int max_fusion_size) {
           auto g = as_graph(graph);
           const int n = g->num_nodes();
-          std::vector<std::int32_t> p;
+          std::vector<std::int32_t> p, f;
           std::vector<double> q;
           if (!placement.is_none()) {
             const auto ints = integer_array(placement, n, "placement");
             p.assign(ints.begin(), ints.end());
-            for (int v = 0; v < n; ++v)
-              GOENV_CHECK(ints[v] >= 0 && ints[v] < cluster.num_devices(), InvalidAction,
-                          "placement[" << v << "] is " << ints[v] << ", outside [0, " << cluster.num_devices() << ")");
           }
           if (!priority.is_none()) q = double_array(priority, n, "priority");
+          if (!fusion.is_none()) {
+            const auto ints = integer_array(fusion, n, "fusion");
+            f.assign(ints.begin(), ints.end());
+          }
+          const Decisions decisions{p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()};
           py::gil_scoped_release release;
-          return simulate(g, cluster, {p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()});
+          return f.empty() ? simulate(g, cluster, decisions)
+                           : simulate_fused(g, cluster, decisions, f.data(), max_fusion_size);
         },
         py::arg("graph"), py::arg("cluster"), py::arg("placement") = py::none(), py::arg("priority") = py::none(),
+        py::arg("fusion") = py::none(), py::arg("max_fusion_size") = 16,
         "Simulates the graph on the cluster. placement: device per node (default all on 0);\n"
-        "priority: higher runs first among ready ops on a device (default FIFO).");
+        "priority: higher runs first among ready ops on a device (default FIFO);\n"
+        "fusion: fusion priority per node (0 = alone; default: no fusion), greedy pass as in DESIGN §2.");
 
   m.def("lower_bound", [](py::handle graph, const Cluster& cluster) {
     auto g = as_graph(graph);

@@ -242,7 +242,7 @@ Record parse_json(const std::string& json, const char* root, const std::string& 
 }  // namespace
 
 std::uint64_t fnv1a64(const std::string& bytes) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 14695981039346656037ull;
   for (unsigned char c : bytes) {
     h ^= c;
     h *= 1099511628211ull;

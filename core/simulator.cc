@@ -37,48 +37,42 @@ double Simulator::cost(NodeId v, int device) const {
   return op_cost(*graph_, touched_, v, cluster_.device(device));
 }
 
-void Simulator::check_and_flag(const Decisions& decisions) {
-  const Graph& g = *graph_;
-  const int n = g.num_nodes(), num_devices = cluster_.num_devices();
-  auto& r = result_;
-  r.device.resize(n);
-  if (decisions.placement) {
-    for (int v = 0; v < n; ++v) {
-      const std::int32_t p = decisions.placement[v];
-      GOENV_CHECK(p >= 0 && p < num_devices, InvalidAction,
-                  "placement of node " << v << " is device " << p << ", outside [0, " << num_devices << ")");
-      r.device[v] = p;
-    }
-  } else {
-    std::fill(r.device.begin(), r.device.end(), 0);
-  }
-  if (decisions.priority)
+std::string validate_decisions(const Graph& g, const Cluster& cluster, const std::int32_t* placement,
+                               const double* priority) {
+  const int n = g.num_nodes(), num_devices = cluster.num_devices();
+  for (int v = 0; v < n; ++v)
+    GOENV_CHECK(placement[v] >= 0 && placement[v] < num_devices, InvalidAction,
+                "placement of node " << v << " is device " << placement[v] << ", outside [0, " << num_devices << ")");
+  if (priority)
     for (int v = 0; v < n; ++v)
-      GOENV_CHECK(std::isfinite(decisions.priority[v]), InvalidAction,
-                  "priority of node " << v << " is " << decisions.priority[v] << "; priorities must be finite");
-
-  r.invalid = false;
-  r.invalid_reason.clear();
-  std::vector<std::int32_t> group_device(g.num_colocation_groups(), -1), group_node(g.num_colocation_groups(), -1);
-  for (NodeId v = 0; v < n && !r.invalid; ++v) {
-    const Device& dev = cluster_.device(r.device[v]);
-    if (!g.allows(v, dev.kind)) {
-      r.invalid = true;
-      r.invalid_reason = "node " + std::to_string(v) + " ('" + g.names()[v] + "') may not run on " +
-                         device_kind_name(dev.kind) + " device " + dev.name;
-    }
+      GOENV_CHECK(std::isfinite(priority[v]), InvalidAction,
+                  "priority of node " << v << " is " << priority[v] << "; priorities must be finite");
+  std::vector<std::int32_t> group_node(g.num_colocation_groups(), kNone);
+  for (NodeId v = 0; v < n; ++v) {
+    const Device& dev = cluster.device(placement[v]);
+    if (!g.allows(v, dev.kind))
+      return "node " + std::to_string(v) + " ('" + g.names()[v] + "') may not run on " + device_kind_name(dev.kind) +
+             " device " + dev.name;
     const std::int32_t c = g.colocation()[v];
     if (c == kNone) continue;
-    if (group_device[c] == -1) {
-      group_device[c] = r.device[v];
+    if (group_node[c] == kNone) {
       group_node[c] = v;
-    } else if (group_device[c] != r.device[v]) {
-      r.invalid = true;
-      r.invalid_reason = "colocation group " + std::to_string(c) + " is split: node '" +
-                         g.names()[group_node[c]] + "' on device " + std::to_string(group_device[c]) +
-                         ", node '" + g.names()[v] + "' on device " + std::to_string(r.device[v]);
+    } else if (placement[group_node[c]] != placement[v]) {
+      return "colocation group " + std::to_string(c) + " is split: node '" + g.names()[group_node[c]] +
+             "' on device " + std::to_string(placement[group_node[c]]) + ", node '" + g.names()[v] + "' on device " +
+             std::to_string(placement[v]);
     }
   }
+  return "";
+}
+
+void Simulator::check_and_flag(const Decisions& decisions) {
+  auto& r = result_;
+  r.device.assign(graph_->num_nodes(), 0);
+  if (decisions.placement) std::copy(decisions.placement, decisions.placement + graph_->num_nodes(), r.device.begin());
+  r.invalid_reason = validate_decisions(*graph_, cluster_, r.device.data(), decisions.priority);
+  r.invalid = !r.invalid_reason.empty();
+  r.kernel.clear();
 }
 
 void Simulator::make_ready(NodeId v, double t, NodeId because) {

@@ -53,6 +53,7 @@ struct SimulationResult {
   std::vector<double> start, finish;  // per node, seconds
   std::vector<std::int32_t> device;   // per node
   std::vector<std::uint8_t> critical; // per node: on the path that sets the makespan
+  std::vector<std::int32_t> kernel;   // per node: kernel id (fused nodes share one); empty = one kernel per node
   std::vector<Transfer> transfers;
 };
 
@@ -61,6 +62,12 @@ struct Decisions {
   const std::int32_t* placement = nullptr;  // device per node; default: all on device 0
   const double* priority = nullptr;         // higher runs first; default: all equal (FIFO)
 };
+
+// Checks ranges (throws InvalidAction for a device outside the cluster or a
+// non-finite priority) and returns why the decisions are invalid (a split
+// colocation group, a forbidden device kind), or "" when they are valid.
+std::string validate_decisions(const Graph& graph, const Cluster& cluster, const std::int32_t* placement,
+                               const double* priority);
 
 // Reusable workspace: construct once per (graph, cluster), call run() per step
 // without allocating after the first call. Not thread-safe; use one per thread.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/fusion.h"
 #include "envs/placement_heuristics.h"
 
 namespace goenv {
@@ -17,9 +18,9 @@ const char* head_name(Head head) {
   return "?";
 }
 
-Env::Env(std::string id, std::vector<Head> heads, GraphPtr graph, Cluster cluster, EnvConfig config)
+Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, EnvConfig config)
     : id_(std::move(id)),
-      heads_(std::move(heads)),
+      heads_(task.heads),
       graph_(std::move(graph)),
       config_(std::move(config)),
       simulator_(graph_, std::move(cluster)) {
@@ -34,13 +35,31 @@ Env::Env(std::string id, std::vector<Head> heads, GraphPtr graph, Cluster cluste
   static_obs_ = goenv::static_observation(graph_);
   lower_bound_ = lower_bound(*graph_, this->cluster());
 
-  // The compiler's default: everything on device 0 when it fits, else the expert split.
+  GOENV_CHECK(config_.max_fusion_size >= 1, InvalidArgument, "max_fusion_size must be >= 1");
+  fuses_ = std::find(heads_.begin(), heads_.end(), Head::kFusion) != heads_.end();
+
+  // The compiler's defaults: FIFO, the XLA-style fusion pass, and the task's placement.
   const int n = graph_->num_nodes();
   initial_priority_.assign(n, 0.0);
-  initial_fusion_.assign(n, 0);
+  initial_fusion_ = fuses_ ? xla_fusion_priorities(*graph_) : std::vector<std::int32_t>(n, 0);
+  const std::string rule = config_.placement.empty() ? task.default_placement : config_.placement;
+  GOENV_CHECK(rule == "default" || rule == "single" || rule == "expert", InvalidArgument,
+              "placement must be 'default', 'single' or 'expert', got '" << rule << "'");
   initial_placement_ = single_device_placement(*graph_);
-  const SimulationResult& single = simulator_.run({initial_placement_.data(), initial_priority_.data()});
-  if (single.oom || single.invalid) initial_placement_ = expert_placement(*graph_, this->cluster());
+  if (rule == "expert") {
+    initial_placement_ = expert_placement(*graph_, this->cluster());
+  } else if (rule == "default") {
+    const SimulationResult& single = simulate(initial_placement_, initial_priority_, initial_fusion_);
+    if (single.oom || single.invalid) initial_placement_ = expert_placement(*graph_, this->cluster());
+  }
+}
+
+const SimulationResult& Env::simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
+                                      const std::vector<std::int32_t>& fusion) {
+  if (!fuses_) return simulator_.run({placement.data(), priority.data()});
+  fused_result_ = simulate_fused(graph_, cluster(), {placement.data(), priority.data()}, fusion.data(),
+                                 config_.max_fusion_size);
+  return fused_result_;
 }
 
 int Env::choices(Head head) const {
@@ -62,7 +81,7 @@ DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness ye
   placement_ = initial_placement_;
   priority_ = initial_priority_;
   fusion_ = initial_fusion_;
-  last_ = simulator_.run({placement_.data(), priority_.data()});
+  last_ = simulate(placement_, priority_, fusion_);
   initial_runtime_ = runtime_ = last_.runtime;
   fill_info(last_);
   steps_ = cursor_ = 0;
@@ -105,7 +124,7 @@ StepResult Env::step(const std::vector<const std::int64_t*>& action) {
   std::vector<double> priority = priority_;
   apply(action, placement, priority, fusion);  // throws before any state changes
 
-  const SimulationResult& r = simulator_.run({placement.data(), priority.data()});
+  const SimulationResult& r = simulate(placement, priority, fusion);
   fill_info(r);
   StepResult out;
   if (r.oom || r.invalid) {
@@ -133,12 +152,15 @@ StepResult Env::step(const std::vector<const std::int64_t*>& action) {
   return out;
 }
 
-const SimulationResult& Env::evaluate(const std::vector<std::int32_t>& placement,
-                                      const std::vector<double>& priority) {
+const SimulationResult& Env::evaluate(std::vector<std::int32_t> placement, std::vector<double> priority,
+                                      std::vector<std::int32_t> fusion) {
   const auto n = static_cast<std::size_t>(graph_->num_nodes());
-  GOENV_CHECK(placement.size() == n && priority.size() == n, InvalidArgument,
-              "evaluate needs " << n << " placements and priorities");
-  return simulator_.run({placement.data(), priority.data()});
+  if (placement.empty()) placement = started_ ? placement_ : initial_placement_;
+  if (priority.empty()) priority = started_ ? priority_ : initial_priority_;
+  if (fusion.empty()) fusion = started_ ? fusion_ : initial_fusion_;
+  GOENV_CHECK(placement.size() == n && priority.size() == n && fusion.size() == n, InvalidArgument,
+              "evaluate needs " << n << " values per decision");
+  return simulate(placement, priority, fusion);
 }
 
 void Env::fill_info(const SimulationResult& r) {

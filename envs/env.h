@@ -45,6 +45,18 @@ struct EnvConfig {
   double invalid_penalty = -1.0;   // reward of an invalid decision
   int priority_levels = 16;        // choices of the priority head
   int fusion_levels = 4;           // choices of the fusion head
+  int max_fusion_size = 16;        // ops per fused kernel at most
+  std::string placement;           // initial placement: "" = the task's default, "single", "expert"
+};
+
+// What a task is: the decisions it hands the agent and where it starts from.
+struct TaskSpec {
+  std::string name;                 // "placement"
+  std::string description;          // one line for tables
+  std::vector<Head> heads;          // decisions the agent makes, in action order
+  // Initial placement (kept fixed when the task has no placement head):
+  // "default" = everything on device 0 if it fits, else the expert split.
+  std::string default_placement = "default";
 };
 
 struct StepInfo {
@@ -64,7 +76,7 @@ struct StepResult {
 
 class Env {
  public:
-  Env(std::string id, std::vector<Head> heads, GraphPtr graph, Cluster cluster, EnvConfig config);
+  Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, EnvConfig config);
 
   const std::string& id() const { return id_; }
   const std::vector<Head>& heads() const { return heads_; }
@@ -90,12 +102,16 @@ class Env {
   const StepInfo& last_info() const { return info_; }
   double initial_runtime() const { return initial_runtime_; }
   // Simulates decisions without touching the episode (baselines, search).
-  const SimulationResult& evaluate(const std::vector<std::int32_t>& placement,
-                                   const std::vector<double>& priority);
+  // Empty vectors mean the current decisions.
+  const SimulationResult& evaluate(std::vector<std::int32_t> placement, std::vector<double> priority = {},
+                                   std::vector<std::int32_t> fusion = {});
+  bool fuses() const { return fuses_; }
 
  private:
   void apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
+  const SimulationResult& simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
+                                   const std::vector<std::int32_t>& fusion);
   DynamicObservation observe() const;
   void fill_info(const SimulationResult& r);
   bool needs_reset() const { return !started_ || done_; }
@@ -105,7 +121,9 @@ class Env {
   GraphPtr graph_;
   EnvConfig config_;
   bool node_mode_ = false;
+  bool fuses_ = false;  // the task decides fusion: kernels come from the fusion pass
   Simulator simulator_;
+  SimulationResult fused_result_;
   std::shared_ptr<const StaticObservation> static_obs_;
   LowerBound lower_bound_;
   // Episode state.

@@ -11,12 +11,6 @@
 
 namespace goenv {
 
-struct TaskSpec {
-  std::string name;         // "placement"
-  std::string description;  // one line for tables
-  std::vector<Head> heads;  // decisions the agent makes, in action order
-};
-
 void register_task(TaskSpec task);
 const TaskSpec& task_spec(const std::string& name);
 std::vector<std::string> task_names();

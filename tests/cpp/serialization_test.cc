@@ -102,7 +102,7 @@ GraphPtr two_node_graph() {
 }
 
 // A fresh directory under the system temp dir, removed afterwards.
-class TempDir : public ::testing::Test {
+class GraphFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "goenv_test_XXXXXX").string();
@@ -155,7 +155,7 @@ TEST(GraphSerialization, JsonRoundTripsArbitraryDoublesExactly) {
   EXPECT_TRUE(same_bits(graph_from_json(graph_to_json(*g))->flops(), g->flops()));
 }
 
-TEST_F(TempDir, SaveAndLoadBothFormatsLeavingNoTemporaryFiles) {
+TEST_F(GraphFiles, SaveAndLoadBothFormatsLeavingNoTemporaryFiles) {
   const auto g = showcase_graph();
   save_graph(*g, path("g.goenv"));
   save_graph(*g, path("g.json"));
@@ -172,7 +172,7 @@ TEST_F(TempDir, SaveAndLoadBothFormatsLeavingNoTemporaryFiles) {
   expect_same_graph(*other, *load_graph(path("g.goenv")));
 }
 
-TEST_F(TempDir, WriteToMissingDirectoryFailsCleanly) {
+TEST_F(GraphFiles, WriteToMissingDirectoryFailsCleanly) {
   EXPECT_THROW(save_graph(*two_node_graph(), path("no/such/dir/g.goenv")), Error);
   EXPECT_TRUE(listing().empty());
   EXPECT_HAS(error_message<InvalidArgument>([&] { load_graph(path("missing.goenv")); }), "cannot open");
@@ -193,7 +193,7 @@ TEST(GraphSerialization, TruncatedBytesRejected) {
   EXPECT_HAS(error_message<InvalidGraph>([&] { graph_from_bytes(bytes + "x"); }), "padded");
 }
 
-TEST_F(TempDir, TruncatedFileRejectedNamingThePath) {
+TEST_F(GraphFiles, TruncatedFileRejectedNamingThePath) {
   const std::string bytes = graph_to_bytes(*showcase_graph());
   write_file_atomic(path("cut.goenv"), bytes.substr(0, bytes.size() - 3));
   const std::string msg = error_message<InvalidGraph>([&] { load_graph(path("cut.goenv")); });
@@ -343,7 +343,10 @@ TEST(ClusterPresets, DocumentedPresetsExist) {
     EXPECT_EQ(c.name(), name);
     for (int s = 0; s < c.num_devices(); ++s)
       for (int d = 0; d < c.num_devices(); ++d)
-        if (s != d) EXPECT_EQ(c.link(s, d).src, s);
+        if (s != d) {  // every ordered pair has its own link
+          EXPECT_EQ(c.link(s, d).src, s);
+          EXPECT_EQ(c.link(s, d).dst, d);
+        }
   }
   const Cluster mixed = Cluster::preset("cpu+2xgpu");
   ASSERT_EQ(mixed.num_devices(), 3);

@@ -10,15 +10,19 @@ from goenv.clusters import get as get_cluster
 
 
 def simulate(graph: Graph, cluster: str | Cluster, placement: np.ndarray | None = None,
-             priority: np.ndarray | None = None) -> SimulationResult:
+             priority: np.ndarray | None = None, fusion: np.ndarray | None = None,
+             max_fusion_size: int = 16) -> SimulationResult:
     """Simulates one step of `graph` on `cluster` (a preset name or a Cluster).
 
     placement: device index per node (default: all on device 0).
     priority: per node, higher runs first among ready ops of a device (default: FIFO).
+    fusion: per node fusion priority, 0 = keep alone (default: no fusion); the greedy
+    pass merges ops into producers' kernels when legal (same device, convex, fusible
+    kinds, at most max_fusion_size ops). result.kernel tells which nodes fused.
     Returns runtime (s), per-device peak memory (bytes) and busy time, the oom and
     invalid flags, per-node start/finish/device, and the transfers. The GIL is released.
     """
-    return _core.simulate(graph, get_cluster(cluster), placement, priority)
+    return _core.simulate(graph, get_cluster(cluster), placement, priority, fusion, max_fusion_size)
 
 
 def lower_bound(graph: Graph, cluster: str | Cluster) -> float:

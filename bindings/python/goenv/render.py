@@ -1,0 +1,197 @@
+"""Gantt charts of one simulated schedule (matplotlib, Agg; no display needed).
+
+Top panel: one row per device with its kernels colored by op type, then one row
+per link (src -> dst) that carried transfers. Bottom panel: live memory per
+device over time with each device's capacity dashed. Time in milliseconds.
+Each panel is drawn with one PolyCollection, so 80k-node graphs stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from goenv._core import Cluster, Graph, SimulationResult, op_type_names
+
+LEGEND_OP_TYPES = 10  # op types named in the legend, by total kernel time
+TRANSFER_COLOR = "#555555"
+GIB = float(2**30)
+
+# One fixed color per op-type id, the same in every chart: 60 colors from tab20,
+# tab20b and tab20c, strided so that neighbouring ids get different hues.
+_PALETTE = np.concatenate([np.asarray(matplotlib.colormaps[name].colors)[start::stride]
+                           for name, stride in (("tab20", 2), ("tab20b", 4), ("tab20c", 4))
+                           for start in range(stride)])
+
+
+def op_type_color(op_type: int) -> np.ndarray:
+    """RGB color of an op-type id (an index into goenv.op_type_names())."""
+    return _PALETTE[op_type % len(_PALETTE)]
+
+
+def memory_timeline(graph: Graph, result: SimulationResult, num_devices: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per device, (times s, live bytes) as a step function (each value holds until the next time).
+
+    Rebuilt from the result by the rules in core/simulator.h, on kernels (fused
+    nodes share one; only outputs that leave a kernel are materialized): params
+    stay resident the whole run; a kernel's output lives from its start until its
+    last local consumer and its last outgoing transfer have finished (its own
+    finish if neither); a received copy from the transfer's start until its last
+    consumer on the destination finishes. Intervals are half-open. The maximum of
+    each curve is result.peak_memory.
+    """
+    kernel = result.kernel
+    num_kernels = int(kernel.max()) + 1 if len(kernel) else 0
+    device, start, finish = (np.zeros(num_kernels, column.dtype) for column in (result.device, result.start, result.finish))
+    device[kernel], start[kernel], finish[kernel] = result.device, result.start, result.finish
+    node_src, node_dst = graph.edge_index
+    crossing = kernel[node_src] != kernel[node_dst]
+    src, dst = kernel[node_src[crossing]], kernel[node_dst[crossing]]
+    leaves = np.ones(graph.num_nodes, bool)  # outputs of a kernel: nodes without edges inside it
+    leaves[node_src[~crossing]] = False
+    leaves[node_src[crossing]] = True
+    output_bytes = np.bincount(kernel, weights=np.where(leaves, graph.output_bytes, 0), minlength=num_kernels)
+
+    transfers = result.transfers
+    producer = kernel[transfers["node"]]
+    local = device[src] == device[dst]
+    last_use = finish.copy()
+    np.maximum.at(last_use, src[local], finish[dst[local]])
+    np.maximum.at(last_use, producer, transfers["end"])
+    # A received copy: until the latest finish among its consumers on the destination device.
+    copy_free = transfers["end"].copy()
+    if len(copy_free):
+        key = producer * num_devices + transfers["dst"]  # unique: one copy per (kernel, device)
+        by_key = np.argsort(key)
+        remote = ~local
+        copy = by_key[np.searchsorted(key[by_key], src[remote] * num_devices + device[dst[remote]])]
+        np.maximum.at(copy_free, copy, finish[dst[remote]])
+
+    owner = np.concatenate([device, transfers["dst"]]).astype(np.int64)
+    alloc = np.concatenate([start, transfers["start"]])
+    free = np.concatenate([last_use, copy_free])
+    size = np.concatenate([output_bytes, transfers["bytes"]])
+    held = (size > 0) & (free > alloc)
+    params = np.bincount(result.device, weights=graph.param_bytes, minlength=num_devices)
+    curves = []
+    for d in range(num_devices):
+        mine = held & (owner == d)
+        times = np.concatenate([[0.0], free[mine], alloc[mine]])
+        deltas = np.concatenate([[0.0], -size[mine], size[mine]])
+        order = np.lexsort((deltas > 0, times))  # at one time, frees before allocations
+        times, live = times[order], np.cumsum(deltas[order])
+        last_of_time = np.append(times[1:] != times[:-1], True)
+        times = np.append(times[last_of_time], max(result.runtime, times[-1]))
+        live = live[last_of_time]
+        curves.append((times, params[d] + np.append(live, live[-1])))
+    return curves
+
+
+def _bars(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, height: float = 0.8) -> np.ndarray:
+    """(K, 4, 2) rectangle corners for bars in row `rows` spanning [starts, ends] (ms)."""
+    top, bottom = rows - height / 2, rows + height / 2
+    return np.stack([np.stack([starts, top], 1), np.stack([ends, top], 1),
+                     np.stack([ends, bottom], 1), np.stack([starts, bottom], 1)], 1)
+
+
+def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title: str | None = None) -> Figure:
+    """A Figure (not attached to pyplot) of the schedule in `result` of `graph` on `cluster`."""
+    num_devices = cluster.num_devices
+    devices = cluster.devices
+    transfers = result.transfers
+    links, link_of_transfer = np.unique(transfers["src"] * num_devices + transfers["dst"], return_inverse=True)
+    row_names = [dev.name for dev in devices] + [
+        f"{devices[link // num_devices].name} → {devices[link % num_devices].name}" for link in links]
+    num_rows = len(row_names)
+
+    row_height = min(0.45, 10.0 / num_rows)  # inches; 8 fully linked devices still fit one screen
+    fig = Figure(figsize=(12, 0.8 + row_height * num_rows + 2.8), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    timeline, memory = fig.subplots(2, 1, sharex=True, height_ratios=[0.3 + row_height * num_rows, 2.6])
+
+    # Kernels: one bar per kernel (a fused kernel takes the op type of its heaviest
+    # member) in its device's row; a thin edge in the bar's own color keeps
+    # sub-pixel kernels visible.
+    ms = 1e3
+    kernel = result.kernel
+    by_kernel = np.lexsort((-np.asarray(graph.flops), kernel))
+    heaviest = by_kernel[np.append(True, kernel[by_kernel][1:] != kernel[by_kernel][:-1])]
+    op_types = np.asarray(graph.op_types)[heaviest]
+    colors = _PALETTE[op_types % len(_PALETTE)]
+    starts, finishes = result.start[heaviest], result.finish[heaviest]
+    kernel_bars = _bars(result.device[heaviest].astype(np.float64), starts * ms, finishes * ms)
+    timeline.add_collection(PolyCollection(kernel_bars, facecolors=colors, edgecolors=colors, linewidths=0.3))
+    if len(links):
+        rows = (num_devices + link_of_transfer.ravel()).astype(np.float64)
+        timeline.add_collection(PolyCollection(_bars(rows, transfers["start"] * ms, transfers["end"] * ms, 0.6),
+                                               facecolors=TRANSFER_COLOR, edgecolors=TRANSFER_COLOR, linewidths=0.3))
+        timeline.axhline(num_devices - 0.5, color="0.7", linewidth=0.8)
+    end = max(result.runtime * ms, 1e-9)
+    timeline.set_xlim(0, end * 1.01)
+    timeline.set_ylim(num_rows - 0.5, -0.5)
+    timeline.set_yticks(range(num_rows), row_names, fontsize=9 if row_height >= 0.3 else 6)
+    timeline.grid(axis="x", color="0.9")
+    timeline.set_axisbelow(True)
+
+    # Legend: the op types with the most kernel time, then the transfers.
+    time_per_type = np.bincount(op_types, weights=finishes - starts, minlength=len(op_type_names()))
+    top = [t for t in np.argsort(-time_per_type, kind="stable")[:LEGEND_OP_TYPES] if time_per_type[t] > 0]
+    names = op_type_names()
+    handles = [Patch(color=op_type_color(t), label=names[t]) for t in top]
+    if len(links):
+        handles.append(Patch(color=TRANSFER_COLOR, label="transfer"))
+    timeline.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8,
+                    title="op types (most time)", title_fontsize=8, frameon=False)
+
+    flags = "".join(f"  [{flag}]" for flag, on in (("OOM", result.oom), ("INVALID", result.invalid)) if on)
+    heading = f"{title + ' — ' if title else ''}{graph.name} on {cluster.name}: {result.runtime * ms:.3f} ms{flags}"
+    timeline.set_title(heading, fontsize=11, loc="left")
+
+    # Memory: live bytes per device, capacity dashed in the same color.
+    for d, (times, live) in enumerate(memory_timeline(graph, result, num_devices)):
+        color = f"C{d % 10}"
+        memory.step(times * ms, live / GIB, where="post", color=color, linewidth=1.2,
+                    label=f"{devices[d].name}: peak {result.peak_memory[d] / GIB:.2f} of {devices[d].memory_bytes / GIB:.2f} GiB")
+        memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
+    memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="capacity")
+    memory.set_ylim(bottom=0)
+    memory.set_ylabel("memory (GiB)")
+    memory.set_xlabel("time (ms)")
+    memory.grid(color="0.9")
+    memory.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def gantt_rgb(graph: Graph, cluster: Cluster, result: SimulationResult, title: str | None = None) -> np.ndarray:
+    """The Gantt chart as an (H, W, 3) uint8 RGB array (what GraphEnv.render() returns)."""
+    fig = gantt_figure(graph, cluster, result, title=title)
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+
+
+def save_gantt(path: str | os.PathLike, graph: Graph, cluster: Cluster, result: SimulationResult,
+               title: str | None = None) -> str:
+    """Writes the Gantt chart to `path` (format from its extension, e.g. .png, .svg, .pdf) atomically.
+
+    The figure goes to a temporary file beside `path` first, then replaces it, so a
+    reader never sees a half-written file. Returns the path written.
+    """
+    path = os.fspath(path)
+    directory, name = os.path.split(os.path.abspath(path))
+    fig = gantt_figure(graph, cluster, result, title=title)
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=os.path.splitext(name)[1], dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            fig.savefig(file, format=os.path.splitext(name)[1][1:] or "png")
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return path
