@@ -118,6 +118,28 @@ void bind_envs(py::module_& m) {
         return py::make_tuple(observation_dict(env, std::move(r.observation)), r.reward, r.terminated,
                               r.truncated, info_dict(r.info));
       }, py::arg("action"))
+      .def("get_state", [](const Env& env) { return py::bytes(env.get_state()); },
+           "The episode state as bytes (cereal); set_state() restores it exactly.")
+      .def("set_state", [](Env& env, const py::bytes& state) {
+        const std::string bytes = state;
+        py::gil_scoped_release release;
+        env.set_state(bytes);
+      }, py::arg("state"))
+      .def_property_readonly("config", [](const Env& env) {
+        const EnvConfig& c = env.config();
+        py::dict d;
+        for (const auto& [k, v] : c.graph_params) d[py::str(k)] = v;
+        d["cluster"] = env.cluster().name();
+        d["horizon"] = c.horizon;
+        d["decision_mode"] = c.decision_mode;
+        d["invalid_penalty"] = c.invalid_penalty;
+        d["priority_levels"] = c.priority_levels;
+        d["fusion_levels"] = c.fusion_levels;
+        d["max_fusion_size"] = c.max_fusion_size;
+        d["placement"] = c.placement;
+        return d;
+      }, "The options this env was made with (graph parameters included).")
+      .def_property_readonly("task", &Env::task)
       .def_property_readonly("id", &Env::id)
       .def_property_readonly("heads", [](const Env& env) {
         std::vector<std::string> names;

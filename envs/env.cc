@@ -1,10 +1,15 @@
 #include "envs/env.h"
 
 #include <algorithm>
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
 #include <cmath>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/fusion.h"
+#include "core/serialization.h"
 #include "envs/placement_heuristics.h"
 
 namespace goenv {
@@ -20,6 +25,7 @@ const char* head_name(Head head) {
 
 Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, EnvConfig config)
     : id_(std::move(id)),
+      task_(task.name),
       heads_(task.heads),
       graph_(std::move(graph)),
       config_(std::move(config)),
@@ -232,6 +238,124 @@ DynamicObservation Env::observe() const {
                  static_cast<float>(capacity_fraction),
                  static_cast<float>(std::log10(std::max(initial_runtime_, 1e-9)) / 10.0)};
   return obs;
+}
+
+}  // namespace goenv
+
+namespace goenv {
+
+namespace {
+
+constexpr std::uint32_t kEnvStateVersion = 1;
+
+// Everything that, with the env's (task, graph, cluster, config), fixes its future.
+struct EnvState {
+  std::uint32_t version = kEnvStateVersion;
+  std::string task;
+  std::int64_t num_nodes = 0, num_edges = 0, num_devices = 0;
+  std::uint64_t graph_checksum = 0;
+  std::vector<std::int32_t> placement, fusion;
+  std::vector<double> priority;
+  double initial_runtime = 0, runtime = 0, last_reward = 0;
+  std::int32_t steps = 0, cursor = 0;
+  bool started = false, done = false;
+  double info_runtime = 0;
+  std::vector<double> info_peak_memory;
+  double info_bytes_moved = 0;
+  bool info_oom = false, info_invalid = false;
+  std::string info_invalid_reason;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(version, task, num_nodes, num_edges, num_devices, graph_checksum, placement, fusion, priority,
+       initial_runtime, runtime, last_reward, steps, cursor, started, done, info_runtime, info_peak_memory,
+       info_bytes_moved, info_oom, info_invalid, info_invalid_reason);
+  }
+};
+
+// Cheap identity of a graph's structure and costs (not its names).
+std::uint64_t graph_checksum(const Graph& g) {
+  std::string bytes;
+  auto add = [&bytes](const auto& column) {
+    bytes.append(reinterpret_cast<const char*>(column.data()), column.size() * sizeof(column[0]));
+  };
+  add(g.edge_src());
+  add(g.edge_dst());
+  add(g.flops());
+  add(g.output_bytes());
+  return fnv1a64(bytes);
+}
+
+}  // namespace
+
+std::string Env::get_state() const {
+  EnvState s;
+  s.task = task_;
+  s.num_nodes = graph_->num_nodes();
+  s.num_edges = graph_->num_edges();
+  s.num_devices = cluster().num_devices();
+  s.graph_checksum = graph_checksum(*graph_);
+  s.placement = placement_;
+  s.fusion = fusion_;
+  s.priority = priority_;
+  s.initial_runtime = initial_runtime_;
+  s.runtime = runtime_;
+  s.last_reward = last_reward_;
+  s.steps = steps_;
+  s.cursor = cursor_;
+  s.started = started_;
+  s.done = done_;
+  s.info_runtime = info_.runtime;
+  s.info_peak_memory = info_.peak_memory;
+  s.info_bytes_moved = info_.bytes_moved;
+  s.info_oom = info_.oom;
+  s.info_invalid = info_.invalid;
+  s.info_invalid_reason = info_.invalid_reason;
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(s);
+  }
+  return os.str();
+}
+
+void Env::set_state(const std::string& bytes) {
+  EnvState s;
+  try {
+    std::istringstream is(bytes);
+    cereal::PortableBinaryInputArchive ar(is);
+    ar(s);
+  } catch (const std::exception& e) {
+    GOENV_FAIL(InvalidArgument, id_ << ": cannot decode env state: " << e.what());
+  }
+  const auto n = static_cast<std::size_t>(graph_->num_nodes());
+  GOENV_CHECK(s.version == kEnvStateVersion, InvalidArgument, id_ << ": env state version " << s.version);
+  GOENV_CHECK(s.task == task_ && s.num_nodes == graph_->num_nodes() && s.num_edges == graph_->num_edges() &&
+                  s.num_devices == cluster().num_devices() && s.graph_checksum == graph_checksum(*graph_),
+              InvalidArgument, id_ << ": the state belongs to another task, graph or cluster");
+  GOENV_CHECK(s.placement.size() == n && s.priority.size() == n && s.fusion.size() == n && s.cursor >= 0 &&
+                  static_cast<std::size_t>(s.cursor) < n,
+              InvalidArgument, id_ << ": env state is corrupt");
+  validate_decisions(*graph_, cluster(), s.placement.data(), s.priority.data());  // throws on bad ranges
+  placement_ = std::move(s.placement);
+  priority_ = std::move(s.priority);
+  fusion_ = std::move(s.fusion);
+  last_ = simulate(placement_, priority_, fusion_);  // deterministic: the same timeline as before
+  initial_runtime_ = s.initial_runtime;
+  runtime_ = s.runtime;
+  last_reward_ = s.last_reward;
+  steps_ = s.steps;
+  cursor_ = s.cursor;
+  started_ = s.started;
+  done_ = s.done;
+  fill_info(last_);
+  info_.runtime = s.info_runtime;
+  info_.speedup = s.info_runtime > 0 ? initial_runtime_ / s.info_runtime : 1.0;
+  info_.peak_memory = s.info_peak_memory;
+  info_.bytes_moved = s.info_bytes_moved;
+  info_.oom = s.info_oom;
+  info_.invalid = s.info_invalid;
+  info_.invalid_reason = s.info_invalid_reason;
 }
 
 }  // namespace goenv

@@ -79,6 +79,7 @@ class Env {
   Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, EnvConfig config);
 
   const std::string& id() const { return id_; }
+  const std::string& task() const { return task_; }
   const std::vector<Head>& heads() const { return heads_; }
   int choices(Head head) const;  // values a head takes per node
   bool node_mode() const { return node_mode_; }
@@ -107,6 +108,12 @@ class Env {
                                    std::vector<std::int32_t> fusion = {});
   bool fuses() const { return fuses_; }
 
+  // Snapshot of the episode (decisions, counters, last info) as cereal bytes;
+  // set_state() restores it on an env of the same task, graph and cluster, so
+  // the future is reproduced exactly (search, forking, worker processes).
+  std::string get_state() const;
+  void set_state(const std::string& state);
+
  private:
   void apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
@@ -116,7 +123,7 @@ class Env {
   void fill_info(const SimulationResult& r);
   bool needs_reset() const { return !started_ || done_; }
 
-  std::string id_;
+  std::string id_, task_;
   std::vector<Head> heads_;
   GraphPtr graph_;
   EnvConfig config_;

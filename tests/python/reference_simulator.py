@@ -69,11 +69,20 @@ class ReferenceGraph:
             cost=cost,
         )
 
+    def __post_init__(self):
+        self._in = [[] for _ in range(self.num_nodes)]
+        self._out = [[] for _ in range(self.num_nodes)]
+        for edge in self.edges:
+            self._out[edge[0]].append(edge)
+            self._in[edge[1]].append(edge)
+
     def in_edges(self, v):
-        return [(u, w, b) for (u, w, b) in self.edges if w == v]
+        """(src, v, bytes) for every edge into v."""
+        return self._in[v]
 
     def out_edges(self, v):
-        return [(u, w, b) for (u, w, b) in self.edges if u == v]
+        """(v, dst, bytes) for every edge out of v."""
+        return self._out[v]
 
     def allows(self, v, kind_index):
         mask = self.allowed_kinds[v]

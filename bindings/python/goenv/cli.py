@@ -30,7 +30,7 @@ DEMO_ENV = "placement-inception"
 
 
 # ---------------------------------------------------------------------------
-# Placements: each maps (env after reset, rng) to a device index per node.
+# Simple placements for the demo: each maps (env after reset, rng) to a device per node.
 
 def _repair_colocation(graph: goenv.Graph, placement: np.ndarray) -> np.ndarray:
     """Puts every colocation group on the device of its first member (lowest node id)."""
@@ -43,53 +43,38 @@ def _repair_colocation(graph: goenv.Graph, placement: np.ndarray) -> np.ndarray:
     return placement
 
 
-def _current(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    return np.array(env.core.placement)
-
-
-def _single(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    return np.zeros(env.graph.num_nodes, np.int32)
+def _by_topological_rank(env: goenv.GraphEnv, device_of_rank: np.ndarray) -> np.ndarray:
+    placement = np.empty(env.graph.num_nodes, np.int32)
+    placement[np.asarray(env.graph.topological_order)] = device_of_rank
+    return _repair_colocation(env.graph, placement)
 
 
 def _expert(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    # DESIGN §3: an env starts from the expert split when the graph does not fit on
-    # device 0, so an env on the same devices with no memory hands it to us.
-    cluster = env.cluster
-    empty = [goenv.Device(d.name, d.kind, d.peak_flops, d.memory_bandwidth, 0.0, d.launch_overhead, d.op_gap)
-             for d in cluster.devices]
-    probe = goenv.GraphEnv.from_graph("placement", env.graph, goenv.Cluster(cluster.name, empty, cluster.links))
-    probe.reset(seed=0)
-    return np.array(probe.core.placement)
+    expert = goenv.GraphEnv.from_graph("placement", env.graph, env.cluster, placement="expert")
+    expert.reset(seed=0)
+    return np.array(expert.core.placement)
 
 
 def _round_robin(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    placement = np.empty(env.graph.num_nodes, np.int32)
-    order = np.asarray(env.graph.topological_order)
-    placement[order] = np.arange(len(order)) % env.cluster.num_devices
-    return _repair_colocation(env.graph, placement)
+    return _by_topological_rank(env, np.arange(env.graph.num_nodes) % env.cluster.num_devices)
 
 
 def _balanced_split(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
     """Contiguous runs of the topological order with equal FLOPs, one run per device."""
-    graph, num_devices = env.graph, env.cluster.num_devices
-    order = np.asarray(graph.topological_order)
-    flops = np.asarray(graph.flops)[order]
-    total = flops.sum()
+    flops = np.asarray(env.graph.flops)[np.asarray(env.graph.topological_order)]
+    total, num_devices = flops.sum(), env.cluster.num_devices
     middle = np.cumsum(flops) - flops / 2  # a node goes where its middle falls
     run = np.minimum(num_devices - 1, (middle / total * num_devices).astype(np.int32)) if total > 0 else 0
-    placement = np.empty(graph.num_nodes, np.int32)
-    placement[order] = run
-    return _repair_colocation(graph, placement)
+    return _by_topological_rank(env, run)
 
 
 def _random(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    placement = rng.integers(0, env.cluster.num_devices, env.graph.num_nodes).astype(np.int32)
-    return _repair_colocation(env.graph, placement)
+    return _repair_colocation(env.graph, rng.integers(0, env.cluster.num_devices, env.graph.num_nodes))
 
 
-PLACEMENTS: dict[str, Callable[[goenv.GraphEnv, np.random.Generator], np.ndarray]] = {
-    "current": _current,  # the env's decision after reset: the compiler default
-    "single": _single,
+DEMO_PLACEMENTS: dict[str, Callable[[goenv.GraphEnv, np.random.Generator], np.ndarray]] = {
+    "default": lambda env, rng: np.array(env.core.placement),  # the env's initial decision
+    "single": lambda env, rng: np.zeros(env.graph.num_nodes, np.int32),
     "expert": _expert,
     "round-robin": _round_robin,
     "balanced-split": _balanced_split,
@@ -100,11 +85,12 @@ PLACEMENTS: dict[str, Callable[[goenv.GraphEnv, np.random.Generator], np.ndarray
 # ---------------------------------------------------------------------------
 # Output.
 
-def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Prints rows under a header, the first column left-aligned and the others right-aligned."""
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str | None = None) -> None:
+    """Prints rows under a header; align has one "l" or "r" per column (default: first left, others right)."""
+    align = align or "l" + "r" * (len(header) - 1)
     cells = [[str(cell) for cell in row] for row in [header, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = [[row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]
+    lines = [[cell.ljust(width) if side == "l" else cell.rjust(width) for cell, width, side in zip(row, widths, align)]
              for row in cells]
     lines.insert(1, ["-" * width for width in widths])
     print("\n".join("  ".join(line).rstrip() for line in lines))
@@ -118,8 +104,10 @@ def _one_line(error: BaseException) -> str:
     return re.sub(r"\s*\[[^\]\s]+:\d+\]$", "", message.splitlines()[0] if message else message)
 
 
-def _make(env_id: str, cluster: str | None) -> goenv.GraphEnv:
-    env = goenv.make(env_id, render_mode=None, **({"cluster": cluster} if cluster else {}))
+def _make(env_id: str, cluster: str | None, placement: str | None = None) -> goenv.GraphEnv:
+    """The env after reset; `placement` ("single" | "expert") overrides its initial placement rule."""
+    options = {"cluster": cluster, "placement": placement}
+    env = goenv.make(env_id, render_mode=None, **{key: value for key, value in options.items() if value})
     env.reset(seed=0)
     return env
 
@@ -155,7 +143,7 @@ def _info(args: argparse.Namespace) -> None:
         ["compute", f"{graph.total_flops / 1e9:.1f} GFLOP"],
         ["parameters", f"{graph.total_param_bytes / 2**20:.1f} MiB"],
         ["builder params", ", ".join(f"{k}={v:g}" for k, v in family["params"].items()) or "-"],
-    ])
+    ], align="ll")
     print()
     _print_table(["device", "kind", "TFLOP/s", "GB/s", "memory GiB"], [
         [d.name, d.kind, f"{d.peak_flops / 1e12:.1f}", f"{d.memory_bandwidth / 1e9:.0f}", f"{d.memory_bytes / GIB:.1f}"]
@@ -168,13 +156,12 @@ def _info(args: argparse.Namespace) -> None:
         ["lower bound", f"{bound['value'] * MS:.3f} ms (critical path {bound['critical_path'] * MS:.3f} ms, "
                         f"work / devices {bound['work'] * MS:.3f} ms)"],
         ["runtime / bound", f"{result.runtime / bound['value']:.2f}x" if bound["value"] > 0 else "-"],
-    ])
+    ], align="ll")
 
 
 def _render(args: argparse.Namespace) -> None:
-    env = _make(args.id, args.cluster)
-    placement = PLACEMENTS[args.placement](env, np.random.default_rng(args.seed))
-    result = goenv.simulate(env.graph, env.cluster, placement=placement)
+    env = _make(args.id, args.cluster, placement=None if args.placement == "current" else args.placement)
+    result = env.core.last_result
     path = args.output or os.path.join("out", f"{args.id}-{args.placement}.png")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.placement} placement)")
@@ -191,13 +178,12 @@ def _demo(args: argparse.Namespace) -> None:
           f"({cluster.num_devices} devices); lower bound {bound * MS:.3f} ms\n")
     rng = np.random.default_rng(args.seed)
     results = {}
-    for method in tqdm([m for m in PLACEMENTS], desc="simulating placements", leave=False, disable=None):
-        results[method] = goenv.simulate(graph, cluster, placement=PLACEMENTS[method](env, rng))
-    label = {"current": "default"}
+    for method, place in tqdm(DEMO_PLACEMENTS.items(), desc="simulating placements", leave=False, disable=None):
+        results[method] = goenv.simulate(graph, cluster, placement=place(env, rng))
     _print_table(["placement", "runtime ms", "speedup", "x lower bound", "OOM", "invalid"], [
-        [label.get(m, m), f"{r.runtime * MS:.3f}", f"{default_runtime / r.runtime:.2f}x",
-         f"{r.runtime / bound:.2f}", _flag(r.oom), _flag(r.invalid)]
-        for m, r in results.items()])
+        [method, f"{r.runtime * MS:.3f}", f"{default_runtime / r.runtime:.2f}x", f"{r.runtime / bound:.2f}",
+         _flag(r.oom), _flag(r.invalid)]
+        for method, r in results.items()])
     valid = [m for m, r in results.items() if not (r.oom or r.invalid)]
     if not valid:
         print("\nno placement was valid; no chart written")
@@ -205,8 +191,8 @@ def _demo(args: argparse.Namespace) -> None:
     best = min(valid, key=lambda m: results[m].runtime)
     os.makedirs(args.out, exist_ok=True)
     path = save_gantt(os.path.join(args.out, "demo_gantt.png"), graph, cluster, results[best],
-                      title=f"{DEMO_ENV} (best: {label.get(best, best)})")
-    print(f"\nbest valid placement: {label.get(best, best)} ({results[best].runtime * MS:.3f} ms, "
+                      title=f"{DEMO_ENV} (best: {best} placement)")
+    print(f"\nbest valid placement: {best} ({results[best].runtime * MS:.3f} ms, "
           f"{default_runtime / results[best].runtime:.2f}x the default)")
     print(f"Gantt chart: {path}")
 
@@ -223,10 +209,10 @@ def _parser() -> argparse.ArgumentParser:
     info.set_defaults(run=_info)
     render = commands.add_parser("render", parents=[options], help="Gantt chart PNG of one placement's schedule")
     render.add_argument("id", help="env id, e.g. placement-inception")
-    render.add_argument("--placement", choices=list(PLACEMENTS), default="current",
-                        help="current = the env's default decision (default: %(default)s)")
+    render.add_argument("--placement", choices=["current", "single", "expert"], default="current",
+                        help="current: the env's initial decision; single: all on device 0; expert: balanced "
+                             "layer split (default: %(default)s)")
     render.add_argument("-o", "--output", help="image path, .png/.svg/.pdf (default: out/ID-PLACEMENT.png)")
-    render.add_argument("--seed", type=int, default=0, help="seed of the random placement")
     render.set_defaults(run=_render)
     demo = commands.add_parser("demo", parents=[options],
                                help=f"simple placements of {DEMO_ENV} compared, best one charted")

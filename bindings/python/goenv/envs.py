@@ -101,6 +101,33 @@ class GraphEnv(gymnasium.Env):
 
         return gantt_rgb(self.graph, self.cluster, self.core.last_result, title=self.core.id)
 
+    def get_state(self) -> bytes:
+        """A snapshot of the episode; set_state() on an env of the same task, graph and cluster
+        (this one, a copy, or one in another process) reproduces the same future."""
+        return self.core.get_state()
+
+    def set_state(self, state: bytes) -> None:
+        self.core.set_state(state)
+
+    _OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
+                "max_fusion_size", "placement")
+
+    def __getstate__(self) -> dict:
+        config = self.core.config
+        return {
+            "task": self.core.task,
+            "graph": self.graph,
+            "cluster": self.cluster,
+            "options": {key: config[key] for key in self._OPTIONS},
+            "state": self.core.get_state(),
+            "render_mode": self.render_mode,
+        }
+
+    def __setstate__(self, saved: dict) -> None:
+        core = _core.make_env_on_graph(saved["task"], saved["graph"], saved["cluster"], **saved["options"])
+        core.set_state(saved["state"])
+        self.__init__(render_mode=saved["render_mode"], core=core)
+
     @property
     def graph(self) -> Graph:
         return self.core.graph

@@ -23,6 +23,7 @@ from goenv._core import Cluster, Graph, SimulationResult, op_type_names
 LEGEND_OP_TYPES = 10  # op types named in the legend, by total kernel time
 TRANSFER_COLOR = "#555555"
 GIB = float(2**30)
+MS = 1e3  # the time axis is in milliseconds
 
 # One fixed color per op-type id, the same in every chart: 60 colors from tab20,
 # tab20b and tab20c, strided so that neighbouring ids get different hues.
@@ -119,49 +120,54 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     # Kernels: one bar per kernel (a fused kernel takes the op type of its heaviest
     # member) in its device's row; a thin edge in the bar's own color keeps
     # sub-pixel kernels visible.
-    ms = 1e3
     kernel = result.kernel
     by_kernel = np.lexsort((-np.asarray(graph.flops), kernel))
     heaviest = by_kernel[np.append(True, kernel[by_kernel][1:] != kernel[by_kernel][:-1])]
     op_types = np.asarray(graph.op_types)[heaviest]
     colors = _PALETTE[op_types % len(_PALETTE)]
     starts, finishes = result.start[heaviest], result.finish[heaviest]
-    kernel_bars = _bars(result.device[heaviest].astype(np.float64), starts * ms, finishes * ms)
+    kernel_bars = _bars(result.device[heaviest].astype(np.float64), starts * MS, finishes * MS)
     timeline.add_collection(PolyCollection(kernel_bars, facecolors=colors, edgecolors=colors, linewidths=0.3))
     if len(links):
         rows = (num_devices + link_of_transfer.ravel()).astype(np.float64)
-        timeline.add_collection(PolyCollection(_bars(rows, transfers["start"] * ms, transfers["end"] * ms, 0.6),
+        timeline.add_collection(PolyCollection(_bars(rows, transfers["start"] * MS, transfers["end"] * MS, 0.6),
                                                facecolors=TRANSFER_COLOR, edgecolors=TRANSFER_COLOR, linewidths=0.3))
         timeline.axhline(num_devices - 0.5, color="0.7", linewidth=0.8)
-    end = max(result.runtime * ms, 1e-9)
-    timeline.set_xlim(0, end * 1.01)
+    timeline.set_xlim(0, max(result.runtime * MS, 1e-9) * 1.01)
     timeline.set_ylim(num_rows - 0.5, -0.5)
     timeline.set_yticks(range(num_rows), row_names, fontsize=9 if row_height >= 0.3 else 6)
     timeline.grid(axis="x", color="0.9")
     timeline.set_axisbelow(True)
 
-    # Legend: the op types with the most kernel time, then the transfers.
+    # Legend, above the chart: the op types with the most kernel time, then the transfers.
     time_per_type = np.bincount(op_types, weights=finishes - starts, minlength=len(op_type_names()))
     top = [t for t in np.argsort(-time_per_type, kind="stable")[:LEGEND_OP_TYPES] if time_per_type[t] > 0]
     names = op_type_names()
     handles = [Patch(color=op_type_color(t), label=names[t]) for t in top]
     if len(links):
         handles.append(Patch(color=TRANSFER_COLOR, label="transfer"))
-    timeline.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8,
-                    title="op types (most time)", title_fontsize=8, frameon=False)
+    timeline.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=6, fontsize=8,
+                    frameon=False, borderaxespad=0.2)
 
+    num_kernels = len(heaviest)
+    fused = f", {num_kernels} kernels" if num_kernels < graph.num_nodes else ""
     flags = "".join(f"  [{flag}]" for flag, on in (("OOM", result.oom), ("INVALID", result.invalid)) if on)
-    heading = f"{title + ' — ' if title else ''}{graph.name} on {cluster.name}: {result.runtime * ms:.3f} ms{flags}"
-    timeline.set_title(heading, fontsize=11, loc="left")
+    fig.suptitle(f"{title + ': ' if title else ''}{graph.name} ({graph.num_nodes} ops{fused}) on {cluster.name}, "
+                 f"{result.runtime * MS:.3f} ms{flags}", x=0.01, ha="left", fontsize=11)
 
-    # Memory: live bytes per device, capacity dashed in the same color.
-    for d, (times, live) in enumerate(memory_timeline(graph, result, num_devices)):
+    # Memory: live bytes per device, capacity dashed in the same color. The axis
+    # stops a little above the peak or the smallest capacity, whichever is higher,
+    # so a large host memory does not flatten the curves (its value is in the legend).
+    curves = memory_timeline(graph, result, num_devices)
+    top = max(1.1 * max(live.max() for _, live in curves), 1.05 * min(dev.memory_bytes for dev in devices))
+    for d, (times, live) in enumerate(curves):
         color = f"C{d % 10}"
-        memory.step(times * ms, live / GIB, where="post", color=color, linewidth=1.2,
-                    label=f"{devices[d].name}: peak {result.peak_memory[d] / GIB:.2f} of {devices[d].memory_bytes / GIB:.2f} GiB")
+        memory.step(times * MS, live / GIB, where="post", color=color, linewidth=1.2,
+                    label=f"{devices[d].name}: peak {result.peak_memory[d] / GIB:.2f} of "
+                          f"{devices[d].memory_bytes / GIB:.2f} GiB")
         memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
     memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="capacity")
-    memory.set_ylim(bottom=0)
+    memory.set_ylim(0, max(top, 1.0) / GIB)
     memory.set_ylabel("memory (GiB)")
     memory.set_xlabel("time (ms)")
     memory.grid(color="0.9")
