@@ -112,6 +112,10 @@ def _make(env_id: str, cluster: str | None, placement: str | None = None) -> goe
     return env
 
 
+def _graph_name(env_id: str) -> str:
+    return env_id.split("-", 1)[1]  # ids are <task>-<graph>; task names have no dash
+
+
 def _flag(on: bool) -> str:
     return "yes" if on else "-"
 
@@ -120,21 +124,24 @@ def _flag(on: bool) -> str:
 # Subcommands.
 
 def _list(args: argparse.Namespace) -> None:
-    rows = []
-    for env_id in tqdm(goenv.list_envs(), desc="building graphs", leave=False, disable=None):
-        env = goenv.make(env_id, render_mode=None)
-        rows.append([env_id, env.graph.num_nodes, env.graph.num_edges, env.cluster.name, env.cluster.num_devices])
-    _print_table(["id", "nodes", "edges", "default cluster", "devices"], rows)
+    ids = goenv.list_envs()
+    graphs = {}  # every task shares its graph: build each once
+    for name in tqdm(sorted({_graph_name(env_id) for env_id in ids}), desc="building graphs", leave=False,
+                     disable=None):
+        graph, cluster = goenv.datasets.load(name), goenv.clusters.get(goenv.datasets.info(name)["default_cluster"])
+        graphs[name] = [graph.num_nodes, graph.num_edges, cluster.name, cluster.num_devices]
+    _print_table(["id", "nodes", "edges", "default cluster", "devices"],
+                 [[env_id, *graphs[_graph_name(env_id)]] for env_id in ids])
 
 
 def _info(args: argparse.Namespace) -> None:
     env = _make(args.id, args.cluster)
     graph, cluster, result = env.graph, env.cluster, env.core.last_result
-    family = goenv.datasets.info(args.id.split("-", 1)[1])
+    family = goenv.datasets.info(_graph_name(args.id))
     bound = _core.lower_bound(graph, cluster)
     op_names, counts = np.unique(graph.op_type_names, return_counts=True)
     common = ", ".join(f"{op_names[i]} {counts[i]}" for i in np.argsort(-counts, kind="stable")[:5])
-    default = "everything on device 0" if not np.any(env.core.placement) else "expert split (too big for device 0)"
+    default = "everything on device 0" if not np.any(env.core.placement) else "expert split"
     print(f"{args.id}: {family['description']}\n")
     _print_table(["graph", graph.name], [
         ["nodes", graph.num_nodes],
@@ -184,6 +191,7 @@ def _demo(args: argparse.Namespace) -> None:
         [method, f"{r.runtime * MS:.3f}", f"{default_runtime / r.runtime:.2f}x", f"{r.runtime / bound:.2f}",
          _flag(r.oom), _flag(r.invalid)]
         for method, r in results.items()])
+    print("speedup: default runtime / runtime; x lower bound: runtime / lower bound")
     valid = [m for m, r in results.items() if not (r.oom or r.invalid)]
     if not valid:
         print("\nno placement was valid; no chart written")
@@ -227,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         args.run(args)
+    except BrokenPipeError:  # e.g. `goenv list | head`: the reader left; stay quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (goenv.Error, KeyError, OSError) as error:
         print(f"goenv: error: {_one_line(error)}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ Each panel is drawn with one PolyCollection, so 80k-node graphs stay fast.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 
 import matplotlib
 import numpy as np
@@ -18,7 +18,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from goenv._core import Cluster, Graph, SimulationResult, op_type_names
+from goenv._core import Cluster, Graph, InvalidArgument, SimulationResult, op_type_names
 
 LEGEND_OP_TYPES = 10  # op types named in the legend, by total kernel time
 TRANSFER_COLOR = "#555555"
@@ -50,7 +50,8 @@ def memory_timeline(graph: Graph, result: SimulationResult, num_devices: int) ->
     """
     kernel = result.kernel
     num_kernels = int(kernel.max()) + 1 if len(kernel) else 0
-    device, start, finish = (np.zeros(num_kernels, column.dtype) for column in (result.device, result.start, result.finish))
+    device, start, finish = (np.zeros(num_kernels, column.dtype)
+                             for column in (result.device, result.start, result.finish))
     device[kernel], start[kernel], finish[kernel] = result.device, result.start, result.finish
     node_src, node_dst = graph.edge_index
     crossing = kernel[node_src] != kernel[node_dst]
@@ -104,6 +105,10 @@ def _bars(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, height: float 
 
 def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title: str | None = None) -> Figure:
     """A Figure (not attached to pyplot) of the schedule in `result` of `graph` on `cluster`."""
+    if len(result.start) != graph.num_nodes or len(result.peak_memory) != cluster.num_devices:
+        raise InvalidArgument(f"the result covers {len(result.start)} nodes on {len(result.peak_memory)} devices, "
+                              f"not this graph's {graph.num_nodes} on {cluster.num_devices}; "
+                              "was it simulated (env.reset()) on this graph and cluster?")
     num_devices = cluster.num_devices
     devices = cluster.devices
     transfers = result.transfers
@@ -141,9 +146,9 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
 
     # Legend, above the chart: the op types with the most kernel time, then the transfers.
     time_per_type = np.bincount(op_types, weights=finishes - starts, minlength=len(op_type_names()))
-    top = [t for t in np.argsort(-time_per_type, kind="stable")[:LEGEND_OP_TYPES] if time_per_type[t] > 0]
+    shown = [t for t in np.argsort(-time_per_type, kind="stable")[:LEGEND_OP_TYPES] if time_per_type[t] > 0]
     names = op_type_names()
-    handles = [Patch(color=op_type_color(t), label=names[t]) for t in top]
+    handles = [Patch(color=op_type_color(t), label=names[t]) for t in shown]
     if len(links):
         handles.append(Patch(color=TRANSFER_COLOR, label="transfer"))
     timeline.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=6, fontsize=8,
@@ -159,7 +164,7 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     # stops a little above the peak or the smallest capacity, whichever is higher,
     # so a large host memory does not flatten the curves (its value is in the legend).
     curves = memory_timeline(graph, result, num_devices)
-    top = max(1.1 * max(live.max() for _, live in curves), 1.05 * min(dev.memory_bytes for dev in devices))
+    ceiling = max(1.1 * max(live.max() for _, live in curves), 1.05 * min(dev.memory_bytes for dev in devices))
     for d, (times, live) in enumerate(curves):
         color = f"C{d % 10}"
         memory.step(times * MS, live / GIB, where="post", color=color, linewidth=1.2,
@@ -167,7 +172,7 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
                           f"{devices[d].memory_bytes / GIB:.2f} GiB")
         memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
     memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="capacity")
-    memory.set_ylim(0, max(top, 1.0) / GIB)
+    memory.set_ylim(0, max(ceiling, 1.0) / GIB)
     memory.set_ylabel("memory (GiB)")
     memory.set_xlabel("time (ms)")
     memory.grid(color="0.9")
@@ -192,7 +197,8 @@ def save_gantt(path: str | os.PathLike, graph: Graph, cluster: Cluster, result: 
     path = os.fspath(path)
     directory, name = os.path.split(os.path.abspath(path))
     fig = gantt_figure(graph, cluster, result, title=title)
-    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=os.path.splitext(name)[1], dir=directory)
+    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
     try:
         with os.fdopen(fd, "wb") as file:
             fig.savefig(file, format=os.path.splitext(name)[1][1:] or "png")

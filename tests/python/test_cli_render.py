@@ -1,0 +1,161 @@
+"""Gantt charts (goenv.render) and the `goenv` command line (goenv.cli)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+import goenv
+from goenv.cli import main
+from goenv.render import gantt_figure, gantt_rgb, memory_timeline, save_gantt
+
+ENV_ID = "placement-inception"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = goenv.make(ENV_ID)
+    env.reset(seed=0)
+    return env
+
+
+@pytest.fixture(scope="module")
+def split_result(env):
+    """A schedule over both devices of the default cluster: the expert split."""
+    expert = goenv.make(ENV_ID, placement="expert")
+    expert.reset(seed=0)
+    result = goenv.simulate(env.graph, env.cluster, placement=expert.core.placement)
+    assert len(result.transfers["node"]) > 0
+    return result
+
+
+def row_labels(figure) -> list[str]:
+    return [label.get_text() for label in figure.axes[0].get_yticklabels()]
+
+
+def test_gantt_rgb_is_a_colorful_rgb_image(env):
+    image = gantt_rgb(env.graph, env.cluster, env.core.last_result, title="default")
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 10
+    assert env.render().shape == image.shape  # GraphEnv.render() draws the same chart
+
+
+def test_render_before_any_simulation_is_a_clear_error():
+    with pytest.raises(goenv.InvalidArgument, match="reset"):
+        goenv.make(ENV_ID).render()
+
+
+def test_single_device_schedule_has_no_link_rows(env):
+    assert row_labels(gantt_figure(env.graph, env.cluster, env.core.last_result)) == ["gpu:0", "gpu:1"]
+
+
+def test_two_device_schedule_draws_transfers_on_link_rows(env, split_result):
+    figure = gantt_figure(env.graph, env.cluster, split_result)
+    labels = row_labels(figure)
+    assert labels[:2] == ["gpu:0", "gpu:1"]
+    assert set(labels[2:]) <= {"gpu:0 → gpu:1", "gpu:1 → gpu:0"} and len(labels) > 2
+    # Kernels and transfers are one collection each, not one artist per node.
+    assert len(figure.axes[0].collections) == 2
+    assert sum(len(c.get_paths()) for c in figure.axes[0].collections) == (
+        env.graph.num_nodes + len(split_result.transfers["node"]))
+
+
+@pytest.mark.parametrize("cluster", ["2xgpu-nvlink", "4xgpu-pcie", "cpu+2xgpu"])
+@pytest.mark.parametrize("fused", [False, True])
+def test_memory_curves_peak_at_the_simulated_peak_memory(env, cluster, fused):
+    cluster = goenv.clusters.get(cluster)
+    rng = np.random.default_rng(7)
+    n = env.graph.num_nodes
+    result = goenv.simulate(env.graph, cluster, placement=rng.integers(0, cluster.num_devices, n),
+                            fusion=rng.integers(0, 3, n) if fused else None)
+    curves = memory_timeline(env.graph, result, cluster.num_devices)
+    np.testing.assert_allclose([live.max() for _, live in curves], result.peak_memory, rtol=1e-12)
+    for times, live in curves:
+        assert len(times) == len(live) and np.all(np.diff(times) >= 0) and times[-1] >= result.runtime * (1 - 1e-12)
+
+
+def test_large_graph_renders_quickly():
+    n = 20_000
+    rng = np.random.default_rng(0)
+    sources = np.concatenate([np.arange(n - 1), rng.integers(0, n - 100, n)])
+    targets = np.concatenate([np.arange(1, n), sources[n - 1:] + rng.integers(1, 100, n)])
+    graph = goenv.Graph.from_arrays(np.stack([sources, targets]), flops=rng.uniform(1e6, 1e9, n),
+                                    output_bytes=rng.uniform(1e3, 1e6, n), op_type=list(rng.integers(0, 40, n)))
+    cluster = goenv.clusters.get("4xgpu-nvlink")
+    result = goenv.simulate(graph, cluster, placement=rng.integers(0, 4, n))
+    assert gantt_rgb(graph, cluster, result).shape[2] == 3
+
+
+def test_save_gantt_writes_a_png_atomically(env, split_result, tmp_path):
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"old")
+    assert save_gantt(path, env.graph, env.cluster, split_result) == str(path)
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert matplotlib.image.imread(path).shape[2] in (3, 4)
+    assert os.listdir(tmp_path) == ["chart.png"]  # no temporary file left behind
+
+    # A failed write leaves the old file as it was and no temporary file.
+    bad = tmp_path / "chart.unknown-format"
+    bad.write_bytes(b"old")
+    with pytest.raises(ValueError):
+        save_gantt(bad, env.graph, env.cluster, split_result)
+    assert bad.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["chart.png", "chart.unknown-format"]
+
+
+def test_cli_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "default cluster" in out
+    assert ENV_ID in out and "1121" in out and "2xgpu-nvlink" in out
+
+
+def test_cli_info(capsys):
+    assert main(["info", ENV_ID]) == 0
+    out = capsys.readouterr().out
+    for text in ("Inception", "nodes", "1121", "2xgpu-nvlink", "gpu:1", "runtime", "lower bound", " ms"):
+        assert text in out
+
+
+@pytest.mark.parametrize("placement", ["current", "expert"])
+def test_cli_render_writes_a_png(placement, tmp_path, capsys):
+    path = tmp_path / "sub" / "chart.png"
+    assert main(["render", ENV_ID, "--placement", placement, "-o", str(path)]) == 0
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert f"wrote {path}" in capsys.readouterr().out
+
+
+def test_cli_demo_compares_placements_and_charts_the_best(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for method in ("default", "single", "expert", "round-robin", "balanced-split", "random"):
+        assert f"\n{method} " in out
+    assert "speedup" in out and "x lower bound" in out and "OOM" in out and "invalid" in out
+    chart = tmp_path / "demo_gantt.png"
+    assert chart.read_bytes()[:8] == PNG_MAGIC
+    assert str(chart) in out
+
+
+@pytest.mark.parametrize("argv", [["info", "nosuchtask-inception"], ["render", "placement-nosuchgraph"],
+                                  ["info", ENV_ID, "--cluster", "nosuchcluster"]])
+def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("goenv: error: unknown ")
+    assert "nosuch" in lines[0]  # names what was not found
+    assert "Traceback" not in captured.err and ".cc:" not in lines[0]
+
+
+def test_python_dash_m_goenv_reports_errors_without_traceback():
+    done = subprocess.run([sys.executable, "-m", "goenv", "info", "nosuchtask-inception"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith("goenv: error: unknown ") and "Traceback" not in done.stderr
