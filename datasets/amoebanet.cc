@@ -1,5 +1,4 @@
-// AmoebaNet-A (Real et al., "Regularized Evolution for Image Classifier Architecture Search", AAAI 2019) as the authors' TensorFlow code builds it (tensorflow/tpu models/official/amoeba_net), one training step.
-// Left out: the auxiliary head, dropout and drop-path. num_cells counts the normal cells of one of the 3 stacks.
+// AmoebaNet-A (Real et al., "Regularized Evolution for Image Classifier Architecture Search", AAAI 2019) training step.
 #include <array>
 #include <map>
 #include <string>
@@ -38,6 +37,10 @@ const Cell kReductionCell = {
 
 constexpr int kStemFilters = 32;
 
+// As the authors' TensorFlow code builds it (tensorflow/tpu models/official/amoeba_net):
+// an ImageNet stem (conv + 2 reduction cells), then 3 stacks of `cells_per_stack` normal
+// cells with a reduction cell between stacks, each doubling the filters. Left out: the
+// auxiliary head, dropout and drop-path.
 class AmoebaNet {
  public:
   explicit AmoebaNet(TrainingGraphBuilder& t) : t_(t) {}

@@ -1,4 +1,4 @@
-// ResNet-50 v1.5 (He et al., "Deep Residual Learning for Image Recognition", CVPR 2016; v1.5 strides the 3x3 conv of a bottleneck, as torchvision) as one training step.
+// ResNet-50 v1.5 (He et al., "Deep Residual Learning for Image Recognition", CVPR 2016) as one training step.
 #include <string>
 
 #include "datasets/registry.h"
@@ -7,6 +7,7 @@
 namespace goenv {
 namespace {
 
+// v1.5 (torchvision's layout) strides the 3x3 conv of a bottleneck instead of the first 1x1.
 class ResNet50 {
  public:
   explicit ResNet50(TrainingGraphBuilder& t) : t_(t) {}

@@ -1,5 +1,4 @@
-// Transformer training steps built from one shared layer: Transformer-XL (Dai et al., ACL 2019), BERT (Devlin et al., NAACL 2019), GPT-2 (Radford et al., 2019).
-// Dropout is left out; the 1/sqrt(d_head) scaling and the attention mask are folded into the Softmax.
+// Transformer-XL (Dai et al., ACL 2019), BERT (Devlin et al., NAACL 2019), GPT-2 (Radford et al., 2019) training steps.
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -16,6 +15,8 @@ namespace {
 
 enum class Activation { kRelu, kGelu, kTanh };
 
+// Builds the layers all three models share. Dropout is left out; the 1/sqrt(d_head)
+// scaling and the attention mask are folded into the Softmax.
 class Transformer {
  public:
   // Transformer-XL's relative positions: the sinusoid encoding of every key position
@@ -38,9 +39,7 @@ class Transformer {
                 "d_model (" << d_model << ") must be a multiple of num_heads (" << num_heads << ")");
   }
 
-  int d_model() const { return d_; }
   int d_head() const { return d_ / heads_; }
-  int group() const { return group_; }
 
   void block(const std::string& name) {
     ++group_;
@@ -116,7 +115,7 @@ class Transformer {
     return t_.add_layer(std::move(l));
   }
 
-  // A slice of x with no gradient of its own to pass on except into x (Slice; backward Pad).
+  // Part of x (Slice); its gradient is padded back to x's shape (Pad).
   Tensor slice(const Tensor& x, Shape out, const std::string& kind) {
     LayerSpec l = spec(kind, "Slice", {x}, std::move(out), 0);
     l.backward = {{"grad", "Pad", 0, {}, false, {}, {0}, {}}};
@@ -132,7 +131,9 @@ class Transformer {
     return t_.add_layer(std::move(l));
   }
 
-  Tensor constant(Shape shape, const std::string& kind) { return t_.add_layer(spec(kind, "Constant", {}, std::move(shape), 0)); }
+  Tensor constant(Shape shape, const std::string& kind) {
+    return t_.add_layer(spec(kind, "Constant", {}, std::move(shape), 0));
+  }
 
  private:
   void scope(std::string name) {
@@ -223,7 +224,7 @@ class Transformer {
       const Tensor r = split_heads(dense(o.relative->encoding, d_, "position", false));  // (heads, keys, d_head)
       const Tensor content = batch_matmul(head_bias(q, o.relative->content_bias), k, true);
       const Tensor position = batch_matmul(head_bias(q, o.relative->position_bias), r, true);
-      scores = add(content, slice(position, position.shape, "rel_shift"));
+      scores = add(content, slice(position, position.shape, "rel_shift"));  // TF: pad, reshape, slice
     } else {
       scores = batch_matmul(q, k, true);
     }
@@ -295,8 +296,10 @@ GraphPtr build_bert(const GraphParams& params) {
   m.block("embeddings");
   const Weight words = m.variable("word_embeddings", {kVocab, kDModel});
   Tensor x = m.embedding(m.input({batch, seq}, "tokens"), words);
-  x = m.add(x, m.embedding(m.input({batch, seq}, "positions"), m.variable("position_embeddings", {kMaxPositions, kDModel})));
-  x = m.add(x, m.embedding(m.input({batch, seq}, "segments"), m.variable("token_type_embeddings", {kTypes, kDModel})));
+  const Weight positions = m.variable("position_embeddings", {kMaxPositions, kDModel});
+  const Weight types = m.variable("token_type_embeddings", {kTypes, kDModel});
+  x = m.add(x, m.embedding(m.input({batch, seq}, "positions"), positions));
+  x = m.add(x, m.embedding(m.input({batch, seq}, "segments"), types));
   x = m.layer_norm(x);
   for (int i = 0; i < kLayers; ++i) {
     m.block("layer_" + std::to_string(i));
