@@ -139,6 +139,8 @@ class GraphEnv(gymnasium.Env):
     def __repr__(self) -> str:
         return f"<GraphEnv {self.core.id}: {self.core.num_nodes} nodes on {self.cluster.name}>"
 
+    __str__ = __repr__
+
 
 def _register_with_gymnasium() -> None:
     for env_id in list_envs():
