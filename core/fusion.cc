@@ -11,30 +11,43 @@ namespace goenv {
 
 namespace {
 
-// Incremental group state for the greedy pass.
+// Groups as the nodes of a quotient DAG, kept in a topological order (slots).
+// Merging a producer group A into a consumer group B keeps the quotient acyclic
+// (and so every group convex) iff no path A -> X -> B runs through another group;
+// any such X sits between A and B in the order, which bounds the search. After a
+// merge, the window between them is re-laid out: groups A reaches go after the
+// merged group, the rest before it (Pearce & Kelly's dynamic topological order).
 class GroupSet {
  public:
-  GroupSet(const Graph& graph) : g_(graph), group_(graph.num_nodes()), members_(graph.num_nodes()),
-                                 mark_(graph.num_nodes(), 0), position_(graph.num_nodes()) {
+  // Windows wider than this many slots are not searched: the merge is refused.
+  static constexpr int kMaxWindow = 4096;
+
+  explicit GroupSet(const Graph& graph)
+      : g_(graph), group_(graph.num_nodes()), members_(graph.num_nodes()), order_(graph.num_nodes()),
+        at_(graph.num_nodes()), mark_(graph.num_nodes(), 0) {
     for (NodeId v = 0; v < g_.num_nodes(); ++v) {
       group_[v] = v;
       members_[v] = {v};
     }
-    for (int i = 0; i < g_.num_nodes(); ++i) position_[g_.topological_order()[i]] = i;
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const NodeId v = g_.topological_order()[i];
+      order_[v] = i;
+      at_[i] = v;
+    }
   }
 
   std::int32_t group(NodeId v) const { return group_[v]; }
-  const std::vector<std::int32_t>& groups() const { return group_; }
 
+  // a is a producer group of b. On success, reached_ holds the groups a reaches
+  // inside the window (needed by merge()).
   bool legal_union(std::int32_t a, std::int32_t b, int max_size) {
     if (static_cast<int>(members_[a].size() + members_[b].size()) > max_size) return false;
+    if (order_[b] - order_[a] > kMaxWindow) return false;
     ++stamp_;
-    int hi = -1;
     for (std::int32_t s : {a, b})
       for (NodeId v : members_[s]) {
         if (g_.fusible(v) == FusibleKind::kOpaque) return false;
         mark_[v] = stamp_;
-        hi = std::max(hi, position_[v]);
       }
     // A reduction must stay a sink of its group.
     for (std::int32_t s : {a, b})
@@ -42,48 +55,65 @@ class GroupSet {
         if (g_.fusible(v) == FusibleKind::kReduction)
           for (int e = g_.out_offsets()[v]; e < g_.out_offsets()[v + 1]; ++e)
             if (mark_[g_.edge_dst()[e]] == stamp_) return false;
-    // Convexity: search outside the union, within its topological window, for a
-    // path that comes back in.
-    const int in_union = stamp_;
-    ++stamp_;  // marks visited outside nodes
-    stack_.clear();
-    for (std::int32_t s : {a, b})
-      for (NodeId v : members_[s])
+    // Is there a path a -> x -> b through another group x?
+    ++stamp_;  // marks visited groups (by representative)
+    reached_.clear();
+    auto visit_successors = [&](std::int32_t from, bool first) {
+      for (NodeId v : members_[from])
         for (int e = g_.out_offsets()[v]; e < g_.out_offsets()[v + 1]; ++e) {
-          const auto w = static_cast<NodeId>(g_.edge_dst()[e]);
-          if (mark_[w] != in_union && mark_[w] != stamp_ && position_[w] < hi) {
-            mark_[w] = stamp_;
-            stack_.push_back(w);
+          const std::int32_t h = group_[g_.edge_dst()[e]];
+          if (h == b) {
+            if (!first) return false;
+            continue;  // the direct edges a -> b are what we fuse
+          }
+          if (h != a && order_[h] < order_[b] && mark_[h] != stamp_) {
+            mark_[h] = stamp_;
+            reached_.push_back(h);
           }
         }
-    while (!stack_.empty()) {
-      const NodeId x = stack_.back();
-      stack_.pop_back();
-      for (int e = g_.out_offsets()[x]; e < g_.out_offsets()[x + 1]; ++e) {
-        const auto w = static_cast<NodeId>(g_.edge_dst()[e]);
-        if (mark_[w] == in_union) return false;
-        if (mark_[w] != stamp_ && position_[w] < hi) {
-          mark_[w] = stamp_;
-          stack_.push_back(w);
-        }
-      }
-    }
+      return true;
+    };
+    if (!visit_successors(a, true)) return false;
+    for (std::size_t i = 0; i < reached_.size(); ++i)
+      if (!visit_successors(reached_[i], false)) return false;
     return true;
   }
 
-  void merge(std::int32_t into, std::int32_t from) {
-    for (NodeId v : members_[from]) group_[v] = into;
-    members_[into].insert(members_[into].end(), members_[from].begin(), members_[from].end());
-    members_[from].clear();
+  // Merges b into a; call right after a successful legal_union(a, b).
+  void merge(std::int32_t a, std::int32_t b) {
+    const int lo = order_[a], hi = order_[b];
+    std::vector<std::int32_t> before, after;
+    const int reached_stamp = stamp_;
+    for (int slot = lo; slot <= hi; ++slot) {
+      const std::int32_t h = at_[slot];
+      if (h == -1 || h == a || h == b) continue;
+      (mark_[h] == reached_stamp ? after : before).push_back(h);
+    }
+    for (NodeId v : members_[b]) group_[v] = a;
+    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
+    members_[b].clear();
+    before.push_back(a);
+    before.insert(before.end(), after.begin(), after.end());
+    int next = 0;
+    for (int slot = lo; slot <= hi; ++slot) {
+      if (at_[slot] == -1) continue;
+      if (next < static_cast<int>(before.size())) {
+        at_[slot] = before[next];
+        order_[before[next++]] = slot;
+      } else {
+        at_[slot] = -1;  // one slot fewer: the merged group freed it
+      }
+    }
   }
 
  private:
   const Graph& g_;
   std::vector<std::int32_t> group_;
   std::vector<std::vector<NodeId>> members_;
+  std::vector<int> order_;           // per group representative: its slot
+  std::vector<std::int32_t> at_;     // per slot: the group there, or -1
   std::vector<int> mark_;
-  std::vector<int> position_;
-  std::vector<NodeId> stack_;
+  std::vector<std::int32_t> reached_;
   int stamp_ = 0;
 };
 

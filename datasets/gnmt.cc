@@ -1,8 +1,4 @@
-// GNMT (Wu et al., "Google's Neural Machine Translation System", 2016) as in tensorflow/nmt: one training step,
-// unrolled; a bidirectional first encoder layer, residual LSTM stacks from the third layer on, attention from the
-// bottom decoder layer fed to every decoder layer, per-step softmax over the vocabulary. The attention scores
-// are dot products with projected encoder outputs (Luong et al. 2015): GNMT's additive score would keep a
-// (batch, seq_len, hidden) energy tensor per decoder step alive for the backward pass.
+// GNMT (Wu et al., "Google's Neural Machine Translation System", 2016) as in tensorflow/nmt, one training step.
 #include <string>
 #include <vector>
 
@@ -12,11 +8,13 @@
 namespace goenv {
 namespace {
 
+// A bidirectional first encoder layer, residual LSTM layers from the third on, attention from the bottom decoder
+// layer fed to every decoder layer, a softmax per step; unrolled over seq_len source and target steps.
 class Gnmt {
  public:
   Gnmt(int layers, int batch, int steps, int hidden, int vocab)
       : t_("gnmt-" + std::to_string(layers)), layers_(layers), batch_(batch), steps_(steps), hidden_(hidden),
-        vocab_(vocab) {}
+        vocab_(vocab), attention_(layers + 1) {}
 
   // Groups: 0 source embedding, 1..L encoder layers, L+1 attention, L+2 target embedding,
   // L+3..2L+2 decoder layers, 2L+3 softmax.
@@ -48,6 +46,7 @@ class Gnmt {
       x[s] = t_.concat({forward, backward[s]}, 1);
     }
     std::vector<LstmLayer> stack;
+    stack.reserve(layers_);
     for (int l = 1; l < layers_; ++l)
       stack.emplace_back(t_, "encoder/layer_" + std::to_string(l), (l == 1 ? 2 : 1) * hidden_, hidden_, batch_,
                          steps_, l + 1);
@@ -65,26 +64,26 @@ class Gnmt {
   // Stacks the top encoder outputs into the attention memory (batch, steps, hidden), projects the keys,
   // and opens both as loop invariants of the decoder.
   void attention_memory(const std::vector<Tensor>& top) {
-    attention_ = layers_ + 1;
     t_.set_scope("attention");
     const Tensor stacked = t_.concat(top, attention_);
-    const Tensor values = t_.reshape(stacked, {batch_, steps_, hidden_}, attention_);
-    const Tensor keys = t_.dense(values, hidden_, attention_, /*bias=*/false);
+    values_ = t_.reshape(stacked, {batch_, steps_, hidden_}, attention_);
+    keys_ = t_.dense(values_, hidden_, attention_, /*bias=*/false);
     // dK = sum over steps of dscore^T query, dV = sum of alignment^T dcontext.
     const double flops = 2.0 * batch_ * steps_ * static_cast<double>(steps_) * hidden_;
-    keys_ = loop_invariant(t_, "loop_keys", {keys}, {}, {batch_, steps_}, "BatchMatMul", flops, attention_);
-    values_ = loop_invariant(t_, "loop_values", {values}, {}, {batch_, hidden_}, "BatchMatMul", flops, attention_);
-    keys_tensor_ = keys;
-    values_tensor_ = values;
+    keys_handle_ = loop_invariant(t_, "loop_keys", {keys_}, {}, {batch_, steps_}, "BatchMatMul", flops, attention_);
+    values_handle_ =
+        loop_invariant(t_, "loop_values", {values_}, {}, {batch_, hidden_}, "BatchMatMul", flops, attention_);
   }
 
+  // Dot-product scores with projected encoder outputs (Luong et al. 2015): GNMT's additive score would keep a
+  // (batch, seq_len, hidden) energy tensor per decoder step alive for the backward pass.
   Tensor attend(const Tensor& query, int step) {
     t_.set_scope(at("attention", step));
     const double flops = 2.0 * batch_ * steps_ * static_cast<double>(hidden_);
     LayerSpec score;
     score.kind = "score";
     score.op_type = "BatchMatMul";
-    score.inputs = {query, keys_tensor_, keys_};
+    score.inputs = {query, keys_, keys_handle_};
     score.output_shape = {batch_, steps_};
     score.flops = flops;
     score.group = attention_;
@@ -105,7 +104,7 @@ class Gnmt {
     LayerSpec context;
     context.kind = "context";
     context.op_type = "BatchMatMul";
-    context.inputs = {alignments, values_tensor_, values_};
+    context.inputs = {alignments, values_, values_handle_};
     context.output_shape = {batch_, hidden_};
     context.flops = flops;
     context.group = attention_;
@@ -120,6 +119,7 @@ class Gnmt {
     const Tensor ids = t_.input({batch_, steps_}, "target_ids", embedding_group);
     const LoopEmbedding embedding = loop_embedding(t_, "table", vocab_, hidden_, batch_, steps_, embedding_group);
     std::vector<LstmLayer> stack;
+    stack.reserve(layers_);
     for (int l = 0; l < layers_; ++l)
       stack.emplace_back(t_, "decoder/layer_" + std::to_string(l), 2 * hidden_, hidden_, batch_, steps_,
                          layers_ + 3 + l);
@@ -141,8 +141,8 @@ class Gnmt {
 
   TrainingGraphBuilder t_;
   int layers_, batch_, steps_, hidden_, vocab_;
-  int attention_ = 0;
-  Tensor keys_, values_, keys_tensor_, values_tensor_;
+  int attention_;  // its group
+  Tensor keys_, values_, keys_handle_, values_handle_;
 };
 
 GraphFamily gnmt_family(int layers) {

@@ -100,6 +100,22 @@ Tensor multiply(TrainingGraphBuilder& t, const Tensor& a, const Tensor& b, int g
   return t.add_layer(std::move(l));
 }
 
+Tensor add_n(TrainingGraphBuilder& t, const std::vector<Tensor>& xs, int group, const std::string& kind) {
+  GOENV_CHECK(!xs.empty(), InvalidArgument, "add_n needs at least one input");
+  LayerSpec l;
+  l.kind = kind;
+  l.op_type = "AddN";
+  l.inputs = xs;
+  l.output_shape = xs[0].shape;
+  l.flops = static_cast<double>(xs.size() - 1) * static_cast<double>(num_elements(xs[0].shape));
+  l.group = group;
+  for (int i = 0; i < static_cast<int>(xs.size()); ++i) {
+    GOENV_CHECK(xs[i].shape == xs[0].shape, InvalidArgument, "add_n: input " << i << " differs in shape from input 0");
+    l.passthrough_grads.push_back(i);
+  }
+  return t.add_layer(std::move(l));
+}
+
 Tensor constant(TrainingGraphBuilder& t, const std::string& kind, Shape shape, int group) {
   LayerSpec l;
   l.kind = kind;

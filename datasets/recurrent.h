@@ -1,7 +1,4 @@
-// Layers for unrolled sequence models, written on the training-graph DSL: loop
-// invariants (weights and activations every time step reads), gated pointwise ops,
-// and an LSTM layer at TF BasicLSTMCell op granularity (Hochreiter & Schmidhuber 1997;
-// Zaremba et al. 2014). Units and naming follow datasets/training_graph.h.
+// Unrolled-sequence layers on the training-graph DSL; LSTM as TF's BasicLSTMCell (Hochreiter & Schmidhuber 1997).
 #pragma once
 
 #include <string>
@@ -46,6 +43,7 @@ Tensor embedding_lookup(TrainingGraphBuilder& t, const Tensor& ids, const LoopEm
 // output may be narrower than x (a gate read from the fused gate matrix).
 Tensor activation(TrainingGraphBuilder& t, const char* op_type, const Tensor& x, int group, Shape shape = {});
 Tensor multiply(TrainingGraphBuilder& t, const Tensor& a, const Tensor& b, int group);
+Tensor add_n(TrainingGraphBuilder& t, const std::vector<Tensor>& xs, int group, const std::string& kind = "add_n");
 Tensor constant(TrainingGraphBuilder& t, const std::string& kind, Shape shape, int group);  // zeros, no gradient
 
 // One LSTM layer unrolled over `steps` steps (TF BasicLSTMCell, forget bias in b):

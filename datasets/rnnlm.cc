@@ -1,5 +1,4 @@
-// Stacked LSTM language model (Zaremba et al., "Recurrent Neural Network Regularization", 2014) as placed layer
-// per GPU by Mirhoseini et al. (ICML 2017) and GO (Zhou et al., NeurIPS 2020): one training step, unrolled.
+// Stacked LSTM language model (Zaremba et al., "Recurrent Neural Network Regularization", 2014), one training step.
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@ GraphPtr build_rnnlm(const GraphParams& params, int layers) {
   const Tensor ids = t.input({batch, steps}, "token_ids", 0);
   const LoopEmbedding embedding = loop_embedding(t, "table", vocab, hidden, batch, steps, 0);
   std::vector<LstmLayer> lstm;
+  lstm.reserve(layers);
   for (int l = 0; l < layers; ++l) lstm.emplace_back(t, "lstm_" + std::to_string(l), hidden, hidden, batch, steps, l + 1);
   const int softmax = layers + 1;
   t.set_scope("softmax");

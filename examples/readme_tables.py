@@ -1,0 +1,75 @@
+"""Regenerates the tables in README.md between their <!-- NAME:begin/end --> markers.
+
+    python examples/readme_tables.py            # graphs + baselines (a few minutes on 2 cores)
+    python examples/readme_tables.py graphs     # only the graph table
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import goenv
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def graphs_table() -> str:
+    rows = []
+    for name in goenv.datasets.list():
+        info = goenv.datasets.info(name)
+        graph = goenv.datasets.load(name)
+        cluster = goenv.clusters.get(info["default_cluster"])
+        rows.append([f"`{name}`", f"{graph.num_nodes:,}", f"{graph.num_edges:,}",
+                     f"{graph.total_flops / 1e9:,.0f}", f"{graph.total_param_bytes / 4 / 1e6:,.1f}",
+                     f"`{cluster.name}`", info["description"]])
+    return markdown_table(["graph", "nodes", "edges", "GFLOPs / step", "params (M)", "default cluster",
+                           "what it is"], rows)
+
+
+def baselines_table(budget: int = 1000) -> str:
+    methods = ["single", "expert", "metis", "m-etf", "heft", "local-search"]
+    rows = []
+    for entry in goenv.datasets.suite("go-placement"):
+        env = goenv.make(entry.env_id("placement"), cluster=entry.cluster, **entry.params)
+        env.reset(seed=0)
+        lower = goenv.baselines.lower_bound(env)
+        cells = [f"`{entry.graph}`" + "".join(f" {k}={v:g}" for k, v in entry.params.items()),
+                 str(env.cluster.num_devices)]
+        for method in methods:
+            result = goenv.baselines.solve(env, method, budget=budget, seed=0)
+            flag = " (OOM)" if result["oom"] else " (invalid)" if result["invalid"] else ""
+            cells.append(f"{result['runtime'] * 1e3:,.1f}{flag}")
+        cells.append(f"{lower * 1e3:,.1f}")
+        rows.append(cells)
+    return markdown_table(["graph", "devices"] + methods + ["lower bound"], rows)
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md has no <!-- {name}:begin/end --> markers")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def main(argv: list[str]) -> None:
+    which = argv or ["graphs", "baselines"]
+    text = README.read_text()
+    if "graphs" in which:
+        text = replace_section(text, "graphs", graphs_table())
+    if "baselines" in which:
+        text = replace_section(text, "baselines", baselines_table())
+    tmp = README.with_suffix(".md.tmp")
+    tmp.write_text(text)
+    tmp.replace(README)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
