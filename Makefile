@@ -11,7 +11,7 @@ SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.c
 APT_PACKAGES := libboost-graph-dev libcereal-dev libgtest-dev libbenchmark-dev libmetis-dev
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
 PIP_PACKAGES := "scikit-build-core>=0.10" "pybind11==3.1.0" "numpy>=1.24" "gymnasium>=1.0" "matplotlib>=3.7" \
-                "tqdm>=4.60" "pytest>=7" "hypothesis>=6" "torch==2.13.0"
+                "tqdm>=4.60" "pytest>=7" "hypothesis>=6" "onnx>=1.15" "torch==2.13.0"
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test setup build test-cpp test-python bench clean
@@ -40,7 +40,7 @@ $(STAMPS)/apt:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); fi
 	@touch $@
 
-$(STAMPS)/pip: pyproject.toml
+$(STAMPS)/pip: pyproject.toml Makefile
 	@mkdir -p $(STAMPS)
 	$(PYTHON) -m pip install -q --disable-pip-version-check $(PIP_PACKAGES)
 	@touch $@

@@ -1,9 +1,10 @@
-"""The `goenv` command line: list, info, render, demo.
+"""The `goenv` command line: list, info, render, demo, dataset.
 
     goenv list
     goenv info placement-inception
     goenv render placement-inception --placement expert -o out/inception.png
     goenv demo --out out
+    goenv dataset generate random-layered --count 1000 --out data/layered
 
 Errors from goenv (unknown ids, bad options) end the command with exit status 2
 and one line on stderr, never a traceback.
@@ -227,6 +228,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out", help="folder for demo_gantt.png (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random placement")
     demo.set_defaults(run=_demo)
+
+    from goenv import dataset_files
+
+    dataset = commands.add_parser("dataset", help="graph datasets: sharded, checksummed, resumable")
+    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")
+    generate = dataset_commands.add_parser("generate", help="write COUNT graphs of FAMILY to a dataset directory")
+    dataset_files.add_generate_arguments(generate).set_defaults(run=dataset_files.run_generate)
     return parser
 
 

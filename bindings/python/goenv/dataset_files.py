@@ -1,0 +1,499 @@
+"""Dataset files: many graphs of one family, in sharded, checksummed files.
+
+    goenv.datasets.generate("random-layered", 10_000, "data/rl", params={"num_layers": 30}, seed=0)
+    ds = goenv.datasets.open("data/rl")      # lazy; len(ds), ds[i], for g in ds
+    goenv dataset generate random-layered --count 10000 --out data/rl --param num_layers=30
+
+A dataset is a folder:
+
+    manifest.json              what was generated and how, and one record per finished shard
+    shard-00000.goenv-shard    graphs [0, shard_size), then shard-00001 ...
+
+Graph i is built with the given parameters and seed = seed + i when the family
+has a `seed` parameter (otherwise every graph is the same and count > 1 only
+repeats it, with a warning).
+
+Shard file, little-endian: magic b"GOENVSHD", u32 format version, u32 graph
+count, then per graph a u64 byte length and Graph.to_bytes() (itself a checked
+envelope). manifest.json: {"format": "goenv-dataset", "format_version",
+"goenv_version", "family", "params", "seed", "count", "shard_size",
+"num_shards", "complete", "shards": [{"file", "index", "first", "count",
+"bytes", "sha256"}]}. Every file is written to a temporary name and renamed
+into place, and the manifest is rewritten after each finished shard, so an
+interrupted run leaves only whole shards behind; running the same command again
+keeps every shard whose checksum matches its record and rewrites the rest
+(missing, truncated or corrupt). A directory generated with other parameters
+is refused with an error, never mixed. Reading verifies each shard's SHA-256
+before its graphs are used; a mismatch or truncation raises goenv.InvalidGraph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import builtins
+import collections
+import concurrent.futures
+import hashlib
+import json
+import math
+import os
+import re
+import struct
+import sys
+import uuid
+import warnings
+from typing import Any, Iterator, Mapping, Sequence
+
+from goenv import _core
+from goenv._core import Graph, InvalidArgument, InvalidGraph
+
+FORMAT = "goenv-dataset"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+SHARD_MAGIC = b"GOENVSHD"
+SHARD_VERSION = 1
+SHARD_SUFFIX = ".goenv-shard"
+_SHARD_HEADER = struct.Struct("<8sII")   # magic, version, count
+_LENGTH = struct.Struct("<Q")
+_TMP_MARK = ".tmp-"
+
+__all__ = ["Dataset", "generate", "generate_main", "open", "to_pyg", "add_generate_arguments", "run_generate"]
+
+
+def shard_file(index: int) -> str:
+    return f"shard-{index:05d}{SHARD_SUFFIX}"
+
+
+# ---------------------------------------------------------------------------
+# Files.
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Writes `data` to a temporary file beside `path`, flushes it to disk and renames it into place."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}{_TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        with builtins.open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with builtins.open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pack_shard(graph_bytes: Sequence[bytes]) -> bytes:
+    """The shard container around serialized graphs."""
+    parts = [_SHARD_HEADER.pack(SHARD_MAGIC, SHARD_VERSION, len(graph_bytes))]
+    for blob in graph_bytes:
+        parts.append(_LENGTH.pack(len(blob)))
+        parts.append(blob)
+    return b"".join(parts)
+
+
+def unpack_shard(data: bytes, what: str = "shard") -> list[bytes]:
+    """The serialized graphs of a shard container; InvalidGraph when it is not one or is cut short."""
+    if len(data) < _SHARD_HEADER.size:
+        raise InvalidGraph(f"{what}: truncated ({len(data)} bytes, shorter than the {_SHARD_HEADER.size}-byte header)")
+    magic, version, count = _SHARD_HEADER.unpack_from(data, 0)
+    if magic != SHARD_MAGIC:
+        raise InvalidGraph(f"{what}: not a goenv shard (magic {magic!r}, expected {SHARD_MAGIC!r})")
+    if version != SHARD_VERSION:
+        raise InvalidGraph(f"{what}: shard format version {version}, this goenv reads version {SHARD_VERSION}")
+    offset, blobs = _SHARD_HEADER.size, []
+    for i in range(count):
+        if offset + _LENGTH.size > len(data):
+            raise InvalidGraph(f"{what}: truncated in the header of graph {i} of {count}")
+        (length,) = _LENGTH.unpack_from(data, offset)
+        offset += _LENGTH.size
+        if offset + length > len(data):
+            raise InvalidGraph(f"{what}: truncated in graph {i} of {count} ({len(data) - offset} of {length} bytes)")
+        blobs.append(data[offset:offset + length])
+        offset += length
+    if offset != len(data):
+        raise InvalidGraph(f"{what}: {len(data) - offset} unexpected bytes after the last of {count} graphs")
+    return blobs
+
+
+def _read_manifest(root: str) -> dict:
+    path = os.path.join(root, MANIFEST)
+    try:
+        with builtins.open(path, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidGraph(f"{path}: not a valid dataset manifest ({error})") from error
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InvalidGraph(f"{path}: not a goenv dataset manifest (format {manifest.get('format')!r})"
+                           if isinstance(manifest, dict) else f"{path}: not a goenv dataset manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise InvalidGraph(f"{path}: dataset format version {manifest.get('format_version')}, this goenv reads "
+                           f"version {FORMAT_VERSION}")
+    for key in ("family", "params", "seed", "count", "shard_size", "shards"):
+        if key not in manifest:
+            raise InvalidGraph(f"{path}: the manifest has no '{key}'")
+    return manifest
+
+
+def _goenv_version() -> str:
+    module = sys.modules.get("goenv")
+    return str(getattr(module, "__version__", "unknown"))
+
+
+# ---------------------------------------------------------------------------
+# Generating.
+
+def _normalize_params(family: str, params: Mapping[str, Any] | None) -> tuple[dict[str, float], bool]:
+    """Checks parameter names against the family (NotFound for an unknown family); returns them as
+    floats and whether the family is seeded."""
+    accepted = _core.graph_family(family)["params"]
+    params = {str(k): float(v) for k, v in dict(params or {}).items()}
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise InvalidArgument(f"graph '{family}' has no parameter(s) {', '.join(unknown)}; its parameters: "
+                              f"{', '.join(sorted(accepted)) or 'none'}")
+    for key, value in params.items():
+        if not math.isfinite(value):
+            raise InvalidArgument(f"graph '{family}': parameter '{key}' must be finite, got {value}")
+    seeded = "seed" in accepted
+    if seeded and "seed" in params:
+        raise InvalidArgument(f"graph '{family}': give the first seed as seed=..., not as params['seed'] "
+                              f"(graph i gets seed + i)")
+    return params, seeded
+
+
+def _plan(count: int, shard_size: int) -> list[dict]:
+    return [{"file": shard_file(k), "index": k, "first": first, "count": min(shard_size, count - first)}
+            for k, first in enumerate(range(0, count, shard_size))]
+
+
+def _clean_temporaries(root: str) -> None:
+    """Removes what interrupted writers left: temporary shard and manifest files."""
+    for name in os.listdir(root):
+        if name.startswith(".") and _TMP_MARK in name and (SHARD_SUFFIX in name or MANIFEST in name):
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+
+
+def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size: int = 64,
+             params: Mapping[str, float] | None = None, seed: int = 0, workers: int | None = None,
+             progress: bool = True) -> "Dataset":
+    """Writes `count` graphs of `family` into sharded files under `out_dir`; returns open(out_dir).
+
+    Graph i is built with `params` and seed = seed + i (families with a 'seed' parameter). Resumable:
+    a second call with the same arguments keeps every verified shard and rewrites only missing or
+    damaged ones; different family, params, seed or shard_size than the manifest's raise InvalidArgument.
+    `count` may change between calls (shards of the old plan that still fit are kept). Builds run on
+    `workers` threads (default: the CPU count, at most 8); the C++ builders release the GIL.
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidArgument(f"count must be an integer >= 1, got {count!r}")
+    if not isinstance(shard_size, int) or isinstance(shard_size, bool) or shard_size < 1:
+        raise InvalidArgument(f"shard_size must be an integer >= 1, got {shard_size!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
+    params, seeded = _normalize_params(family, params)
+    if seeded and seed + count - 1 > 2**31 - 1:
+        raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")
+    if not seeded and count > 1:
+        warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
+                      UserWarning, stacklevel=2)
+    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
+    if workers < 1:
+        raise InvalidArgument(f"workers must be >= 1, got {workers}")
+
+    root = os.fspath(out_dir)
+    os.makedirs(root, exist_ok=True)
+    _clean_temporaries(root)
+    identity = {"family": family, "params": dict(sorted(params.items())), "seed": seed, "shard_size": shard_size}
+    plan = _plan(count, shard_size)
+    kept: dict[int, dict] = {}
+    if os.path.exists(os.path.join(root, MANIFEST)):
+        previous = _read_manifest(root)
+        theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
+                  "seed": previous["seed"], "shard_size": previous["shard_size"]}
+        if theirs != identity:
+            differences = ", ".join(f"{k}={theirs[k]!r} there, {identity[k]!r} here"
+                                    for k in identity if theirs[k] != identity[k])
+            raise InvalidArgument(f"{root} holds a dataset generated with other parameters ({differences}); use "
+                                  f"another directory, or delete this one to start over")
+        planned = {(p["file"], p["first"], p["count"]) for p in plan}
+        for record in previous["shards"]:
+            path = os.path.join(root, record["file"])
+            if ((record["file"], record["first"], record["count"]) in planned and os.path.isfile(path)
+                    and os.path.getsize(path) == record["bytes"] and _sha256_file(path) == record["sha256"]):
+                kept[record["index"]] = record
+        if kept and previous.get("goenv_version") != _goenv_version():
+            warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
+                          f"(this is {_goenv_version()})", UserWarning, stacklevel=2)
+    planned_files = {p["file"] for p in plan}
+    for name in os.listdir(root):  # shards of a larger earlier plan
+        if name.endswith(SHARD_SUFFIX) and name.startswith("shard-") and name not in planned_files:
+            os.unlink(os.path.join(root, name))
+
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
+                "count": count, "num_shards": len(plan), "complete": False, "shards": []}
+
+    def save_manifest() -> None:
+        manifest["shards"] = [kept[k] for k in sorted(kept)]
+        manifest["complete"] = len(kept) == len(plan)
+        _write_atomic(os.path.join(root, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+
+    save_manifest()
+    todo = [p for p in plan if p["index"] not in kept]
+    if todo:
+        _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress,
+                      total=count, done=sum(r["count"] for r in kept.values()))
+    return Dataset(root)
+
+
+def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress, total, done):
+    from tqdm import tqdm
+
+    def build(i: int) -> bytes:
+        graph = _core.build_graph(family, {**params, "seed": float(seed + i)} if seeded else params)
+        return graph.to_bytes()
+
+    jobs = iter([(shard, i) for shard in todo for i in range(shard["first"], shard["first"] + shard["count"])])
+    window = 4 * workers  # graphs in flight: bounds memory, keeps every worker busy
+    blobs: dict[int, list[bytes]] = collections.defaultdict(list)
+    bar = tqdm(total=total, initial=done, disable=not progress, desc=f"generate {family}", unit="graph",
+               dynamic_ncols=True)
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="goenv-generate")
+    try:
+        in_flight: collections.deque = collections.deque()
+
+        def fill() -> None:
+            while len(in_flight) < window:
+                job = next(jobs, None)
+                if job is None:
+                    return
+                in_flight.append((job[0], executor.submit(build, job[1])))
+
+        fill()
+        while in_flight:  # results in graph order, so shards finish in order
+            shard, future = in_flight.popleft()
+            blob = future.result()
+            fill()
+            blobs[shard["index"]].append(blob)
+            bar.update(1)
+            if len(blobs[shard["index"]]) == shard["count"]:
+                data = pack_shard(blobs.pop(shard["index"]))
+                _write_atomic(os.path.join(root, shard["file"]), data)
+                kept[shard["index"]] = {**shard, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                save_manifest()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+
+
+# ---------------------------------------------------------------------------
+# Reading.
+
+class Dataset:
+    """A generated dataset, read lazily: len(ds), ds[i] (negative and slices too), iteration.
+
+    Each shard's SHA-256 is checked against the manifest whenever the shard is read; the
+    most recently read shard is kept in memory.
+    """
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = os.fspath(root)
+        if not os.path.isdir(self.root):
+            raise FileNotFoundError(2, "No such dataset directory", self.root)
+        if not os.path.isfile(os.path.join(self.root, MANIFEST)):
+            raise FileNotFoundError(2, f"Not a goenv dataset (no {MANIFEST})", self.root)
+        self.manifest = _read_manifest(self.root)
+        shards = sorted(self.manifest["shards"], key=lambda record: record["index"])
+        count = int(self.manifest["count"])
+        if not self.manifest.get("complete") or sum(r["count"] for r in shards) != count:
+            have = sum(r["count"] for r in shards)
+            raise InvalidGraph(f"{self.root}: incomplete dataset ({have} of {count} graphs in finished shards); run "
+                               f"the same generate command again to finish it")
+        first = 0
+        for record in shards:
+            if record["first"] != first:
+                raise InvalidGraph(f"{self.root}: manifest shard {record['file']} starts at graph {record['first']}, "
+                                   f"expected {first}")
+            first += record["count"]
+            path = os.path.join(self.root, record["file"])
+            if not os.path.isfile(path):
+                raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it")
+            size = os.path.getsize(path)
+            if size != record["bytes"]:
+                raise InvalidGraph(f"{path}: {size} bytes, the manifest records {record['bytes']} (truncated or "
+                                   f"modified); run the generate command again to rewrite it")
+        self.shards = shards
+        self._starts = [r["first"] for r in shards]
+        self._cached: tuple[int, list[bytes]] | None = None
+
+    @property
+    def family(self) -> str:
+        return self.manifest["family"]
+
+    @property
+    def params(self) -> dict[str, float]:
+        return dict(self.manifest["params"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.manifest["seed"])
+
+    def __len__(self) -> int:
+        return int(self.manifest["count"])
+
+    def __repr__(self) -> str:
+        return (f"<goenv.datasets.Dataset '{self.family}': {len(self)} graphs in {len(self.shards)} shards "
+                f"at {self.root}>")
+
+    def _shard_graph_bytes(self, k: int) -> list[bytes]:
+        if self._cached is not None and self._cached[0] == k:
+            return self._cached[1]
+        record = self.shards[k]
+        path = os.path.join(self.root, record["file"])
+        try:
+            with builtins.open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError as error:
+            raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it") from error
+        if len(data) != record["bytes"]:
+            raise InvalidGraph(f"{path}: {len(data)} bytes, the manifest records {record['bytes']} (truncated or "
+                               f"modified); run the generate command again to rewrite it")
+        if hashlib.sha256(data).hexdigest() != record["sha256"]:
+            raise InvalidGraph(f"{path}: SHA-256 does not match the manifest (corrupt or modified); run the generate "
+                               f"command again to rewrite it")
+        blobs = unpack_shard(data, path)
+        if len(blobs) != record["count"]:
+            raise InvalidGraph(f"{path}: holds {len(blobs)} graphs, the manifest records {record['count']}")
+        self._cached = (k, blobs)
+        return blobs
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        try:
+            i = int(index)
+        except TypeError:
+            raise TypeError(f"dataset indices must be integers or slices, not {type(index).__name__}") from None
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"graph index {index} out of range for a dataset of {n} graphs")
+        k = bisect.bisect_right(self._starts, i) - 1
+        return Graph.from_bytes(self._shard_graph_bytes(k)[i - self.shards[k]["first"]])
+
+    def __iter__(self) -> Iterator[Graph]:
+        for k in range(len(self.shards)):
+            for blob in self._shard_graph_bytes(k):
+                yield Graph.from_bytes(blob)
+
+    def verify(self) -> None:
+        """Checks every shard's checksum and container; raises InvalidGraph on the first bad one."""
+        for k in range(len(self.shards)):
+            self._cached = None
+            self._shard_graph_bytes(k)
+
+
+def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
+    """The dataset generated under `path` (lazy; shards are checksummed when read)."""
+    return Dataset(path)
+
+
+# ---------------------------------------------------------------------------
+# PyTorch Geometric.
+
+def to_pyg(graph: Graph):
+    """A torch_geometric.data.Data of a graph: x = the envs' static node features, edge_index (PyG
+    order), edge_attr = the static edge features, plus the raw columns (flops, output_bytes,
+    param_bytes, op_type, edge_bytes) and the graph's name."""
+    try:
+        import numpy as np
+        import torch
+        from torch_geometric.data import Data
+    except ImportError as error:
+        raise ImportError("goenv.datasets.to_pyg needs PyTorch Geometric, which is not installed: "
+                          "pip install torch_geometric") from error
+    core = _core.make_env_on_graph("placement", graph, _core.Cluster.preset("1xgpu"))
+    observation, _ = core.reset(0)
+
+    def tensor(array, dtype):
+        return torch.from_numpy(np.array(array, dtype=dtype, copy=True))
+
+    return Data(
+        x=tensor(observation["node_features"], np.float32),
+        edge_index=tensor(observation["edge_index"], np.int64),
+        edge_attr=tensor(observation["edge_features"], np.float32),
+        flops=tensor(graph.flops, np.float64),
+        output_bytes=tensor(graph.output_bytes, np.int64),
+        param_bytes=tensor(graph.param_bytes, np.int64),
+        op_type=tensor(graph.op_types, np.int64),
+        edge_bytes=tensor(graph.edge_bytes, np.int64),
+        num_nodes=graph.num_nodes,
+        name=graph.name,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Command line: goenv dataset generate FAMILY --count N --out DIR [--param k=v ...]
+
+def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("family", help="graph family (goenv.datasets.list())")
+    parser.add_argument("--count", type=int, required=True, help="number of graphs")
+    parser.add_argument("--out", required=True, help="dataset directory (created; an existing run is resumed)")
+    parser.add_argument("--shard-size", type=int, default=64, help="graphs per shard file (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="graph i gets seed + i (default: %(default)s)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="builder parameter, repeatable (goenv.datasets.info(FAMILY)['params'])")
+    parser.add_argument("--workers", type=int, default=None, help="builder threads (default: CPU count, max 8)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _parse_params(items: Sequence[str]) -> dict[str, float]:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgument(f"--param takes KEY=VALUE, got {item!r}")
+        try:
+            params[key.strip()] = float(value)
+        except ValueError:
+            raise InvalidArgument(f"--param {key.strip()}: {value!r} is not a number") from None
+    return params
+
+
+def run_generate(args: argparse.Namespace) -> None:
+    dataset = generate(args.family, args.count, args.out, shard_size=args.shard_size, params=_parse_params(args.param),
+                       seed=args.seed, workers=args.workers, progress=not args.no_progress)
+    print(f"{len(dataset)} graphs of {dataset.family} in {len(dataset.shards)} shards at {dataset.root}")
+
+
+def generate_main(argv: Sequence[str] | None = None) -> int:
+    """`goenv dataset generate ...` on its own; returns the exit status (2 with a one-line message on errors)."""
+    parser = add_generate_arguments(argparse.ArgumentParser(
+        prog="goenv dataset generate", description="Generate a sharded, checksummed dataset of graphs (resumable)."))
+    args = parser.parse_args(argv)
+    try:
+        run_generate(args)
+    except (_core.Error, KeyError, OSError) as error:
+        message = str(error.args[0]) if error.args else type(error).__name__
+        if isinstance(error, OSError) and error.strerror:
+            message = f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+        message = re.sub(r"\s*\[[^\]\s]+:\d+\]$", "", message.splitlines()[0] if message else message)
+        print(f"goenv: error: {message}", file=sys.stderr)
+        return 2
+    return 0

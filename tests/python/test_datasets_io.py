@@ -1,0 +1,470 @@
+"""Suites, importers (PyTorch, ONNX) and dataset files of goenv.datasets."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import types
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
+
+import goenv
+from goenv import dataset_files, datasets
+
+SMALL = {"num_layers": 4, "width": 3}  # random-layered graphs of ~12 nodes
+
+
+# ---------------------------------------------------------------------------
+# Suites
+
+
+def test_suites_are_listed_and_unknown_names_raise_not_found():
+    assert datasets.suites() == ["go-placement", "transfer"]
+    with pytest.raises(goenv.NotFound, match="known suites: go-placement, transfer"):
+        datasets.suite("placeto")
+    with pytest.raises(KeyError):
+        datasets.suite("placeto")
+
+
+def test_go_placement_suite_has_the_papers_14_graph_device_pairs():
+    entries = datasets.suite("go-placement")
+    assert len(entries) == 14
+    pairs = sorted((e.graph, e.num_devices) for e in entries)
+    expected = sorted([(f"{family}-{n}", n) for family in ("rnnlm", "gnmt", "transformer-xl") for n in (2, 4, 8)]
+                      + [("inception", 2), ("inception", 2), ("amoebanet", 4), ("wavenet-2", 2), ("wavenet-4", 4)])
+    assert pairs == expected
+    assert all(e.cluster == f"{e.num_devices}xgpu-nvlink" for e in entries)
+    assert sorted(e.params["batch_size"] for e in entries if e.graph == "inception") == [32, 64]
+    assert len(set(entries)) == 14  # the two inception cases differ by their params
+    assert entries[0].env_id("placement") == "placement-rnnlm-2"
+    assert entries[0].env_id("joint") == "joint-rnnlm-2"
+
+
+def test_suite_entry_makes_its_env_on_its_cluster_with_its_params():
+    small, large = [e for e in datasets.suite("go-placement") if e.graph == "inception"]
+    env = small.make("placement", render_mode=None)
+    assert env.cluster.num_devices == 2
+    assert small.load().total_flops < large.load().total_flops
+    assert env.graph.total_flops == pytest.approx(small.load().total_flops)
+
+
+def test_suite_entry_is_frozen_hashable_and_picklable():
+    entry = datasets.SuiteEntry("inception", {"batch_size": 32}, "2xgpu-nvlink")
+    with pytest.raises(TypeError):
+        entry.params["batch_size"] = 64
+    with pytest.raises(AttributeError):
+        entry.cluster = "4xgpu-nvlink"
+    assert pickle.loads(pickle.dumps(entry)) == entry
+    assert hash(entry) == hash(datasets.SuiteEntry("inception", {"batch_size": 32.0}, "2xgpu-nvlink"))
+
+
+def test_transfer_suite_holds_out_whole_architectures():
+    splits = datasets.suite("transfer")
+    assert set(splits) == {"train", "validation", "test"}
+    assert all(splits[name] for name in splits)
+    lineages = {name: {datasets.lineage(e.graph) for e in entries} for name, entries in splits.items()}
+    assert not lineages["train"] & lineages["test"]
+    assert not lineages["train"] & lineages["validation"]
+    assert not lineages["validation"] & lineages["test"]
+    assert {"random-layered", "random-series-parallel"} <= lineages["train"]
+    presets = set(goenv.clusters.list())
+    assert all(e.cluster in presets for entries in splits.values() for e in entries)
+    seeded = [e for e in splits["train"] if e.graph == "random-layered"]
+    assert len({e.params["seed"] for e in seeded}) == len(seeded)
+
+
+def test_suite_with_an_unregistered_family_raises_a_clear_error(monkeypatch):
+    registered = [name for name in datasets.list() if not name.startswith("gnmt")]
+    monkeypatch.setattr(datasets, "list", lambda: registered)
+    with pytest.raises(goenv.NotFound, match="gnmt-2, gnmt-4, gnmt-8"):
+        datasets.suite("go-placement")
+
+
+# ---------------------------------------------------------------------------
+# PyTorch importer
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        return torch.softmax(self.fc(x.flatten(1)), dim=-1)
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def _is_dag(graph: goenv.Graph) -> bool:
+    position = np.empty(graph.num_nodes, np.int64)
+    position[np.asarray(graph.topological_order)] = np.arange(graph.num_nodes)
+    src, dst = graph.edge_index
+    return bool(np.all(position[src] < position[dst]))
+
+
+def test_from_torch_mlp_has_one_node_per_op_and_exact_linear_flops():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", goenv.datasets.CostEstimateWarning)
+        g = datasets.from_torch(_mlp(), (torch.randn(2, 8),), name="mlp")
+    assert g.name == "mlp"
+    assert g.op_type_names == ["Input", "MatMul", "Relu", "MatMul"]
+    flops = dict(zip(g.names, g.flops))
+    assert flops["0/linear"] == 2 * 2 * 8 * 16 + 2 * 16  # 2*M*K*N + bias
+    assert flops["2/linear_1"] == 2 * 2 * 16 * 4 + 2 * 4
+    assert flops["1/relu"] == 2 * 16
+    assert list(g.param_bytes) == [0, (8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
+    assert list(g.output_bytes) == [2 * 8 * 4, 2 * 16 * 4, 2 * 16 * 4, 2 * 4 * 4]
+    assert g.edge_index.tolist() == [[0, 1, 2], [1, 2, 3]]
+    assert list(g.group) == [-1, 0, 1, 2]  # one group per top-level submodule
+
+
+def test_from_torch_cnn_maps_ops_and_costs_convolutions_from_shapes():
+    g = datasets.from_torch(SmallCNN().eval(), torch.randn(2, 3, 8, 8))
+    types = dict(zip(g.names, g.op_type_names))
+    assert {"Conv2D", "BatchNorm", "Relu", "MaxPool", "Reshape", "MatMul", "Softmax"} <= set(types.values())
+    flops = dict(zip(g.names, g.flops))
+    assert flops["conv/conv2d"] == 2 * (2 * 8 * 8 * 8) * (3 * 3 * 3) + 2 * 8 * 8 * 8
+    assert flops["pool/max_pool2d"] == 2 * 8 * 4 * 4 * 4
+    assert flops["softmax"] == 5 * 2 * 10
+    flatten = g.names.index("flatten")  # a view: free, allocates nothing, still passes its bytes on
+    assert g.cost_us[flatten].tolist() == [0.0, 0.0, 0.0] and g.output_bytes[flatten] == 0
+    out_edges = g.edge_index[0] == flatten
+    assert np.all(g.edge_bytes[out_edges] == 2 * 128 * 4)
+    assert np.isnan(g.cost_us[g.names.index("conv/conv2d")]).all()  # roofline
+    # weights and running statistics; num_batches_tracked is not read in eval mode
+    assert g.total_param_bytes == sum(t.numel() * 4 for t in SmallCNN().state_dict().values()
+                                      if t.dtype == torch.float32)
+
+
+def test_from_torch_op_without_cost_rule_warns_once_per_op_type():
+    class Bessel(nn.Module):
+        def forward(self, x):
+            return torch.special.bessel_j0(torch.special.bessel_j0(x) + 1)
+
+    with pytest.warns(goenv.datasets.CostEstimateWarning) as record:
+        g = datasets.from_torch(Bessel(), torch.randn(3, 5))
+    messages = [str(w.message) for w in record if issubclass(w.category, goenv.datasets.CostEstimateWarning)]
+    assert len(messages) == 1 and "bessel_j0" in messages[0]
+    others = [i for i, t in enumerate(g.op_type_names) if t == "Other"]
+    assert len(others) == 2 and all(g.flops[i] == 15 for i in others)  # 1 FLOP per output element
+
+
+def test_from_torch_training_adds_backward_and_colocated_updates_as_a_dag():
+    model = SmallCNN()
+    inference = datasets.from_torch(model, torch.randn(2, 3, 8, 8))
+    g = datasets.from_torch(model, torch.randn(2, 3, 8, 8), training=True)
+    assert _is_dag(g)
+    names, types = g.names, g.op_type_names
+    phases = {prefix: [i for i, n in enumerate(names) if n.startswith(prefix)]
+              for prefix in ("fwd/", "bwd/", "var/", "update/")}
+    assert len(phases["fwd/"]) == inference.num_nodes
+    parameters = dict(model.named_parameters())
+    assert sorted(names[i][len("update/"):] for i in phases["update/"]) == sorted(parameters)
+    assert {types[i] for i in phases["update/"]} == {"ApplyGradient"}
+    assert {"Conv2DBackpropFilter", "MaxPoolGrad", "ReluGrad", "BatchNormGrad", "SoftmaxGrad"} <= \
+        {types[i] for i in phases["bwd/"]}
+    colocation = np.asarray(g.colocation)
+    for i in phases["update/"]:
+        name = names[i][len("update/"):]
+        variable = names.index("var/" + name)
+        assert colocation[i] >= 0 and colocation[i] == colocation[variable]
+        assert np.sum(colocation == colocation[i]) == 2
+        assert g.flops[i] == 2 * parameters[name].numel()
+        assert g.param_bytes[variable] == parameters[name].numel() * 4
+    assert g.total_param_bytes == inference.total_param_bytes
+    linear = names.index("fwd/fc/linear")
+    assert g.flops[names.index("bwd/fc/linear")] == 2 * g.flops[linear]  # input and weight gradients
+    first_conv = names.index("fwd/conv/conv2d")  # reads data only: weight gradient only
+    assert g.flops[names.index("bwd/conv/conv2d")] == g.flops[first_conv]
+
+
+def test_from_torch_falls_back_to_an_eager_recording_when_export_fails():
+    class DataDependent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(x) if x.sum() > 0 else x
+
+    with pytest.warns(UserWarning, match="torch.export could not trace"):
+        g = datasets.from_torch(DataDependent(), torch.ones(2, 4), training=True)
+    assert "MatMul" in g.op_type_names and "ApplyGradient" in g.op_type_names
+    assert g.flops[g.names.index("fwd/addmm")] == 2 * 2 * 4 * 4 + 2 * 4
+    assert _is_dag(g)
+
+
+# ---------------------------------------------------------------------------
+# ONNX importer
+
+
+
+def _onnx_mlp(path):
+    """The MLP through torch.onnx.export when it works here, else the same graph from onnx.helper."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(_mlp().eval(), (torch.randn(2, 8),), str(path), dynamo=False)
+        return str(path)
+    except Exception:  # noqa: BLE001 - exporter unavailable: build the model directly
+        initializers = [numpy_helper.from_array(np.zeros(shape, np.float32), name) for name, shape in
+                        [("W0", (16, 8)), ("b0", (16,)), ("W1", (4, 16)), ("b1", (4,))]]
+        nodes = [helper.make_node("Gemm", ["x", "W0", "b0"], ["h"], transB=1),
+                 helper.make_node("Relu", ["h"], ["r"]),
+                 helper.make_node("Gemm", ["r", "W1", "b1"], ["y"], transB=1)]
+        graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], initializers)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+        return str(path)
+
+
+def test_from_onnx_mlp_matches_the_torch_costs(tmp_path):
+    path = _onnx_mlp(tmp_path / "mlp.onnx")
+    g = datasets.from_onnx(path)
+    assert g.op_type_names == ["Input", "MatMul", "Relu", "MatMul"]
+    assert list(g.flops) == [0, 2 * 2 * 8 * 16 + 2 * 16, 2 * 16, 2 * 2 * 16 * 4 + 2 * 4]
+    assert list(g.param_bytes) == [0, (8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
+    with open(path, "rb") as f:
+        assert datasets.from_onnx(f.read(), name="bytes").name == "bytes"
+    trained = datasets.from_onnx(onnx.load(path), training=True)
+    assert _is_dag(trained)
+    assert sum(t == "ApplyGradient" for t in trained.op_type_names) == 4
+
+
+def test_from_onnx_cnn_built_with_onnx_helper(tmp_path):
+    initializers = [numpy_helper.from_array(np.zeros(shape, np.float32), name) for name, shape in
+                    [("W", (8, 3, 3, 3)), ("B", (8,)), ("FW", (10, 128)), ("FB", (10,))]]
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+             helper.make_node("Flatten", ["p"], ["f"], axis=1, name="flatten"),
+             helper.make_node("Gemm", ["f", "FW", "FB"], ["y"], transB=1, name="fc"),
+             helper.make_node("Frobnicate", ["y"], ["z1"], domain="example.custom", name="custom1"),
+             helper.make_node("Frobnicate", ["z1"], ["z2"], domain="example.custom", name="custom2")]
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                              [helper.make_tensor_value_info("z2", TensorProto.FLOAT, None)], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("example.custom", 1)])
+    with pytest.warns(goenv.datasets.CostEstimateWarning) as record:
+        g = datasets.from_onnx(model)
+    assert len([w for w in record if issubclass(w.category, goenv.datasets.CostEstimateWarning)]) == 1
+    types = dict(zip(g.names, g.op_type_names))
+    assert types == {"x": "Input", "conv": "Conv2D", "relu": "Relu", "pool": "MaxPool", "flatten": "Reshape",
+                     "fc": "MatMul", "custom1": "Other", "custom2": "Other"}
+    flops = dict(zip(g.names, g.flops))
+    assert flops["conv"] == 2 * (2 * 8 * 8 * 8) * 27 + 2 * 8 * 8 * 8
+    assert flops["pool"] == 2 * 8 * 4 * 4 * 4
+    assert flops["fc"] == 2 * 2 * 128 * 10 + 2 * 10
+    assert g.cost_us[g.names.index("flatten")].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_from_onnx_folds_shape_computations_before_costing():
+    """x (2, 3, 4) reshaped to (x.shape[0], -1) through Shape/Gather/Unsqueeze/Concat, as exporters write it."""
+    initializers = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                    numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+                    numpy_helper.from_array(np.zeros((12, 5), np.float32), "W")]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+             helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+             helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Concat", ["batch1", "minus_one"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["flat"], name="reshape"),
+             helper.make_node("MatMul", ["flat", "W"], ["y"], name="matmul")]
+    nodes.insert(2, nodes.pop(3))  # the Constant before its reader
+    graph = helper.make_graph(nodes, "flatten", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = datasets.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert g.names == ["x", "reshape", "matmul"]
+    assert g.flops[2] == 2 * 2 * 12 * 5
+    assert g.output_bytes[2] == 2 * 5 * 4
+
+
+def test_from_onnx_rejects_what_is_not_a_model(tmp_path):
+    with pytest.raises(goenv.InvalidGraph):
+        datasets.from_onnx(b"not an onnx model")
+    with pytest.raises(FileNotFoundError):
+        datasets.from_onnx(tmp_path / "missing.onnx")
+
+
+# ---------------------------------------------------------------------------
+# Dataset files
+
+
+def _shards(root):
+    return sorted(name for name in os.listdir(root) if name.endswith(".goenv-shard"))
+
+
+def _stats(root):
+    return {name: (os.stat(os.path.join(root, name)).st_ino, os.stat(os.path.join(root, name)).st_mtime_ns)
+            for name in _shards(root)}
+
+
+def _generate(root, count=10, **kwargs):
+    options = {"shard_size": 4, "params": SMALL, "seed": 3, "progress": False, **kwargs}
+    return datasets.generate("random-layered", count, root, **options)
+
+
+def test_generate_and_open_round_trip_exactly(tmp_path):
+    ds = _generate(tmp_path / "a", workers=3)
+    assert len(ds) == 10 and len(ds.shards) == 3 and _shards(tmp_path / "a") == [
+        "shard-00000.goenv-shard", "shard-00001.goenv-shard", "shard-00002.goenv-shard"]
+    expected = [datasets.load("random-layered", seed=3 + i, **SMALL).to_bytes() for i in range(10)]
+    assert [g.to_bytes() for g in ds] == expected
+    assert [ds[i].to_bytes() for i in (7, 0, 9, -1)] == [expected[7], expected[0], expected[9], expected[9]]
+    assert [g.to_bytes() for g in ds[2:6]] == expected[2:6]
+    with pytest.raises(IndexError):
+        ds[10]
+    reopened = datasets.open(tmp_path / "a")
+    assert (reopened.family, reopened.params, reopened.seed) == ("random-layered", SMALL, 3)
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["count"] == 10 and manifest["shard_size"] == 4
+    assert [s["count"] for s in manifest["shards"]] == [4, 4, 2]
+    assert manifest["goenv_version"] == goenv.__version__
+    single = _generate(tmp_path / "b", workers=1)  # same files whatever the thread count
+    assert [s["sha256"] for s in single.shards] == [s["sha256"] for s in ds.shards]
+
+
+def test_resume_rewrites_only_missing_or_corrupt_shards(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    original = {s["file"]: s["sha256"] for s in _generate(root, count=16).shards}
+    before = _stats(root)
+    os.unlink(root / "shard-00001.goenv-shard")
+    data = bytearray((root / "shard-00002.goenv-shard").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (root / "shard-00002.goenv-shard").write_bytes(bytes(data))
+    written = []
+    write = dataset_files._write_atomic
+    monkeypatch.setattr(dataset_files, "_write_atomic", lambda path, data: (written.append(os.path.basename(path)),
+                                                                            write(path, data)))
+    ds = _generate(root, count=16)
+    assert sorted(name for name in written if name.endswith(".goenv-shard")) == [
+        "shard-00001.goenv-shard", "shard-00002.goenv-shard"]
+    after = _stats(root)
+    for kept in ("shard-00000.goenv-shard", "shard-00003.goenv-shard"):
+        assert after[kept] == before[kept]
+    assert after["shard-00002.goenv-shard"][0] != before["shard-00002.goenv-shard"][0]
+    assert {s["file"]: s["sha256"] for s in ds.shards} == original
+    ds.verify()
+
+
+def test_a_corrupt_or_truncated_shard_raises_invalid_graph(tmp_path):
+    root = tmp_path / "ds"
+    _generate(root)
+    path = root / "shard-00001.goenv-shard"
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x01  # same size: found when the shard is read
+    path.write_bytes(bytes(data))
+    ds = datasets.open(root)
+    assert ds[0].num_nodes > 0  # shard 0 is fine
+    with pytest.raises(goenv.InvalidGraph, match="SHA-256"):
+        ds[5]
+    with pytest.raises(goenv.InvalidGraph):
+        list(ds)
+    with pytest.raises(goenv.InvalidGraph):
+        ds.verify()
+    path.write_bytes(bytes(data[:-10]))  # truncated: found on open
+    with pytest.raises(goenv.InvalidGraph, match="truncated"):
+        datasets.open(root)
+    with pytest.raises(goenv.InvalidGraph, match="truncated"):
+        dataset_files.unpack_shard(bytes(data[:-10]))
+
+
+def test_an_interrupted_run_is_harmless_and_resumes(tmp_path):
+    root = tmp_path / "ds"
+    _generate(root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["shards"], manifest["complete"] = manifest["shards"][:1], False  # killed after shard 0
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    os.unlink(root / "shard-00002.goenv-shard")
+    (root / "shard-00001.goenv-shard").write_bytes(b"GOENVSHD partial")
+    (root / ".shard-00002.goenv-shard.tmp-12345-deadbeef").write_bytes(b"half a shard")
+    with pytest.raises(goenv.InvalidGraph, match="incomplete"):
+        datasets.open(root)
+    ds = _generate(root)
+    assert not [name for name in os.listdir(root) if ".tmp-" in name]
+    expected = [datasets.load("random-layered", seed=3 + i, **SMALL).to_bytes() for i in range(10)]
+    assert [g.to_bytes() for g in ds] == expected
+
+
+def test_generate_refuses_a_directory_made_with_other_parameters(tmp_path):
+    root = tmp_path / "ds"
+    _generate(root)
+    with pytest.raises(goenv.InvalidArgument, match="seed=3 there, 4 here"):
+        _generate(root, seed=4)
+    with pytest.raises(goenv.InvalidArgument, match="params"):
+        _generate(root, params={"num_layers": 5, "width": 3})
+    with pytest.raises(goenv.InvalidArgument, match="shard_size"):
+        _generate(root, shard_size=5)
+    assert len(_generate(root, count=6)) == 6  # a new count keeps the shards that still fit
+    assert _shards(root) == ["shard-00000.goenv-shard", "shard-00001.goenv-shard"]
+
+
+def test_generate_checks_its_arguments(tmp_path):
+    with pytest.raises(goenv.NotFound):
+        datasets.generate("no-such-family", 2, tmp_path / "a", progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="no parameter"):
+        datasets.generate("random-layered", 2, tmp_path / "a", params={"depth": 3}, progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="seed="):
+        datasets.generate("random-layered", 2, tmp_path / "a", params={"seed": 3}, progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="count"):
+        datasets.generate("random-layered", 0, tmp_path / "a", progress=False)
+    with pytest.warns(UserWarning, match="identical"):
+        ds = datasets.generate("transformer-xl-2", 2, tmp_path / "b", progress=False)
+    assert ds[0].to_bytes() == ds[1].to_bytes()
+
+
+def test_generate_main_command_line(tmp_path, capsys):
+    root = tmp_path / "cli"
+    argv = ["random-layered", "--count", "5", "--out", str(root), "--shard-size", "2", "--seed", "7",
+            "--param", "num_layers=3", "--param", "width=2", "--no-progress"]
+    assert datasets.generate_main(argv) == 0
+    assert "5 graphs of random-layered in 3 shards" in capsys.readouterr().out
+    assert datasets.open(root)[4].to_bytes() == datasets.load("random-layered", seed=11, num_layers=3,
+                                                              width=2).to_bytes()
+    assert datasets.generate_main(argv[:-3] + ["--param", "layers=x", "--no-progress"]) == 2
+    assert "goenv: error:" in capsys.readouterr().err
+
+
+def test_to_pyg_without_torch_geometric_raises_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch_geometric", None)
+    monkeypatch.setitem(sys.modules, "torch_geometric.data", None)
+    with pytest.raises(ImportError, match="pip install torch_geometric"):
+        datasets.to_pyg(datasets.load("random-layered", **SMALL))
+
+
+def test_to_pyg_fills_a_pyg_data_object(monkeypatch):
+    class Data:  # the stand-in for torch_geometric.data.Data: keeps its keyword arguments
+        def __init__(self, **fields):
+            self.__dict__.update(fields)
+
+    package, module = types.ModuleType("torch_geometric"), types.ModuleType("torch_geometric.data")
+    module.Data, package.data = Data, module
+    monkeypatch.setitem(sys.modules, "torch_geometric", package)
+    monkeypatch.setitem(sys.modules, "torch_geometric.data", module)
+    graph = datasets.load("random-layered", **SMALL)
+    data = datasets.to_pyg(graph)
+    env = goenv.GraphEnv.from_graph("placement", graph, "1xgpu")
+    observation, _ = env.reset(seed=0)
+    assert data.num_nodes == graph.num_nodes and data.name == graph.name
+    assert data.x.dtype == torch.float32 and np.array_equal(data.x.numpy(), observation["node_features"])
+    assert np.array_equal(data.edge_index.numpy(), graph.edge_index)
+    assert np.array_equal(data.edge_attr.numpy(), observation["edge_features"])
+    assert np.array_equal(data.flops.numpy(), graph.flops)
+    assert np.array_equal(data.op_type.numpy(), graph.op_types)
