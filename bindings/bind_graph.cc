@@ -38,7 +38,7 @@ std::vector<std::int64_t> byte_column(py::handle values, std::int64_t n, const c
   for (std::int64_t i = 0; i < n; ++i) {
     GOENV_CHECK(std::isfinite(doubles[i]) && doubles[i] >= 0, InvalidGraph,
                 what << "[" << i << "] must be finite and >= 0, got " << doubles[i]);
-    out[i] = static_cast<std::int64_t>(doubles[i]);
+    out[i] = integral_value(doubles[i], what, i);
   }
   return out;
 }
@@ -46,8 +46,13 @@ std::vector<std::int64_t> byte_column(py::handle values, std::int64_t n, const c
 std::vector<std::int32_t> id_column(py::handle values, std::int64_t n, const char* what) {
   std::vector<std::int32_t> out(static_cast<std::size_t>(n), kNone);
   if (values.is_none()) return out;
-  const auto ints = integer_array(values, n, what);
-  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(ints[i]);
+  const auto ints = integer_values(values, what);
+  GOENV_CHECK(ints.ndim() == 1 && ints.shape(0) == n, InvalidGraph, what << " must have shape (" << n << ",)");
+  for (std::int64_t i = 0; i < n; ++i) {
+    GOENV_CHECK(ints.data()[i] >= -1 && ints.data()[i] <= INT32_MAX, InvalidGraph,
+                what << "[" << i << "] is " << ints.data()[i] << "; ids are >= 0, or -1 for none");
+    out[i] = static_cast<std::int32_t>(ints.data()[i]);
+  }
   return out;
 }
 
@@ -57,9 +62,8 @@ GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_
   auto flops_column = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(flops);
   GOENV_CHECK(flops_column && flops_column.ndim() == 1, InvalidArgument, "flops must be a 1-D array of numbers");
   const std::int64_t n = flops_column.shape(0);
-  auto edges = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(edge_index);
-  GOENV_CHECK(edges && edges.ndim() == 2 && edges.shape(0) == 2, InvalidArgument,
-              "edge_index must have shape (2, E)");
+  const auto edges = integer_values(edge_index, "edge_index");
+  GOENV_CHECK(edges.ndim() == 2 && edges.shape(0) == 2, InvalidArgument, "edge_index must have shape (2, E)");
   const std::int64_t m = edges.shape(1);
   std::vector<NodeSpec> nodes(static_cast<std::size_t>(n));
   const auto ops = op_type_column(op_type, n);

@@ -8,6 +8,8 @@ void bind_graph(pybind11::module_& m);
 void bind_cluster(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_envs(pybind11::module_& m);
+void bind_baselines(pybind11::module_& m);
+void bind_vector_env(pybind11::module_& m);
 }  // namespace goenv::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -18,4 +20,6 @@ PYBIND11_MODULE(_core, m) {
   bind_cluster(m);
   bind_simulator(m);
   bind_envs(m);
+  bind_baselines(m);
+  bind_vector_env(m);
 }

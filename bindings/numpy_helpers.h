@@ -37,32 +37,49 @@ py::array_t<T> readonly_view(const std::vector<T>& data, std::vector<py::ssize_t
   return readonly_view(data.data(), std::move(shape), std::move(owner));
 }
 
-// An integer array of exactly `expected` elements (any shape that flattens to
-// it is refused: the shape must be (expected,)). Float arrays are accepted only
-// when every value is integral; NaN, fractions and bools are errors.
+// Converts one number of an integer-valued column, refusing fractions, NaN and
+// values outside int64 (never a silent truncation or wrap-around).
+inline std::int64_t integral_value(double x, const std::string& what, std::int64_t index) {
+  GOENV_CHECK(std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.2e18, InvalidArgument,
+              what << "[" << index << "] is " << x << ", not an integer in int64 range");
+  return static_cast<std::int64_t>(x);
+}
+
+// Any integer or integral-float numpy array as int64, checked value by value.
+inline py::array_t<std::int64_t> integer_values(py::handle value, const std::string& what) {
+  py::array array = py::array::ensure(value);
+  GOENV_CHECK(array, InvalidArgument, what << " must be an array of integers");
+  const char kind = array.dtype().kind();
+  GOENV_CHECK(kind == 'i' || kind == 'u' || kind == 'f', InvalidArgument,
+              what << " must have an integer dtype, got " << std::string(py::str(array.dtype())));
+  if (kind == 'i') return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+  auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (kind == 'u') {  // uint64 beyond int64 would wrap: check in the unsigned domain
+    auto unsigned_values = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    for (py::ssize_t i = 0; i < unsigned_values.size(); ++i)
+      GOENV_CHECK(unsigned_values.data()[i] <= static_cast<std::uint64_t>(INT64_MAX), InvalidArgument,
+                  what << "[" << i << "] is " << unsigned_values.data()[i] << ", outside int64");
+    return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+  }
+  py::array_t<std::int64_t> out(std::vector<py::ssize_t>(array.shape(), array.shape() + array.ndim()));
+  for (py::ssize_t i = 0; i < doubles.size(); ++i) out.mutable_data()[i] = integral_value(doubles.data()[i], what, i);
+  return out;
+}
+
+// An integer array of shape (expected,). Float arrays are accepted only when
+// every value is integral; NaN, fractions, bools and out-of-range values are errors.
 inline std::vector<std::int64_t> integer_array(py::handle value, std::int64_t expected, const std::string& what) {
   py::array array = py::array::ensure(value);
   GOENV_CHECK(array, InvalidAction, what << " must be an array of integers");
   GOENV_CHECK(array.ndim() == 1 && array.shape(0) == expected, InvalidAction,
               what << " must have shape (" << expected << ",), got shape "
                    << std::string(py::str(py::getattr(array, "shape"))));
-  const char kind = array.dtype().kind();
-  GOENV_CHECK(kind == 'i' || kind == 'u' || kind == 'f', InvalidAction,
-              what << " must have an integer dtype, got " << std::string(py::str(array.dtype())));
-  std::vector<std::int64_t> out(static_cast<std::size_t>(expected));
-  if (kind == 'f') {
-    auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
-    for (std::int64_t i = 0; i < expected; ++i) {
-      const double x = doubles.at(i);
-      GOENV_CHECK(std::isfinite(x) && x == std::floor(x), InvalidAction,
-                  what << "[" << i << "] is " << x << ", not an integer");
-      out[i] = static_cast<std::int64_t>(x);
-    }
-  } else {
-    auto ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
-    std::copy(ints.data(), ints.data() + expected, out.begin());
+  try {
+    const auto ints = integer_values(array, what);
+    return std::vector<std::int64_t>(ints.data(), ints.data() + expected);
+  } catch (const InvalidArgument& e) {
+    throw InvalidAction(e.what());  // an action's bad value is an invalid action
   }
-  return out;
 }
 
 // A float64 column of `expected` values (from_arrays, simulate priorities).

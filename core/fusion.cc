@@ -157,7 +157,9 @@ FusionPlan plan_fusion(const Graph& graph, const std::int32_t* placement, const 
   FusionPlan plan;
   plan.group.assign(n, -1);
   std::vector<std::int32_t> renumber(n, -1), size(n, 0);
-  for (NodeId v : graph.topological_order()) {
+  // Kernels are numbered by their lowest node id, so the simulator's "lowest id"
+  // tie-break means the same with and without fusion.
+  for (NodeId v = 0; v < n; ++v) {
     auto& id = renumber[groups.group(v)];
     if (id == -1) id = plan.num_groups++;
     plan.group[v] = id;

@@ -23,7 +23,7 @@
 namespace goenv {
 
 struct FusionPlan {
-  std::vector<std::int32_t> group;  // per node: kernel id, 0..num_groups-1 in topological order
+  std::vector<std::int32_t> group;  // per node: kernel id, 0..num_groups-1 by lowest member id
   int num_groups = 0;
   int num_fused_nodes = 0;          // nodes sharing a kernel with another node
 };

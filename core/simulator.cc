@@ -19,11 +19,15 @@ Simulator::Simulator(GraphPtr graph, Cluster cluster)
     : graph_(std::move(graph)), cluster_(std::move(cluster)) {
   GOENV_CHECK(graph_ != nullptr, InvalidArgument, "simulator needs a graph");
   touched_ = bytes_touched(*graph_);
+  in_source_.resize(graph_->num_edges());
+  for (int i = 0; i < graph_->num_edges(); ++i)
+    in_source_[i] = static_cast<NodeId>(graph_->edge_src()[graph_->in_edges()[i]]);
   const int n = graph_->num_nodes(), d = cluster_.num_devices();
   pending_.resize(n);
   ready_time_.resize(n);
   binding_.resize(n);
-  last_use_.resize(n);
+  start_epoch_.resize(n);
+  use_epoch_.resize(n);
   ready_.resize(d);
   running_.resize(d);
   last_on_device_.resize(d);
@@ -98,7 +102,10 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
   // Reset the workspace (no allocation after the first run).
   for (const Transfer& tr : r.transfers) transfer_of_[static_cast<std::size_t>(tr.node) * num_devices + tr.dst] = -1;
   r.transfers.clear();
-  remote_last_use_.clear();
+  arrival_epoch_.clear();
+  transfer_start_epoch_.clear();
+  transfer_after_.clear();
+  remote_use_epoch_.clear();
   r.start.assign(n, 0);
   r.finish.assign(n, 0);
   r.device_busy.assign(num_devices, 0);
@@ -112,6 +119,9 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
     send_stamp_[d] = -1;
   }
   channel_free_.assign(cluster_.num_channels(), 0);
+  channel_last_.assign(cluster_.num_channels(), -1);
+  epoch_ = 0;  // the time 0
+  double epoch_time = 0.0;
   events_.clear();
   const auto later = std::greater<Event>();
   auto push_event = [&](double time, int kind, std::int32_t id) {
@@ -133,8 +143,9 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
       std::pop_heap(ready_[d].begin(), ready_[d].end(), worse);
       const NodeId v = ready_[d].back().node;
       ready_[d].pop_back();
-      const double c = cost(v, d);
+      const double c = op_cost(g, touched_, v, cluster_.device(d));
       r.start[v] = t;
+      start_epoch_[v] = epoch_;
       r.finish[v] = t + c;
       r.device_busy[d] += c;
       if (t > ready_time_[v]) binding_[v] = last_on_device_[d];
@@ -150,15 +161,16 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
     const double gap = r.finish[v] > r.start[v] ? cluster_.device(d).op_gap : 0.0;
     free_at_[d] = t + gap;
     if (gap > 0) push_event(free_at_[d], kDeviceFree, d);
-    last_use_[v] = t;
+    const std::int32_t epoch = epoch_;
+    use_epoch_[v] = epoch;
     // This kernel was a consumer: extend the life of its inputs.
     for (int i = g.in_offsets()[v]; i < g.in_offsets()[v + 1]; ++i) {
-      const NodeId u = static_cast<NodeId>(g.edge_src()[g.in_edges()[i]]);
+      const NodeId u = in_source_[i];
       if (device[u] == d) {
-        last_use_[u] = std::max(last_use_[u], t);
+        use_epoch_[u] = std::max(use_epoch_[u], epoch);
       } else {
-        double& until = remote_last_use_[transfer_of_[static_cast<std::size_t>(u) * num_devices + d]];
-        until = std::max(until, t);
+        std::int32_t& until = remote_use_epoch_[transfer_of_[static_cast<std::size_t>(u) * num_devices + d]];
+        until = std::max(until, epoch);
       }
     }
     // Local consumers get the output now; remote devices get one transfer each.
@@ -188,14 +200,19 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
       r.transfers.push_back({v, d, dst, send_bytes_[dst], start, end});
       r.bytes_moved += send_bytes_[dst];
       transfer_of_[static_cast<std::size_t>(v) * num_devices + dst] = id;
-      remote_last_use_.push_back(end);
-      last_use_[v] = std::max(last_use_[v], end);
+      // Starts now, or when the transfer ahead of it on the channel arrives.
+      transfer_start_epoch_.push_back(start == t ? epoch_ : -1);
+      transfer_after_.push_back(start == t ? -1 : channel_last_[link.channel]);
+      channel_last_[link.channel] = id;
+      arrival_epoch_.push_back(-1);
+      remote_use_epoch_.push_back(-1);
       push_event(end, kArrival, id);
     }
   };
 
   auto arrive = [&](std::int32_t id, double t) {
     const Transfer& tr = r.transfers[id];
+    arrival_epoch_[id] = epoch_;
     for (int e = g.out_offsets()[tr.node]; e < g.out_offsets()[tr.node + 1]; ++e) {
       const NodeId w = static_cast<NodeId>(g.edge_dst()[e]);
       if (device[w] == tr.dst && --pending_[w] == 0) make_ready(w, t, tr.node);
@@ -205,6 +222,10 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
   dispatch(0.0);
   while (!events_.empty()) {
     const double t = events_.front().time;
+    if (t > epoch_time) {
+      ++epoch_;
+      epoch_time = t;
+    }
     while (!events_.empty() && events_.front().time == t) {
       std::pop_heap(events_.begin(), events_.end(), later);
       const Event ev = events_.back();
@@ -226,48 +247,62 @@ void Simulator::compute_memory() {
   const Graph& g = *graph_;
   const int n = g.num_nodes(), num_devices = cluster_.num_devices();
   auto& r = result_;
-  intervals_.clear();
-  for (NodeId v = 0; v < n; ++v)
-    intervals_.push_back({r.device[v], r.start[v], last_use_[v], static_cast<double>(g.output_bytes()[v])});
-  for (std::size_t i = 0; i < r.transfers.size(); ++i)
-    intervals_.push_back({r.transfers[i].dst, r.transfers[i].start, remote_last_use_[i], r.transfers[i].bytes});
+  const auto num_transfers = static_cast<std::int32_t>(r.transfers.size());
+  // A node's output lives from its start until its last local consumer and its
+  // last transfer have finished; a received copy from its transfer's start until
+  // its last consumer there finishes (or its arrival). All in epochs.
+  for (std::int32_t i = 0; i < num_transfers; ++i) {
+    if (transfer_start_epoch_[i] < 0) transfer_start_epoch_[i] = arrival_epoch_[transfer_after_[i]];
+    const NodeId v = r.transfers[i].node;
+    use_epoch_[v] = std::max(use_epoch_[v], arrival_epoch_[i]);
+    remote_use_epoch_[i] = std::max(remote_use_epoch_[i], arrival_epoch_[i]);
+  }
 
   r.peak_memory.assign(num_devices, 0);
   for (NodeId v = 0; v < n; ++v) r.peak_memory[r.device[v]] += static_cast<double>(g.param_bytes()[v]);
-  // Sweep per device: at each time, frees before allocations; record after each time.
-  struct Change {
-    int device;
-    double time;
-    int alloc;  // 0 = free, 1 = alloc
-    double bytes;
+  // Counting sort of the allocations and releases by epoch. Half-open intervals:
+  // an empty one holds nothing, and memory released at an epoch is reusable in
+  // it, so the peak is taken after all of an epoch's changes.
+  const std::int32_t epochs = epoch_ + 1;
+  bucket_.assign(static_cast<std::size_t>(epochs) + 1, 0);
+  auto count = [&](std::int32_t alloc, std::int32_t release, double bytes) {
+    if (bytes == 0 || release <= alloc) return;
+    ++bucket_[alloc + 1];
+    ++bucket_[release + 1];
   };
-  std::vector<Change> changes;
-  changes.reserve(intervals_.size() * 2);
-  for (const Interval& iv : intervals_) {
-    if (iv.bytes == 0 || !(iv.free > iv.alloc)) continue;  // half-open: empty intervals hold nothing
-    changes.push_back({iv.device, iv.alloc, 1, iv.bytes});
-    changes.push_back({iv.device, iv.free, 0, iv.bytes});
-  }
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    if (a.device != b.device) return a.device < b.device;
-    if (a.time != b.time) return a.time < b.time;
-    return a.alloc < b.alloc;
-  });
-  double live = 0, peak = 0;
-  for (std::size_t i = 0; i < changes.size(); ++i) {
-    const Change& c = changes[i];
-    live += c.alloc ? c.bytes : -c.bytes;
-    const bool last_of_time = i + 1 == changes.size() || changes[i + 1].device != c.device ||
-                              changes[i + 1].time != c.time;
-    if (last_of_time) peak = std::max(peak, live);
-    if (i + 1 == changes.size() || changes[i + 1].device != c.device) {
-      r.peak_memory[c.device] += peak;
-      live = peak = 0;
+  for (NodeId v = 0; v < n; ++v) count(start_epoch_[v], use_epoch_[v], static_cast<double>(g.output_bytes()[v]));
+  for (std::int32_t i = 0; i < num_transfers; ++i)
+    count(transfer_start_epoch_[i], remote_use_epoch_[i], r.transfers[i].bytes);
+  for (std::int32_t k = 0; k < epochs; ++k) bucket_[k + 1] += bucket_[k];
+  changes_.resize(bucket_[epochs]);
+  auto place = [&](int device, std::int32_t alloc, std::int32_t release, double bytes) {
+    if (bytes == 0 || release <= alloc) return;
+    changes_[bucket_[alloc]++] = {device, bytes};
+    changes_[bucket_[release]++] = {device, -bytes};
+  };
+  for (NodeId v = 0; v < n; ++v)
+    place(r.device[v], start_epoch_[v], use_epoch_[v], static_cast<double>(g.output_bytes()[v]));
+  for (std::int32_t i = 0; i < num_transfers; ++i)
+    place(r.transfers[i].dst, transfer_start_epoch_[i], remote_use_epoch_[i], r.transfers[i].bytes);
+  // Byte counts are integers, so the sums are exact whatever the order within an epoch.
+  live_.assign(num_devices, 0);
+  peak_.assign(num_devices, 0);
+  std::int32_t begin = 0;
+  for (std::int32_t k = 0; k < epochs; ++k) {
+    const std::int32_t end = bucket_[k];  // after the scatter: the end of epoch k
+    if (end == begin) continue;
+    for (std::int32_t i = begin; i < end; ++i) live_[changes_[i].device] += changes_[i].bytes;
+    for (std::int32_t i = begin; i < end; ++i) {
+      const int d = changes_[i].device;
+      peak_[d] = std::max(peak_[d], live_[d]);
     }
+    begin = end;
   }
   r.oom = false;
-  for (int d = 0; d < num_devices; ++d)
+  for (int d = 0; d < num_devices; ++d) {
+    r.peak_memory[d] += peak_[d];
     if (r.peak_memory[d] > cluster_.device(d).memory_bytes) r.oom = true;
+  }
 }
 
 void Simulator::mark_critical_path() {

@@ -94,10 +94,9 @@ class Simulator {
     double priority, ready_time;
     NodeId node;
   };
-  struct Interval {
+  struct MemoryChange {
     int device;
-    double alloc, free;
-    double bytes;
+    double bytes;  // + allocation, - release
   };
   void check_and_flag(const Decisions& d);
   void make_ready(NodeId v, double t, NodeId because);
@@ -107,6 +106,7 @@ class Simulator {
   GraphPtr graph_;
   Cluster cluster_;
   std::vector<double> touched_;
+  std::vector<NodeId> in_source_;  // producer of each in-edge, in in_edges() order (one lookup, not two)
   SimulationResult result_;
   // Workspace.
   const double* priority_ = nullptr;
@@ -120,11 +120,20 @@ class Simulator {
   std::vector<Event> events_;
   std::vector<double> send_bytes_;
   std::vector<std::int32_t> send_stamp_;
-  std::vector<double> last_use_;       // per (node): end of local uses
-  std::vector<double> remote_last_use_;  // per transfer: last consumer finish on dst
   std::vector<std::int32_t> transfer_of_;  // per (node * D + dst): transfer id or -1
-  std::vector<Interval> intervals_;
-  std::vector<std::pair<double, double>> memory_events_;
+  // Memory bookkeeping in epochs: epoch k is the k-th distinct event time, so
+  // comparing epochs compares times exactly and the memory sweep is a counting
+  // sort instead of a comparison sort.
+  std::int32_t epoch_ = 0;
+  std::vector<std::int32_t> start_epoch_, use_epoch_;  // per node: start; end of local uses and sends
+  std::vector<std::int32_t> arrival_epoch_;            // per transfer
+  std::vector<std::int32_t> transfer_start_epoch_;     // per transfer; -1: the arrival of transfer_after_
+  std::vector<std::int32_t> transfer_after_;           // per transfer: the one it queued behind, or -1
+  std::vector<std::int32_t> remote_use_epoch_;         // per transfer: last consumer finish on dst
+  std::vector<std::int32_t> channel_last_;             // per channel: last transfer scheduled
+  std::vector<std::int32_t> bucket_;                   // counting sort offsets, per epoch
+  std::vector<MemoryChange> changes_;
+  std::vector<double> live_, peak_;
 };
 
 // One-shot convenience: builds a Simulator and runs it.

@@ -58,6 +58,8 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
     const SimulationResult& single = simulate(initial_placement_, initial_priority_, initial_fusion_);
     if (single.oom || single.invalid) initial_placement_ = expert_placement(*graph_, this->cluster());
   }
+  topo_position_.resize(n);
+  for (int i = 0; i < n; ++i) topo_position_[graph_->topological_order()[i]] = i;
 }
 
 const SimulationResult& Env::simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
@@ -84,24 +86,38 @@ int Env::action_mask_width() const {
 }
 
 DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness yet*/, StepInfo* info) {
+  start_episode();
+  if (info) *info = info_;
+  return observe();
+}
+
+void Env::reset_into(std::uint64_t /*seed: the env has no randomness yet*/, float* node_state,
+                     std::int8_t* action_mask, float* globals) {
+  start_episode();
+  observe_into(node_state, action_mask, globals);
+}
+
+void Env::start_episode() {
   placement_ = initial_placement_;
   priority_ = initial_priority_;
   fusion_ = initial_fusion_;
-  last_ = simulate(placement_, priority_, fusion_);
+  if (!has_initial_result_) {  // the initial decisions never change: simulate them once
+    initial_result_ = simulate(placement_, priority_, fusion_);
+    has_initial_result_ = true;
+  }
+  last_ = initial_result_;
   initial_runtime_ = runtime_ = last_.runtime;
   fill_info(last_);
   steps_ = cursor_ = 0;
   last_reward_ = 0;
   started_ = true;
   done_ = false;
-  if (info) *info = info_;
-  return observe();
 }
 
-void Env::apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
+void Env::apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
                 std::vector<double>& priority, std::vector<std::int32_t>& fusion) const {
-  GOENV_CHECK(action.size() == heads_.size(), InvalidAction,
-              id_ << ": action has " << action.size() << " parts, the task decides " << heads_.size());
+  GOENV_CHECK(parts == heads_.size(), InvalidAction,
+              id_ << ": action has " << parts << " parts, the task decides " << heads_.size());
   const int n = graph_->num_nodes();
   const int count = node_mode_ ? 1 : n;
   for (std::size_t h = 0; h < heads_.size(); ++h) {
@@ -124,23 +140,57 @@ void Env::apply(const std::vector<const std::int64_t*>& action, std::vector<std:
 }
 
 StepResult Env::step(const std::vector<const std::int64_t*>& action) {
+  const StepOutcome outcome = transition(action.data(), action.size());
+  StepResult out;
+  out.reward = outcome.reward;
+  out.terminated = outcome.terminated;
+  out.truncated = outcome.truncated;
+  out.info = info_;
+  out.observation = observe();
+  return out;
+}
+
+Env::StepOutcome Env::step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
+                                float* globals) {
+  const StepOutcome outcome = transition(action, heads_.size());
+  observe_into(node_state, action_mask, globals);
+  return outcome;
+}
+
+void Env::check_action(const std::int64_t* const* action) const {
+  const int count = node_mode_ ? 1 : graph_->num_nodes();
+  for (std::size_t h = 0; h < heads_.size(); ++h) {
+    const std::int64_t* values = action[h];
+    GOENV_CHECK(values != nullptr, InvalidAction, id_ << ": missing '" << head_name(heads_[h]) << "' action");
+    const int limit = choices(heads_[h]);
+    for (int i = 0; i < count; ++i)
+      if (values[i] < 0 || values[i] >= limit) {
+        const NodeId v = node_mode_ ? graph_->topological_order()[cursor_] : i;
+        GOENV_FAIL(InvalidAction, id_ << ": " << head_name(heads_[h]) << " action for node " << v << " is "
+                                      << values[i] << ", outside [0, " << limit << ")");
+      }
+  }
+}
+
+Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t parts) {
   GOENV_CHECK(started_, ResetNeeded, id_ << ": step() called before reset()");
   GOENV_CHECK(!done_, ResetNeeded, id_ << ": step() called after the episode ended; call reset()");
-  std::vector<std::int32_t> placement = placement_, fusion = fusion_;
-  std::vector<double> priority = priority_;
-  apply(action, placement, priority, fusion);  // throws before any state changes
+  next_placement_ = placement_;  // copy-assignment reuses the capacity: no allocation after the first step
+  next_fusion_ = fusion_;
+  next_priority_ = priority_;
+  apply(action, parts, next_placement_, next_priority_, next_fusion_);  // throws before any state changes
 
-  const SimulationResult& r = simulate(placement, priority, fusion);
+  const SimulationResult& r = simulate(next_placement_, next_priority_, next_fusion_);
   fill_info(r);
-  StepResult out;
+  StepOutcome out;
   if (r.oom || r.invalid) {
     out.reward = config_.invalid_penalty;
   } else {
     out.reward = (runtime_ - r.runtime) / initial_runtime_;
     runtime_ = r.runtime;
-    placement_.swap(placement);
-    priority_.swap(priority);
-    fusion_.swap(fusion);
+    placement_.swap(next_placement_);
+    priority_.swap(next_priority_);
+    fusion_.swap(next_fusion_);
     last_ = r;
   }
   last_reward_ = out.reward;
@@ -153,8 +203,6 @@ StepResult Env::step(const std::vector<const std::int64_t*>& action) {
   }
   out.terminated = done_;
   out.truncated = false;
-  out.info = info_;
-  out.observation = observe();
   return out;
 }
 
@@ -182,19 +230,27 @@ void Env::fill_info(const SimulationResult& r) {
 }
 
 DynamicObservation Env::observe() const {
+  const int n = graph_->num_nodes();
+  DynamicObservation obs;
+  obs.node_state.resize(static_cast<std::size_t>(n) * node_state_dim(cluster().num_devices()));
+  obs.action_mask.resize(static_cast<std::size_t>(n) * action_mask_width());
+  obs.globals.resize(global_names().size());
+  observe_into(obs.node_state.data(), obs.action_mask.data(), obs.globals.data());
+  return obs;
+}
+
+void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globals) const {
   const Graph& g = *graph_;
   const int n = g.num_nodes(), num_devices = cluster().num_devices();
   const int s = node_state_dim(num_devices), a = action_mask_width();
-  DynamicObservation obs;
-  obs.node_state.assign(static_cast<std::size_t>(n) * s, 0.f);
-  obs.action_mask.assign(static_cast<std::size_t>(n) * a, 1);
+  std::fill(node_state, node_state + static_cast<std::size_t>(n) * s, 0.f);
+  std::fill(action_mask, action_mask + static_cast<std::size_t>(n) * a, std::int8_t{1});
   const double runtime = last_.runtime > 0 ? last_.runtime : 1.0;
   const NodeId current = node_mode_ ? g.topological_order()[cursor_] : kNone;
-  std::vector<char> decided(n, 0);
-  if (node_mode_)
-    for (int i = 0; i < cursor_; ++i) decided[g.topological_order()[i]] = 1;
+  // Node mode: the nodes before the cursor in topological order are decided in this pass.
+  auto decided = [&](NodeId v) { return node_mode_ && topo_position_[v] < cursor_; };
   for (NodeId v = 0; v < n; ++v) {
-    float* row = &obs.node_state[static_cast<std::size_t>(v) * s];
+    float* row = &node_state[static_cast<std::size_t>(v) * s];
     row[placement_[v]] = 1.f;
     float* x = row + num_devices;
     x[0] = static_cast<float>(priority_[v] / (config_.priority_levels - 1));
@@ -202,7 +258,7 @@ DynamicObservation Env::observe() const {
     x[2] = static_cast<float>(last_.start[v] / runtime);
     x[3] = static_cast<float>(last_.finish[v] / runtime);
     x[4] = last_.critical[v];
-    x[5] = decided[v];
+    x[5] = decided(v) ? 1.f : 0.f;
     x[6] = v == current ? 1.f : 0.f;
   }
   // Placement choices: allowed device kinds; in node mode also a colocation
@@ -210,14 +266,16 @@ DynamicObservation Env::observe() const {
   int offset = 0;
   for (Head h : heads_) {
     if (h == Head::kPlacement) {
-      std::vector<std::int32_t> group_device(g.num_colocation_groups(), -1);
-      for (NodeId v = 0; v < n; ++v)
-        if (decided[v] && g.colocation()[v] != kNone) group_device[g.colocation()[v]] = placement_[v];
+      group_device_.assign(node_mode_ ? g.num_colocation_groups() : 0, -1);
+      if (node_mode_)
+        for (NodeId v = 0; v < n; ++v)
+          if (decided(v) && g.colocation()[v] != kNone) group_device_[g.colocation()[v]] = placement_[v];
       for (NodeId v = 0; v < n; ++v) {
-        std::int8_t* mask = &obs.action_mask[static_cast<std::size_t>(v) * a + offset];
-        const auto c = g.colocation()[v];
+        std::int8_t* mask = &action_mask[static_cast<std::size_t>(v) * a + offset];
+        const auto c = node_mode_ ? g.colocation()[v] : kNone;
         for (int d = 0; d < num_devices; ++d)
-          mask[d] = g.allows(v, cluster().device(d).kind) && (c == kNone || group_device[c] == -1 || group_device[c] == d);
+          mask[d] = g.allows(v, cluster().device(d).kind) &&
+                    (c == kNone || group_device_[c] == -1 || group_device_[c] == d);
       }
     }
     offset += choices(h);
@@ -229,15 +287,16 @@ DynamicObservation Env::observe() const {
     return worst;
   }();
   const int total_steps = node_mode_ ? config_.horizon * n : config_.horizon;
-  obs.globals = {static_cast<float>(info_.runtime / initial_runtime_),
-                 static_cast<float>(runtime_ / initial_runtime_),
-                 static_cast<float>(steps_) / static_cast<float>(total_steps),
-                 static_cast<float>(last_reward_),
-                 info_.oom ? 1.f : 0.f,
-                 info_.invalid ? 1.f : 0.f,
-                 static_cast<float>(capacity_fraction),
-                 static_cast<float>(std::log10(std::max(initial_runtime_, 1e-9)) / 10.0)};
-  return obs;
+  const float values[] = {static_cast<float>(info_.runtime / initial_runtime_),
+                          static_cast<float>(runtime_ / initial_runtime_),
+                          static_cast<float>(steps_) / static_cast<float>(total_steps),
+                          static_cast<float>(last_reward_),
+                          info_.oom ? 1.f : 0.f,
+                          info_.invalid ? 1.f : 0.f,
+                          static_cast<float>(capacity_fraction),
+                          static_cast<float>(std::log10(std::max(initial_runtime_, 1e-9)) / 10.0)};
+  static_assert(sizeof(values) / sizeof(values[0]) == 8, "keep in step with global_names()");
+  std::copy(std::begin(values), std::end(values), globals);
 }
 
 }  // namespace goenv

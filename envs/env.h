@@ -95,6 +95,24 @@ class Env {
   // One pointer per head, in heads() order: N values each in graph mode, 1 in node mode.
   StepResult step(const std::vector<const std::int64_t*>& action);
 
+  // Allocation-free variants for VectorEnv: the same transitions as reset() and
+  // step(), writing the dynamic observation into caller buffers instead of
+  // returning it (info: last_info()). Buffers hold N * node_state_dim floats,
+  // N * action_mask_width() int8 and global_names().size() floats; every
+  // element is written. `action` has one pointer per head, as in step().
+  struct StepOutcome {
+    double reward = 0;
+    bool terminated = false, truncated = false;
+  };
+  void reset_into(std::uint64_t seed, float* node_state, std::int8_t* action_mask, float* globals);
+  StepOutcome step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
+                        float* globals);
+  void observe_into(float* node_state, std::int8_t* action_mask, float* globals) const;
+  // Throws InvalidAction exactly when step() would reject `action` (range), without stepping.
+  void check_action(const std::int64_t* const* action) const;
+  bool needs_reset() const { return !started_ || done_; }
+  bool started() const { return started_; }
+
   // Current decisions and the last simulation (for rendering and baselines).
   const std::vector<std::int32_t>& placement() const { return placement_; }
   const std::vector<double>& priority() const { return priority_; }
@@ -115,13 +133,14 @@ class Env {
   void set_state(const std::string& state);
 
  private:
-  void apply(const std::vector<const std::int64_t*>& action, std::vector<std::int32_t>& placement,
+  void apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
+  StepOutcome transition(const std::int64_t* const* action, std::size_t parts);
+  void start_episode();
   const SimulationResult& simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
                                    const std::vector<std::int32_t>& fusion);
   DynamicObservation observe() const;
   void fill_info(const SimulationResult& r);
-  bool needs_reset() const { return !started_ || done_; }
 
   std::string id_, task_;
   std::vector<Head> heads_;
@@ -143,6 +162,15 @@ class Env {
   double initial_runtime_ = 0, runtime_ = 0, last_reward_ = 0;
   int steps_ = 0, cursor_ = 0;  // cursor: node-mode position in topological order
   bool started_ = false, done_ = false;
+  // Reused across steps so stepping does not allocate: the candidate decisions,
+  // the initial decisions' simulation (deterministic, so simulated once), each
+  // node's position in topological order, and node-mode colocation scratch.
+  std::vector<std::int32_t> next_placement_, next_fusion_;
+  std::vector<double> next_priority_;
+  SimulationResult initial_result_;
+  bool has_initial_result_ = false;
+  std::vector<std::int32_t> topo_position_;
+  mutable std::vector<std::int32_t> group_device_;
 };
 
 }  // namespace goenv

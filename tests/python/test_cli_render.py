@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import json
 import subprocess
 import sys
 
@@ -87,7 +88,7 @@ def test_large_graph_renders_quickly():
     sources = np.concatenate([np.arange(n - 1), rng.integers(0, n - 100, n)])
     targets = np.concatenate([np.arange(1, n), sources[n - 1:] + rng.integers(1, 100, n)])
     graph = goenv.Graph.from_arrays(np.stack([sources, targets]), flops=rng.uniform(1e6, 1e9, n),
-                                    output_bytes=rng.uniform(1e3, 1e6, n), op_type=list(rng.integers(0, 40, n)))
+                                    output_bytes=rng.integers(1_000, 1_000_000, n), op_type=list(rng.integers(0, 40, n)))
     cluster = goenv.clusters.get("4xgpu-nvlink")
     result = goenv.simulate(graph, cluster, placement=rng.integers(0, 4, n))
     assert gantt_rgb(graph, cluster, result).shape[2] == 3
@@ -124,10 +125,10 @@ def test_cli_info(capsys):
         assert text in out
 
 
-@pytest.mark.parametrize("placement", ["current", "expert"])
-def test_cli_render_writes_a_png(placement, tmp_path, capsys):
+@pytest.mark.parametrize("method", ["current", "expert", "heft"])
+def test_cli_render_writes_a_png(method, tmp_path, capsys):
     path = tmp_path / "sub" / "chart.png"
-    assert main(["render", ENV_ID, "--placement", placement, "-o", str(path)]) == 0
+    assert main(["render", ENV_ID, "--method", method, "-o", str(path)]) == 0
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert f"wrote {path}" in capsys.readouterr().out
 
@@ -135,12 +136,22 @@ def test_cli_render_writes_a_png(placement, tmp_path, capsys):
 def test_cli_demo_compares_placements_and_charts_the_best(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for method in ("default", "single", "expert", "round-robin", "balanced-split", "random"):
+    for method in ("single", "expert", "round-robin", "metis", "m-etf", "heft", "local-search"):
         assert f"\n{method} " in out
-    assert "speedup" in out and "x lower bound" in out and "OOM" in out and "invalid" in out
+    assert "speedup" in out and "/ lower bound" in out and "sim calls" in out
     chart = tmp_path / "demo_gantt.png"
     assert chart.read_bytes()[:8] == PNG_MAGIC
     assert str(chart) in out
+
+
+def test_cli_baselines_table_and_json(capsys):
+    assert main(["baselines", "scheduling-inception", "--methods", "fifo,critical-path", "--budget", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "critical-path" in out and "fifo" in out and "lower bound" in out
+    assert main(["baselines", ENV_ID, "--methods", "heft", "--json"]) == 0
+    parsed = json.loads(capsys.readouterr().out)
+    assert parsed["rows"][0]["method"] == "heft" and parsed["rows"][0]["runtime_ms"] > parsed["lower_bound_ms"]
+    assert main(["baselines", ENV_ID, "--methods", "nosuchmethod"]) == 2
 
 
 @pytest.mark.parametrize("argv", [["info", "nosuchtask-inception"], ["render", "placement-nosuchgraph"],

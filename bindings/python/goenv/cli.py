@@ -1,8 +1,9 @@
-"""The `goenv` command line: list, info, render, demo, dataset.
+"""The `goenv` command line: list, info, baselines, render, demo, dataset.
 
     goenv list
     goenv info placement-inception
-    goenv render placement-inception --placement expert -o out/inception.png
+    goenv render placement-inception --method heft -o out/inception.png
+    goenv baselines placement-inception --methods heft,metis --budget 500
     goenv demo --out out
     goenv dataset generate random-layered --count 1000 --out data/layered
 
@@ -13,88 +14,30 @@ and one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 import goenv
-from goenv import _core
+from goenv import _core, text
 from goenv.render import save_gantt
 
 MS = 1e3
 GIB = float(2**30)
 DEMO_ENV = "placement-inception"
-
-
-# ---------------------------------------------------------------------------
-# Simple placements for the demo: each maps (env after reset, rng) to a device per node.
-
-def _repair_colocation(graph: goenv.Graph, placement: np.ndarray) -> np.ndarray:
-    """Puts every colocation group on the device of its first member (lowest node id)."""
-    colocation = np.asarray(graph.colocation)
-    grouped = colocation >= 0
-    groups, first = np.unique(colocation[grouped], return_index=True)
-    first_member = np.flatnonzero(grouped)[first]
-    placement = placement.copy()
-    placement[grouped] = placement[first_member][np.searchsorted(groups, colocation[grouped])]
-    return placement
-
-
-def _by_topological_rank(env: goenv.GraphEnv, device_of_rank: np.ndarray) -> np.ndarray:
-    placement = np.empty(env.graph.num_nodes, np.int32)
-    placement[np.asarray(env.graph.topological_order)] = device_of_rank
-    return _repair_colocation(env.graph, placement)
-
-
-def _expert(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    expert = goenv.GraphEnv.from_graph("placement", env.graph, env.cluster, placement="expert")
-    expert.reset(seed=0)
-    return np.array(expert.core.placement)
-
-
-def _round_robin(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    return _by_topological_rank(env, np.arange(env.graph.num_nodes) % env.cluster.num_devices)
-
-
-def _balanced_split(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    """Contiguous runs of the topological order with equal FLOPs, one run per device."""
-    flops = np.asarray(env.graph.flops)[np.asarray(env.graph.topological_order)]
-    total, num_devices = flops.sum(), env.cluster.num_devices
-    middle = np.cumsum(flops) - flops / 2  # a node goes where its middle falls
-    run = np.minimum(num_devices - 1, (middle / total * num_devices).astype(np.int32)) if total > 0 else 0
-    return _by_topological_rank(env, run)
-
-
-def _random(env: goenv.GraphEnv, rng: np.random.Generator) -> np.ndarray:
-    return _repair_colocation(env.graph, rng.integers(0, env.cluster.num_devices, env.graph.num_nodes))
-
-
-DEMO_PLACEMENTS: dict[str, Callable[[goenv.GraphEnv, np.random.Generator], np.ndarray]] = {
-    "default": lambda env, rng: np.array(env.core.placement),  # the env's initial decision
-    "single": lambda env, rng: np.zeros(env.graph.num_nodes, np.int32),
-    "expert": _expert,
-    "round-robin": _round_robin,
-    "balanced-split": _balanced_split,
-    "random": _random,
-}
+DEMO_METHODS = ["single", "expert", "round-robin", "metis", "m-etf", "heft", "local-search"]
 
 
 # ---------------------------------------------------------------------------
 # Output.
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str | None = None) -> None:
-    """Prints rows under a header; align has one "l" or "r" per column (default: first left, others right)."""
-    align = align or "l" + "r" * (len(header) - 1)
-    cells = [[str(cell) for cell in row] for row in [header, *rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = [[cell.ljust(width) if side == "l" else cell.rjust(width) for cell, width, side in zip(row, widths, align)]
-             for row in cells]
-    lines.insert(1, ["-" * width for width in widths])
-    print("\n".join("  ".join(line).rstrip() for line in lines))
+    print(text.table(header, rows, align))
 
 
 def _one_line(error: BaseException) -> str:
@@ -105,20 +48,15 @@ def _one_line(error: BaseException) -> str:
     return re.sub(r"\s*\[[^\]\s]+:\d+\]$", "", message.splitlines()[0] if message else message)
 
 
-def _make(env_id: str, cluster: str | None, placement: str | None = None) -> goenv.GraphEnv:
-    """The env after reset; `placement` ("single" | "expert") overrides its initial placement rule."""
-    options = {"cluster": cluster, "placement": placement}
-    env = goenv.make(env_id, render_mode=None, **{key: value for key, value in options.items() if value})
+def _make(env_id: str, cluster: str | None) -> goenv.GraphEnv:
+    """The env after reset, on `cluster` when one is named."""
+    env = goenv.make(env_id, render_mode=None, **({"cluster": cluster} if cluster else {}))
     env.reset(seed=0)
     return env
 
 
 def _graph_name(env_id: str) -> str:
     return env_id.split("-", 1)[1]  # ids are <task>-<graph>; task names have no dash
-
-
-def _flag(on: bool) -> str:
-    return "yes" if on else "-"
 
 
 # ---------------------------------------------------------------------------
@@ -167,43 +105,57 @@ def _info(args: argparse.Namespace) -> None:
     ], align="ll")
 
 
+def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.SimulationResult:
+    """The schedule of `method`'s decisions ("current": the env's own); the env's episode is untouched."""
+    if method == "current":
+        return env.core.last_result
+    solved = goenv.baselines.solve(env, method, budget=budget, seed=seed)
+    fusion = solved["fusion"] if "fusion" in env.core.heads else None
+    return goenv.simulate(env.graph, env.cluster, placement=solved["placement"], priority=solved["priority"],
+                          fusion=fusion, max_fusion_size=env.core.config["max_fusion_size"])
+
+
 def _render(args: argparse.Namespace) -> None:
-    env = _make(args.id, args.cluster, placement=None if args.placement == "current" else args.placement)
-    result = env.core.last_result
-    path = args.output or os.path.join("out", f"{args.id}-{args.placement}.png")
+    env = _make(args.id, args.cluster)
+    result = _decided(env, args.method, args.budget, args.seed)
+    path = args.output or os.path.join("out", f"{args.id}-{args.method}.png")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.placement} placement)")
-    print(f"wrote {path}: {args.placement} placement, runtime {result.runtime * MS:.3f} ms"
+    save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.method})")
+    print(f"wrote {path}: {args.method}, runtime {result.runtime * MS:.3f} ms"
           f"{' [OOM]' if result.oom else ''}{' [INVALID]' if result.invalid else ''}")
+
+
+def _baselines(args: argparse.Namespace) -> None:
+    env = _make(args.id, args.cluster)
+    methods = args.methods.split(",") if args.methods else None
+    rows = goenv.baselines.table(env, methods, budget=args.budget, seed=args.seed, progress=not args.json)
+    if args.json:
+        print(json.dumps({"id": args.id, "cluster": env.cluster.name, "lower_bound_ms": goenv.baselines.lower_bound(env) * MS,
+                          "initial_runtime_ms": env.core.initial_runtime * MS, "rows": rows}, indent=2))
+        return
+    print(f"{args.id} on {env.cluster.name}: default {env.core.initial_runtime * MS:.3f} ms, "
+          f"lower bound {goenv.baselines.lower_bound(env) * MS:.3f} ms\n")
+    print(goenv.baselines.format_table(rows))
 
 
 def _demo(args: argparse.Namespace) -> None:
     env = _make(DEMO_ENV, args.cluster)
     graph, cluster = env.graph, env.cluster
-    default_runtime = env.core.initial_runtime
-    bound = goenv.lower_bound(graph, cluster)
     print(f"{DEMO_ENV}: {graph.num_nodes} nodes, {graph.num_edges} edges on {cluster.name} "
-          f"({cluster.num_devices} devices); lower bound {bound * MS:.3f} ms\n")
-    rng = np.random.default_rng(args.seed)
-    results = {}
-    for method, place in tqdm(DEMO_PLACEMENTS.items(), desc="simulating placements", leave=False, disable=None):
-        results[method] = goenv.simulate(graph, cluster, placement=place(env, rng))
-    _print_table(["placement", "runtime ms", "speedup", "x lower bound", "OOM", "invalid"], [
-        [method, f"{r.runtime * MS:.3f}", f"{default_runtime / r.runtime:.2f}x", f"{r.runtime / bound:.2f}",
-         _flag(r.oom), _flag(r.invalid)]
-        for method, r in results.items()])
-    print("speedup: default runtime / runtime; x lower bound: runtime / lower bound")
-    valid = [m for m, r in results.items() if not (r.oom or r.invalid)]
+          f"({cluster.num_devices} devices); default {env.core.initial_runtime * MS:.3f} ms, "
+          f"lower bound {goenv.baselines.lower_bound(env) * MS:.3f} ms\n")
+    rows = goenv.baselines.table(env, DEMO_METHODS, budget=args.budget, seed=args.seed)
+    print(goenv.baselines.format_table(rows))
+    print("speedup: default runtime / runtime; / lower bound: runtime / lower bound")
+    valid = [row for row in rows if not (row["oom"] or row["invalid"])]
     if not valid:
         print("\nno placement was valid; no chart written")
         return
-    best = min(valid, key=lambda m: results[m].runtime)
+    best = min(valid, key=lambda row: row["runtime_ms"])["method"]
     os.makedirs(args.out, exist_ok=True)
-    path = save_gantt(os.path.join(args.out, "demo_gantt.png"), graph, cluster, results[best],
-                      title=f"{DEMO_ENV} (best: {best} placement)")
-    print(f"\nbest valid placement: {best} ({results[best].runtime * MS:.3f} ms, "
-          f"{default_runtime / results[best].runtime:.2f}x the default)")
-    print(f"Gantt chart: {path}")
+    path = save_gantt(os.path.join(args.out, "demo_gantt.png"), graph, cluster, _decided(env, best, args.budget, args.seed),
+                      title=f"{DEMO_ENV} (best: {best})")
+    print(f"\nbest valid placement: {best}; Gantt chart: {path}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -211,6 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--cluster", help="cluster preset instead of the graph's default (goenv.clusters.list())")
+    options.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
+    options.add_argument("--seed", type=int, default=0, help="seed of randomized baselines")
 
     commands.add_parser("list", help="env ids with their graph size and default cluster").set_defaults(run=_list)
     info = commands.add_parser("info", parents=[options], help="graph, cluster, default runtime and lower bound")
@@ -218,15 +172,20 @@ def _parser() -> argparse.ArgumentParser:
     info.set_defaults(run=_info)
     render = commands.add_parser("render", parents=[options], help="Gantt chart PNG of one placement's schedule")
     render.add_argument("id", help="env id, e.g. placement-inception")
-    render.add_argument("--placement", choices=["current", "single", "expert"], default="current",
-                        help="current: the env's initial decision; single: all on device 0; expert: balanced "
-                             "layer split (default: %(default)s)")
-    render.add_argument("-o", "--output", help="image path, .png/.svg/.pdf (default: out/ID-PLACEMENT.png)")
+    render.add_argument("--method", default="current",
+                        help="a baseline (goenv.baselines.list()) or current: the env's initial decisions "
+                             "(default: %(default)s)")
+    render.add_argument("-o", "--output", help="image path, .png/.svg/.pdf (default: out/ID-METHOD.png)")
     render.set_defaults(run=_render)
+    baselines = commands.add_parser("baselines", parents=[options],
+                                    help="every baseline (or --methods) on an env: runtime, speedup, / lower bound")
+    baselines.add_argument("id", help="env id, e.g. placement-inception")
+    baselines.add_argument("--methods", help="comma-separated baselines (default: all that fit the task)")
+    baselines.add_argument("--json", action="store_true", help="machine-readable output")
+    baselines.set_defaults(run=_baselines)
     demo = commands.add_parser("demo", parents=[options],
                                help=f"simple placements of {DEMO_ENV} compared, best one charted")
     demo.add_argument("--out", default="out", help="folder for demo_gantt.png (default: %(default)s)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the random placement")
     demo.set_defaults(run=_demo)
 
     from goenv import dataset_files

@@ -146,7 +146,8 @@ def _register_with_gymnasium() -> None:
     for env_id in list_envs():
         gym_id = f"goenv/{env_id}-v{VERSION}"
         if gym_id not in gymnasium.registry:
-            gymnasium.register(id=gym_id, entry_point="goenv.envs:GraphEnv", kwargs={"env_id": env_id})
+            gymnasium.register(id=gym_id, entry_point="goenv.envs:GraphEnv", kwargs={"env_id": env_id},
+                               vector_entry_point="goenv.vector:make_vec_from_gym")
 
 
 _register_with_gymnasium()

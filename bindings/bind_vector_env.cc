@@ -1,0 +1,494 @@
+// The C++ VectorEnv in Python (EnvPool-style): batched numpy arrays, the GIL
+// released while the envs step, shapes and dtypes checked here before any
+// worker thread runs.
+//
+// Each step writes straight into its result arrays. With copy=True (default)
+// those are fresh numpy arrays every step, so observations a caller keeps are
+// never overwritten (Gymnasium's expectation); with copy=False they are views of
+// buffers the engine reuses, valid until the next step or reset. The static
+// observation parts are read-only views built once (the same graph: one copy
+// broadcast over the batch with stride 0).
+#include <pybind11/stl.h>
+
+#include <chrono>
+
+#include "bindings/numpy_helpers.h"
+#include "envs/vector_env.h"
+
+namespace goenv::bindings {
+
+namespace {
+
+using Engine = std::shared_ptr<VectorEnv>;
+
+// A numpy array over memory that `owner` keeps alive, with explicit strides.
+template <typename T>
+py::array strided_view(const T* data, std::vector<py::ssize_t> shape, std::vector<py::ssize_t> strides,
+                       const py::object& owner, bool writeable) {
+  py::array view(py::dtype::of<T>(), std::move(shape), std::move(strides), data, owner);
+  if (!writeable) view.attr("setflags")(py::arg("write") = false);
+  return view;
+}
+
+std::vector<py::ssize_t> row_strides(const std::vector<py::ssize_t>& shape, py::ssize_t item) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t s = item;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    strides[k] = s;
+    s *= shape[k];
+  }
+  return strides;
+}
+
+// A read-only view; `broadcast` repeats one block `batch` times with stride 0.
+template <typename T>
+py::array static_view(const T* data, std::vector<py::ssize_t> block, const py::object& owner, bool broadcast,
+                      py::ssize_t batch) {
+  auto strides = row_strides(block, sizeof(T));
+  if (broadcast) {
+    block.insert(block.begin(), batch);
+    strides.insert(strides.begin(), 0);
+  }
+  return strided_view(data, std::move(block), std::move(strides), owner, false);
+}
+
+std::string shape_text(const py::array& a) { return py::str(py::getattr(a, "shape")); }
+
+// A fresh uninitialized C-contiguous array straight from numpy's C API (the
+// per-step path: pybind11's generic constructor costs several times more).
+py::object new_array(int type_num, std::initializer_list<py::ssize_t> shape) {
+  auto& api = py::detail::npy_api::get();
+  PyObject* descr = api.PyArray_DescrFromType_(type_num);  // new reference, stolen below
+  if (!descr) throw py::error_already_set();
+  py::ssize_t dims[3];
+  int nd = 0;
+  for (py::ssize_t d : shape) dims[nd++] = d;
+  PyObject* array = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, nd, dims, nullptr, nullptr, 0, nullptr);
+  if (!array) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(array);
+}
+
+void* array_data(const py::object& a) { return a ? py::detail::array_proxy(a.ptr())->data : nullptr; }
+
+constexpr int kFloat32 = py::detail::npy_api::NPY_FLOAT_;
+constexpr int kFloat64 = py::detail::npy_api::NPY_DOUBLE_;
+constexpr int kInt8 = py::detail::npy_api::NPY_BYTE_;
+constexpr int kBool = py::detail::npy_api::NPY_BOOL_;
+
+class PyVectorEnv {
+ public:
+  PyVectorEnv(const std::vector<const Env*>& templates, int num_threads, py::object pad_to, int max_episode_steps,
+              bool copy)
+      : copy_(copy) {
+    GOENV_CHECK(!templates.empty(), InvalidArgument, "a vector env needs at least one env");
+    bool same_graph = true;
+    for (const Env* t : templates) same_graph = same_graph && t->graph_ptr() == templates.front()->graph_ptr();
+    BatchLayout layout = same_graph ? BatchLayout::kStacked : BatchLayout::kConcatenated;
+    int pad_nodes = 0, pad_edges = 0;
+    if (!pad_to.is_none()) {
+      GOENV_CHECK(py::isinstance<py::sequence>(pad_to) && py::len(pad_to) == 2, InvalidArgument,
+                  "pad_to must be (max_nodes, max_edges), got " << std::string(py::repr(pad_to)));
+      auto seq = py::reinterpret_borrow<py::sequence>(pad_to);
+      pad_nodes = seq[0].cast<int>();
+      pad_edges = seq[1].cast<int>();
+      layout = BatchLayout::kPadded;
+    }
+    {
+      py::gil_scoped_release release;
+      engine_ = VectorEnv::from_templates(templates, layout, num_threads, pad_nodes, pad_edges, max_episode_steps);
+    }
+    build_static_views();
+    py::array_t<bool> ones(engine_->num_envs());
+    std::fill(ones.mutable_data(), ones.mutable_data() + engine_->num_envs(), true);
+    ones.attr("setflags")(py::arg("write") = false);
+    all_true_ = ones;
+  }
+
+  VectorEnv& engine() { return *engine_; }
+  bool copy() const { return copy_; }
+  void set_copy(bool copy) { copy_ = copy; }
+
+  py::tuple reset(py::handle seeds, py::handle mask) {
+    const int b = engine_->num_envs();
+    std::vector<std::uint64_t> seed_values(b, 0);
+    if (!seeds.is_none()) {
+      auto s = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(seeds);
+      GOENV_CHECK(s && s.ndim() == 1 && s.shape(0) == b, InvalidArgument,
+                  "seeds must have shape (" << b << ",) [num_envs]");
+      std::copy(s.data(), s.data() + b, seed_values.begin());
+    }
+    py::array_t<std::uint8_t> mask_bytes;
+    if (!mask.is_none()) {
+      py::array m = py::array::ensure(mask);
+      GOENV_CHECK(m && m.dtype().kind() == 'b' && m.ndim() == 1 && m.shape(0) == b, InvalidArgument,
+                  "reset_mask must be a bool array of shape (" << b << ",) [num_envs]");
+      mask_bytes = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(m);
+    }
+    Outputs out = outputs(false);
+    {
+      py::gil_scoped_release release;
+      engine_->reset(seed_values.data(), mask.is_none() ? nullptr : mask_bytes.data(), out.buffers);
+    }
+    update_lower_bounds();
+    return py::make_tuple(observation(out), info(out));
+  }
+
+  py::tuple step(py::handle actions) {
+    const auto& heads = engine_->env(0).heads();
+    std::array<py::array, 3> held;  // keeps converted arrays alive
+    std::array<const std::int64_t*, 3> pointers{};
+    ActionLayout layout;
+    if (heads.size() == 1) {
+      held[0] = head_actions(actions, "actions", layout);
+    } else {
+      GOENV_CHECK(py::isinstance<py::dict>(actions), InvalidAction,
+                  "actions must be a dict with one array per head: " << head_list());
+      auto d = py::reinterpret_borrow<py::dict>(actions);
+      for (std::size_t h = 0; h < heads.size(); ++h) {
+        const char* name = head_name(heads[h]);
+        GOENV_CHECK(d.contains(name), InvalidAction, "actions has no '" << name << "' entry; heads: " << head_list());
+        ActionLayout this_layout;
+        held[h] = head_actions(d[name], std::string("actions['") + name + "']", this_layout);
+        GOENV_CHECK(h == 0 || (this_layout.concatenated == layout.concatenated &&
+                               this_layout.row_width == layout.row_width),
+                    InvalidAction, "every head's actions must use the same layout (concatenated or padded)");
+        layout = this_layout;
+      }
+    }
+    for (std::size_t h = 0; h < heads.size(); ++h)
+      pointers[h] = static_cast<const std::int64_t*>(held[h].data());
+    Outputs out = outputs(true);
+    {
+      py::gil_scoped_release release;
+      engine_->step(pointers.data(), layout, out.buffers);
+    }
+    if (!lower_bound_) update_lower_bounds();  // a batch restored by set_state, never reset here
+    return py::make_tuple(observation(out), out.reward, out.terminated, out.truncated, info(out));
+  }
+
+  py::dict static_observation() const { return static_obs_; }
+
+ private:
+  // Result arrays (null objects where a call has none) and their data pointers.
+  struct Outputs {
+    BatchBuffers buffers;
+    py::object node_state, action_mask, globals, reward, terminated, truncated, runtime, initial_runtime, speedup,
+        peak_memory, oom, invalid;
+  };
+
+  std::string head_list() const {
+    std::string k;
+    for (Head h : engine_->env(0).heads()) k += (k.empty() ? "" : ", ") + std::string(head_name(h));
+    return k;
+  }
+
+  // One head's batched actions as a C-contiguous int64 array of an accepted shape.
+  py::array head_actions(py::handle value, const std::string& what, ActionLayout& layout) const {
+    const VectorEnv& e = *engine_;
+    const py::ssize_t b = e.num_envs();
+    py::array a;
+    if (py::isinstance<py::array>(value)) a = py::reinterpret_borrow<py::array>(value);
+    else a = py::array::ensure(value);
+    GOENV_CHECK(a, InvalidAction, what << " must be an array of integers");
+    auto* proxy = py::detail::array_proxy(a.ptr());
+    const int nd = proxy->nd;
+    const py::ssize_t* dims = proxy->dimensions;
+    bool ok = false;
+    if (e.node_mode()) {
+      ok = nd == 1 && dims[0] == b;
+      layout = {false, 1};
+    } else if (e.layout() == BatchLayout::kConcatenated && nd == 1) {
+      ok = dims[0] == e.total_nodes();
+      layout = {true, 0};
+    } else {
+      ok = nd == 2 && dims[0] == b && dims[1] == e.max_nodes();
+      layout = {false, e.max_nodes()};
+    }
+    if (!ok) {  // name the accepted shapes
+      std::ostringstream expected;
+      if (e.node_mode()) {
+        expected << "(" << b << ",) [num_envs]";
+      } else if (e.layout() == BatchLayout::kConcatenated) {
+        expected << "(" << e.total_nodes() << ",) [total nodes, concatenated] or (" << b << ", " << e.max_nodes()
+                 << ") [num_envs, max nodes, padded]";
+      } else {
+        expected << "(" << b << ", " << e.max_nodes() << ") [num_envs, "
+                 << (e.layout() == BatchLayout::kPadded ? "max_nodes" : "num_nodes") << "]";
+      }
+      GOENV_FAIL(InvalidAction, what << " must have shape " << expected.str() << ", got " << shape_text(a));
+    }
+    const auto* descr = py::detail::array_descriptor_proxy(proxy->descr);
+    const char kind = descr->kind;
+    if (kind == 'i' || kind == 'u') {
+      if (descr->type_num == py::detail::npy_api::NPY_INT64_ &&
+          (proxy->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) && descr->byteorder != '>')
+        return a;  // no copy
+      return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    }
+    GOENV_CHECK(kind == 'f', InvalidAction,
+                what << " must have an integer dtype, got " << std::string(py::str(a.dtype())));
+    auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+    py::array_t<std::int64_t> ints(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+    const double* x = doubles.data();
+    std::int64_t* y = ints.mutable_data();
+    for (py::ssize_t k = 0; k < doubles.size(); ++k) {
+      GOENV_CHECK(std::isfinite(x[k]) && x[k] == std::floor(x[k]), InvalidAction,
+                  what << " holds " << x[k] << " at flat index " << k << ", not an integer");
+      y[k] = static_cast<std::int64_t>(x[k]);
+    }
+    return ints;
+  }
+
+  // Fresh arrays (copy=True) or views of the engine's reused buffers.
+  Outputs outputs(bool with_step_results) {
+    const VectorEnv& e = *engine_;
+    const py::ssize_t b = e.num_envs(), d = e.num_devices(), g = e.global_dim();
+    Outputs o;
+    if (copy_) {
+      const bool concatenated = e.layout() == BatchLayout::kConcatenated;
+      const py::ssize_t rows = e.node_rows(), p = e.max_nodes();
+      const py::ssize_t s = e.node_state_dim(), a = e.action_mask_width();
+      o.node_state = concatenated ? new_array(kFloat32, {rows, s}) : new_array(kFloat32, {b, p, s});
+      o.action_mask = concatenated ? new_array(kInt8, {rows, a}) : new_array(kInt8, {b, p, a});
+      o.globals = new_array(kFloat32, {b, g});
+      if (with_step_results) {
+        o.reward = new_array(kFloat64, {b});
+        o.terminated = new_array(kBool, {b});
+        o.truncated = new_array(kBool, {b});
+      }
+      o.runtime = new_array(kFloat64, {b});
+      o.initial_runtime = new_array(kFloat64, {b});
+      o.speedup = new_array(kFloat64, {b});
+      o.peak_memory = new_array(kFloat64, {b, d});
+      o.oom = new_array(kBool, {b});
+      o.invalid = new_array(kBool, {b});
+    } else {
+      if (!owned_views_ready_) make_owned_views(node_shape(e.node_state_dim()), node_shape(e.action_mask_width()));
+      o = owned_views_;
+      if (!with_step_results) o.reward = o.terminated = o.truncated = py::object();
+    }
+    o.buffers.node_state = static_cast<float*>(array_data(o.node_state));
+    o.buffers.action_mask = static_cast<std::int8_t*>(array_data(o.action_mask));
+    o.buffers.globals = static_cast<float*>(array_data(o.globals));
+    o.buffers.reward = static_cast<double*>(array_data(o.reward));
+    o.buffers.terminated = static_cast<std::uint8_t*>(array_data(o.terminated));
+    o.buffers.truncated = static_cast<std::uint8_t*>(array_data(o.truncated));
+    o.buffers.runtime = static_cast<double*>(array_data(o.runtime));
+    o.buffers.initial_runtime = static_cast<double*>(array_data(o.initial_runtime));
+    o.buffers.speedup = static_cast<double*>(array_data(o.speedup));
+    o.buffers.lower_bound = nullptr;  // constant per env: a cached read-only array
+    o.buffers.peak_memory = static_cast<double*>(array_data(o.peak_memory));
+    o.buffers.oom = static_cast<std::uint8_t*>(array_data(o.oom));
+    o.buffers.invalid = static_cast<std::uint8_t*>(array_data(o.invalid));
+    return o;
+  }
+
+  // Node-level shape: (B, N, k) stacked or padded, (sum N, k) concatenated.
+  std::vector<py::ssize_t> node_shape(int width) const {
+    const VectorEnv& e = *engine_;
+    if (e.layout() == BatchLayout::kConcatenated) return {static_cast<py::ssize_t>(e.total_nodes()), width};
+    return {e.num_envs(), e.max_nodes(), width};
+  }
+
+  void make_owned_views(const std::vector<py::ssize_t>& node_state_shape, const std::vector<py::ssize_t>& mask_shape) {
+    const BatchBuffers& buf = engine_->owned_buffers();
+    const py::ssize_t b = engine_->num_envs(), d = engine_->num_devices();
+    py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
+    auto view = [&](auto* data, std::vector<py::ssize_t> shape) {
+      using T = std::remove_pointer_t<decltype(data)>;
+      auto strides = row_strides(shape, sizeof(T));
+      return strided_view(data, std::move(shape), std::move(strides), owner, true);
+    };
+    auto bools = [&](std::uint8_t* data) {
+      return py::array(py::dtype::of<bool>(), std::vector<py::ssize_t>{b}, std::vector<py::ssize_t>{1}, data, owner);
+    };
+    Outputs& o = owned_views_;
+    o.node_state = view(buf.node_state, node_state_shape);
+    o.action_mask = view(buf.action_mask, mask_shape);
+    o.globals = view(buf.globals, {b, static_cast<py::ssize_t>(engine_->global_dim())});
+    o.reward = view(buf.reward, {b});
+    o.terminated = bools(buf.terminated);
+    o.truncated = bools(buf.truncated);
+    o.runtime = view(buf.runtime, {b});
+    o.initial_runtime = view(buf.initial_runtime, {b});
+    o.speedup = view(buf.speedup, {b});
+    o.peak_memory = view(buf.peak_memory, {b, d});
+    o.oom = bools(buf.oom);
+    o.invalid = bools(buf.invalid);
+    owned_views_ready_ = true;
+  }
+
+  void build_static_views() {
+    const VectorEnv& e = *engine_;
+    const BatchedStatic& s = e.static_observation();
+    const StaticObservation& first = e.env(0).static_observation();
+    const py::ssize_t b = e.num_envs(), f = first.node_feature_dim, fe = first.edge_feature_dim;
+    py::dict d;
+    if (e.layout() == BatchLayout::kStacked) {
+      py::capsule owner(new std::shared_ptr<const StaticObservation>(s.shared),
+                        [](void* p) { delete static_cast<std::shared_ptr<const StaticObservation>*>(p); });
+      const StaticObservation& x = *s.shared;
+      d["node_features"] = static_view(x.node_features.data(), {x.num_nodes, f}, owner, true, b);
+      d["edge_index"] = static_view(x.edge_index.data(), {2, x.num_edges}, owner, true, b);
+      d["edge_features"] = static_view(x.edge_features.data(), {x.num_edges, fe}, owner, true, b);
+    } else {
+      py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
+      if (e.layout() == BatchLayout::kConcatenated) {
+        const py::ssize_t n = e.total_nodes(), m = e.total_edges();
+        d["node_features"] = static_view(s.node_features.data(), {n, f}, owner, false, b);
+        d["edge_index"] = static_view(s.edge_index.data(), {2, m}, owner, false, b);
+        d["edge_features"] = static_view(s.edge_features.data(), {m, fe}, owner, false, b);
+        d["batch"] = static_view(s.batch.data(), {n}, owner, false, b);
+      } else {
+        const py::ssize_t p = e.max_nodes(), q = e.max_edges();
+        const bool shared = s.broadcast;
+        d["node_features"] = static_view(s.node_features.data(), shared ? std::vector<py::ssize_t>{p, f}
+                                                                         : std::vector<py::ssize_t>{b, p, f},
+                                         owner, shared, b);
+        d["edge_index"] = static_view(s.edge_index.data(), shared ? std::vector<py::ssize_t>{2, q}
+                                                                   : std::vector<py::ssize_t>{b, 2, q},
+                                      owner, shared, b);
+        d["edge_features"] = static_view(s.edge_features.data(), shared ? std::vector<py::ssize_t>{q, fe}
+                                                                         : std::vector<py::ssize_t>{b, q, fe},
+                                         owner, shared, b);
+      }
+      d["num_nodes"] = static_view(s.num_nodes.data(), {b}, owner, false, b);
+      d["num_edges"] = static_view(s.num_edges.data(), {b}, owner, false, b);
+    }
+    static_obs_ = d;
+  }
+
+  py::dict observation(const Outputs& out) const {
+    auto obs = py::reinterpret_steal<py::dict>(PyDict_Copy(static_obs_.ptr()));
+    if (!obs) throw py::error_already_set();
+    set_item(obs, keys_.node_state, out.node_state);
+    set_item(obs, keys_.action_mask, out.action_mask);
+    set_item(obs, keys_.globals, out.globals);
+    return obs;
+  }
+
+  py::dict info(const Outputs& out) const {
+    py::dict d;
+    const py::object* values[] = {&out.runtime, &out.initial_runtime, &out.speedup, &lower_bound_,
+                                  &out.peak_memory, &out.oom, &out.invalid};
+    for (std::size_t k = 0; k < keys_.info.size(); ++k) {
+      set_item(d, keys_.info[k], *values[k]);
+      set_item(d, keys_.info_masks[k], all_true_);  // Gymnasium's "_key": which envs report key
+    }
+    return d;
+  }
+
+  // Each env's lower bound is fixed, reported by its first reset: one read-only array.
+  void update_lower_bounds() {
+    py::array_t<double> bounds(engine_->num_envs());
+    for (int i = 0; i < engine_->num_envs(); ++i) bounds.mutable_data()[i] = engine_->env(i).last_info().lower_bound;
+    bounds.attr("setflags")(py::arg("write") = false);
+    lower_bound_ = bounds;
+  }
+
+  static void set_item(py::dict& d, const py::object& key, const py::object& value) {
+    if (PyDict_SetItem(d.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
+  }
+
+  // Interned dict keys, made once.
+  struct Keys {
+    py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals");
+    std::array<py::object, 7> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
+                                      py::str("lower_bound"), py::str("peak_memory"),     py::str("oom"),
+                                      py::str("invalid")};
+    std::array<py::object, 7> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
+                                            py::str("_speedup"),     py::str("_lower_bound"),
+                                            py::str("_peak_memory"), py::str("_oom"),
+                                            py::str("_invalid")};
+  };
+
+  Keys keys_;
+  py::object lower_bound_;  // (B,) read-only: each env's lower bound never changes
+  Engine engine_;
+  bool copy_ = true;
+  py::dict static_obs_;
+  py::object all_true_;
+  bool owned_views_ready_ = false;
+  Outputs owned_views_;
+};
+
+}  // namespace
+
+void bind_vector_env(py::module_& m) {
+  py::class_<PyVectorEnv>(m, "VectorEnv",
+                          "B envs of one task stepped in parallel (OpenMP) into batched numpy arrays; "
+                          "goenv.make_vec wraps it as a gymnasium.vector.VectorEnv.")
+      .def(py::init<const std::vector<const Env*>&, int, py::object, int, bool>(), py::arg("envs"),
+           py::arg("num_threads") = 1, py::arg("pad_to") = py::none(), py::arg("max_episode_steps") = 0,
+           py::arg("copy") = true,
+           "One env per entry of `envs`, each a clone of that env (graph, cluster, options). Envs on one graph\n"
+           "batch as (B, N, ...); different graphs concatenate PyG-style (sum N, ...) unless pad_to=(nodes, edges).")
+      .def("reset", &PyVectorEnv::reset, py::arg("seeds") = py::none(), py::arg("mask") = py::none(),
+           "Resets every env (or those where mask is True); seeds: uint64 (B,). Returns (obs, info).")
+      .def("step", &PyVectorEnv::step, py::arg("actions"),
+           "Steps every env (NEXT_STEP autoreset). Returns (obs, reward, terminated, truncated, info).")
+      .def("get_state", [](PyVectorEnv& v) { return py::bytes(v.engine().get_state()); },
+           "Every env's snapshot plus the autoreset flags, as bytes.")
+      .def("set_state", [](PyVectorEnv& v, const py::bytes& state) {
+        const std::string bytes = state;
+        py::gil_scoped_release release;
+        v.engine().set_state(bytes);
+      }, py::arg("state"))
+      .def_property("num_threads", [](PyVectorEnv& v) { return v.engine().num_threads(); },
+                    [](PyVectorEnv& v, int t) { v.engine().set_num_threads(t); })
+      .def_property("copy", &PyVectorEnv::copy, &PyVectorEnv::set_copy,
+                    "True: fresh arrays every step; False: views of reused buffers (valid until the next call).")
+      .def_property_readonly("num_envs", [](PyVectorEnv& v) { return v.engine().num_envs(); })
+      .def_property_readonly("layout", [](PyVectorEnv& v) { return batch_layout_name(v.engine().layout()); })
+      .def_property_readonly("same_graph", [](PyVectorEnv& v) { return v.engine().same_graph(); })
+      .def_property_readonly("node_mode", [](PyVectorEnv& v) { return v.engine().node_mode(); })
+      .def_property_readonly("max_episode_steps", [](PyVectorEnv& v) { return v.engine().max_episode_steps(); })
+      .def_property_readonly("task", [](PyVectorEnv& v) { return v.engine().env(0).task(); })
+      .def_property_readonly("ids", [](PyVectorEnv& v) {
+        std::vector<std::string> ids;
+        for (int i = 0; i < v.engine().num_envs(); ++i) ids.push_back(v.engine().env(i).id());
+        return ids;
+      })
+      .def_property_readonly("heads", [](PyVectorEnv& v) {
+        std::vector<std::string> names;
+        for (Head h : v.engine().env(0).heads()) names.emplace_back(head_name(h));
+        return names;
+      })
+      .def_property_readonly("head_choices", [](PyVectorEnv& v) {
+        std::vector<int> c;
+        for (Head h : v.engine().env(0).heads()) c.push_back(v.engine().env(0).choices(h));
+        return c;
+      })
+      .def_property_readonly("num_devices", [](PyVectorEnv& v) { return v.engine().num_devices(); })
+      .def_property_readonly("node_feature_dim",
+                             [](PyVectorEnv& v) { return v.engine().env(0).static_observation().node_feature_dim; })
+      .def_property_readonly("edge_feature_dim",
+                             [](PyVectorEnv& v) { return v.engine().env(0).static_observation().edge_feature_dim; })
+      .def_property_readonly("node_state_dim", [](PyVectorEnv& v) { return v.engine().node_state_dim(); })
+      .def_property_readonly("action_mask_width", [](PyVectorEnv& v) { return v.engine().action_mask_width(); })
+      .def_property_readonly("global_dim", [](PyVectorEnv& v) { return v.engine().global_dim(); })
+      .def_property_readonly("max_nodes", [](PyVectorEnv& v) { return v.engine().max_nodes(); },
+                             "Nodes per env row: the graph's (stacked), the largest (concatenated), pad_to (padded).")
+      .def_property_readonly("max_edges", [](PyVectorEnv& v) { return v.engine().max_edges(); })
+      .def_property_readonly("total_nodes", [](PyVectorEnv& v) { return v.engine().total_nodes(); })
+      .def_property_readonly("total_edges", [](PyVectorEnv& v) { return v.engine().total_edges(); })
+      .def_property_readonly("num_nodes", [](PyVectorEnv& v) {
+        std::vector<int> n;
+        for (int i = 0; i < v.engine().num_envs(); ++i) n.push_back(v.engine().env(i).graph().num_nodes());
+        return n;
+      })
+      .def_property_readonly("num_edges", [](PyVectorEnv& v) {
+        std::vector<int> n;
+        for (int i = 0; i < v.engine().num_envs(); ++i) n.push_back(v.engine().env(i).graph().num_edges());
+        return n;
+      })
+      .def_property_readonly("static_observation", &PyVectorEnv::static_observation,
+                             "The read-only static entries of every observation (built once).")
+      .def_property_readonly("last_call_seconds", [](PyVectorEnv& v) { return v.engine().last_call_seconds(); },
+                             "C++ wall time of the last step/reset (without the Python boundary).")
+      .def("graph", [](PyVectorEnv& v, int i) { return std::const_pointer_cast<Graph>(v.engine().env(i).graph_ptr()); },
+           py::arg("index"))
+      .def("cluster", [](PyVectorEnv& v, int i) { return v.engine().env(i).cluster(); }, py::arg("index"));
+}
+
+}  // namespace goenv::bindings

@@ -1,0 +1,130 @@
+"""Baselines: the classic heuristics and searches a learned policy is compared against.
+
+    import goenv
+    env = goenv.make("placement-inception")
+    goenv.baselines.list()                       # every method; list("scheduling") those for a task
+    res = goenv.baselines.solve(env, "heft")     # dict: decisions (numpy), runtime, oom, ...
+    print(goenv.baselines.format_table(goenv.baselines.table(env)))
+
+Methods run in C++ (envs/baselines/) with the GIL released and never touch the
+env's episode. Decisions for the heads a method does not make are the env's
+current ones (its initial ones before reset). Searches spend at most `budget`
+simulator calls; heuristics spend none. Same seed, same result.
+
+Priorities come back as floats (the simulator orders by them as they are);
+the env's priority head takes integer levels: `result["action"]` is the
+decision ready for `env.step` (priorities quantized with `quantize_priorities`,
+which can merge close values, so the stepped runtime may differ slightly).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Iterable
+
+import numpy as np
+
+from goenv import _core, text
+
+__all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities", "solve", "table"]
+
+
+def _core_env(env: Any) -> _core.Env:
+    core = getattr(getattr(env, "unwrapped", env), "core", env)  # GraphEnv, a gymnasium wrapper, or the core
+    if not isinstance(core, _core.Env):
+        raise TypeError(f"expected a goenv env (GraphEnv or its core), got {type(env).__name__}")
+    return core
+
+
+def list(task: str | None = None) -> builtins.list[str]:  # noqa: A001 - mirrors goenv.datasets.list
+    """Registered baseline names, sorted; with a task ("placement", ...) only those that run on it."""
+    return _core.baseline_names(task or "")
+
+
+def info(name: str) -> dict:
+    """A baseline's descriptor: name, heads (the decisions it makes) and a one-line description."""
+    return _core.baseline_info(name)
+
+
+def quantize_priorities(values, levels: int) -> np.ndarray:
+    """Order-preserving integer levels in [0, levels) for the env's priority head (int64 array)."""
+    return _core.quantize_priorities(np.asarray(values, dtype=np.float64), int(levels))
+
+
+def lower_bound(env: Any) -> float:
+    """Seconds no decision can beat on the env's graph and cluster (DESIGN §2)."""
+    core = _core_env(env)
+    return _core.lower_bound(core.graph, core.cluster)["value"]
+
+
+def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
+    """Runs baseline `name` on `env` (a GraphEnv or its core) without touching its episode.
+
+    Returns a dict: method, placement / priority / fusion (numpy, one value per
+    node), action (the env's heads, ready for env.step), runtime (seconds),
+    oom, invalid, invalid_reason, simulator_calls, seconds (wall time of the
+    method), lower_bound, initial_runtime and speedup (initial_runtime / runtime).
+    Infeasible results are returned flagged, never hidden.
+
+    Raises goenv.NotFound for an unknown name and ValueError (goenv.InvalidArgument)
+    when the env's task has none of the method's heads or the budget is negative.
+    """
+    core = _core_env(env)
+    result = _core.solve_baseline(core, name, int(budget), int(seed))
+    result["speedup"] = result["initial_runtime"] / result["runtime"] if result["runtime"] > 0 else 1.0
+    result["action"] = _action(core, result)
+    return result
+
+
+def _action(core: _core.Env, result: dict):
+    parts = {}
+    for head, choices in zip(core.heads, core.head_choices):
+        if head == "priority":
+            parts[head] = quantize_priorities(result["priority"], choices)
+        else:
+            parts[head] = result[head].astype(np.int64)
+    return next(iter(parts.values())) if len(parts) == 1 else parts
+
+
+def table(env: Any, methods: Iterable[str] | None = None, budget: int = 1000, progress: bool = True,
+          seed: int = 0) -> builtins.list[dict]:
+    """Runs each method (default: every one that fits the env's task) and returns one row per method:
+    method, runtime_ms, speedup (over the env's initial decisions), lower_bound_ratio
+    (runtime / lower bound), oom, invalid, simulator_calls, seconds."""
+    core = _core_env(env)
+    names = builtins.list(methods) if methods is not None else _core.baseline_names(core.task)
+    rows = []
+    iterator = names
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(names, desc=f"baselines on {core.id}", unit="method")
+    for name in iterator:
+        if progress:
+            iterator.set_postfix_str(name)
+        r = solve(core, name, budget=budget, seed=seed)
+        rows.append({
+            "method": name,
+            "runtime_ms": r["runtime"] * 1e3,
+            "speedup": r["speedup"],
+            "lower_bound_ratio": r["runtime"] / r["lower_bound"] if r["lower_bound"] > 0 else float("inf"),
+            "oom": r["oom"],
+            "invalid": r["invalid"],
+            "simulator_calls": r["simulator_calls"],
+            "seconds": r["seconds"],
+        })
+    return rows
+
+
+_COLUMNS = (("method", "method", "{}"), ("runtime_ms", "runtime (ms)", "{:.3f}"), ("speedup", "speedup", "{:.3f}x"),
+            ("lower_bound_ratio", "/ lower bound", "{:.3f}"), ("simulator_calls", "sim calls", "{}"),
+            ("seconds", "time (s)", "{:.3f}"))
+
+
+def format_table(rows: Iterable[dict]) -> str:
+    """The rows of table() as an aligned text table; infeasible rows are marked OOM / INVALID."""
+    body = []
+    for row in rows:
+        note = " ".join(flag for key, flag in (("oom", "OOM"), ("invalid", "INVALID")) if row.get(key))
+        body.append([fmt.format(row[key]) for key, _, fmt in _COLUMNS] + [note])
+    return text.table([title for _, title, _ in _COLUMNS] + ["note"], body, align="l" + "r" * len(_COLUMNS))

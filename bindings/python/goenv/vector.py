@@ -1,0 +1,279 @@
+"""Vectorized goenv: B environments stepped by the C++ engine (OpenMP threads,
+GIL released) behind the gymnasium.vector.VectorEnv API.
+
+    venv = goenv.make_vec("placement-inception", num_envs=16, num_threads=2)
+    obs, info = venv.reset(seed=0)                 # env i gets seed 0 + i
+    obs, reward, terminated, truncated, info = venv.step(venv.action_space.sample())
+
+Batching follows the graphs:
+
+* one graph for every env (one id, or one GraphEnv repeated): the single env's
+  observation stacked, (B, N, ...), exactly `batch_space(single_observation_space)`.
+  The static parts (`node_features`, `edge_index`, `edge_features`) are one
+  read-only copy broadcast over B (stride 0), never copied.
+* several graphs, `make_vec([id_a, id_b, ...])`: PyG-style concatenation: node
+  rows of all envs one after another (`node_features`, `node_state`,
+  `action_mask`: (sum N, ...)), `edge_index` (2, sum E) already offset to those
+  rows, `batch` (sum N,) giving each row's env, and `num_nodes`/`num_edges` (B,).
+  Actions: (sum N,) in the same order, or (B, max N) padded (extra entries ignored).
+* `pad_to=(max_nodes, max_edges)`: fixed shapes (B, max_nodes, ...), padded node
+  rows zero (their action mask too), padded `edge_index` entries -1, plus
+  `num_nodes`/`num_edges`; actions (B, max_nodes), padded entries ignored.
+
+Autoreset is Gymnasium's NEXT_STEP: after a step reports terminated or
+truncated, the next step ignores that env's action and returns its reset
+observation with reward 0. Results are identical for any num_threads.
+
+`copy=True` (default) returns fresh arrays every step, so a kept observation is
+never overwritten; `copy=False` returns views of buffers the engine reuses
+(valid until the next step or reset), which saves one allocation per array.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from goenv import _core
+from goenv.envs import GraphEnv, _strip_gym_id
+
+__all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
+
+
+def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int | None = None,
+             num_threads: int | None = None, pad_to: tuple[int, int] | None = None, copy: bool = True,
+             max_episode_steps: int | None = None, **options: Any) -> "GraphVectorEnv":
+    """A vector env stepped in C++ with OpenMP.
+
+    id_or_ids: an env id ("placement-inception", or the Gymnasium id), a GraphEnv
+      to clone (your own graph: GraphEnv.from_graph), or a list of those; env i is
+      entry i % len(list).
+    num_envs: B; default 1 for a single entry, len(list) for a list.
+    num_threads: OpenMP threads (default: min(B, available cores)). Results do not depend on it.
+    pad_to: (max_nodes, max_edges) for fixed padded shapes.
+    copy: fresh result arrays every step (True) or reused buffers (False).
+    max_episode_steps: truncate episodes after this many steps (default: none; the
+      env's own horizon terminates them).
+    options: as goenv.make (cluster, horizon, decision_mode, ..., graph parameters);
+      only with ids, not with GraphEnv entries.
+    """
+    entries = [id_or_ids] if isinstance(id_or_ids, (str, GraphEnv, _core.Env)) else list(id_or_ids)
+    if not entries:
+        raise ValueError("make_vec needs at least one env id or GraphEnv")
+    if num_envs is None:
+        num_envs = len(entries)
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+    num_envs = int(num_envs)
+    if num_threads is None:
+        num_threads = min(num_envs, _available_cores())
+    templates = []
+    built: dict[str, _core.Env] = {}
+    for i in range(num_envs):
+        entry = entries[i % len(entries)]
+        if isinstance(entry, str):
+            env_id = _strip_gym_id(entry)
+            if env_id not in built:
+                built[env_id] = _core.make_env(env_id, **options)
+            templates.append(built[env_id])
+        elif isinstance(entry, (GraphEnv, _core.Env)):
+            if options:
+                raise ValueError(f"options {sorted(options)} apply to env ids; a GraphEnv keeps its own options")
+            templates.append(entry.core if isinstance(entry, GraphEnv) else entry)
+        else:
+            raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
+    if pad_to is not None:
+        pad_to = tuple(int(x) for x in pad_to)
+    core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
+                           max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
+    return GraphVectorEnv(core)
+
+
+def make_vec_from_gym(env_id: str, num_envs: int = 1, render_mode: str | None = None,
+                      max_episode_steps: int | None = None, **kwargs: Any) -> "GraphVectorEnv":
+    """The `vector_entry_point` of every goenv Gymnasium id: gymnasium.make_vec calls
+    it as (num_envs=..., **spec kwargs, **user kwargs); spec kwargs carry env_id."""
+    if render_mode not in (None, "rgb_array"):
+        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+    return make_vec(env_id, num_envs=num_envs, max_episode_steps=max_episode_steps, **kwargs)
+
+
+def _available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class GraphVectorEnv(gymnasium.vector.VectorEnv):
+    """B goenv environments of one task, stepped together by the C++ engine.
+
+    Observations are dicts of batched arrays (see the module docstring for the
+    three layouts); infos are dicts of (B,) arrays — runtime, initial_runtime,
+    speedup, lower_bound, oom, invalid — plus peak_memory (B, D), each with the
+    usual `_key` mask (all True: every env reports every key every step).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, core: _core.VectorEnv):
+        self.core = core
+        self.num_envs = core.num_envs
+        self.layout = core.layout
+        self._build_spaces()
+
+    # -- spaces ------------------------------------------------------------
+    def _build_spaces(self) -> None:
+        c = self.core
+        b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
+        s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
+
+        def box(shape, dtype=np.float32, low=-np.inf, high=np.inf):
+            return spaces.Box(low, high, shape, dtype)
+
+        def observation_space(n, e, node_rows=None, edge_low=0, extra=None):
+            rows = n if node_rows is None else node_rows
+            entries = {
+                "node_features": box((rows, f)),
+                "edge_index": box((2, e), np.int64, edge_low, max(rows - 1, 0)),
+                "edge_features": box((e, fe)),
+                "node_state": box((rows, s)),
+                "action_mask": box((rows, a), np.int8, 0, 1),
+                "globals": box((g,)),
+            }
+            entries.update(extra or {})
+            return spaces.Dict(entries)
+
+        def action_space(count):
+            heads = {
+                name: spaces.Discrete(choices) if count is None
+                else spaces.MultiDiscrete(np.full(count, choices, dtype=np.int64))
+                for name, choices in zip(c.heads, c.head_choices)
+            }
+            return next(iter(heads.values())) if len(heads) == 1 else spaces.Dict(heads)
+
+        node_mode = c.node_mode
+        num_nodes, num_edges = c.num_nodes, c.num_edges
+        if self.layout == "stacked":
+            self.single_observation_space = observation_space(num_nodes[0], num_edges[0])
+            self.single_action_space = action_space(None if node_mode else num_nodes[0])
+            self.observation_space = batch_space(self.single_observation_space, b)
+            self.action_space = batch_space(self.single_action_space, b)
+        elif self.layout == "padded":
+            p, q = c.max_nodes, c.max_edges
+            self.single_observation_space = observation_space(
+                p, q, edge_low=-1,
+                extra={"num_nodes": box((), np.int64, 0, p), "num_edges": box((), np.int64, 0, q)})
+            self.single_action_space = action_space(None if node_mode else p)
+            self.observation_space = batch_space(self.single_observation_space, b)
+            self.action_space = batch_space(self.single_action_space, b)
+        else:  # concatenated: fixed shapes over all envs; single spaces are env 0's
+            n, e = c.total_nodes, c.total_edges
+            batched = observation_space(n, e, extra={
+                "batch": box((n,), np.int64, 0, b - 1),
+                "num_nodes": box((b,), np.int64, 0, max(num_nodes)),
+                "num_edges": box((b,), np.int64, 0, max(num_edges)),
+            })
+            batched.spaces["globals"] = box((b, g))
+            self.observation_space = batched
+            self.single_observation_space = observation_space(num_nodes[0], num_edges[0])
+            self.single_action_space = action_space(None if node_mode else num_nodes[0])
+            self.action_space = (batch_space(self.single_action_space, b) if node_mode
+                                 else action_space(n))
+
+    # -- the API -----------------------------------------------------------
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
+        """seed: None (fresh entropy), an int (env i gets seed + i) or one seed per env.
+        options: {"reset_mask": bool array (B,)} resets only those envs."""
+        self._check_open()
+        b = self.num_envs
+        if seed is None:
+            seeds = np.random.SeedSequence().generate_state(b, np.uint64)
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if seed < 0:
+                raise ValueError(f"seed must be >= 0, got {seed}")
+            super().reset(seed=int(seed))
+            seeds = np.arange(b, dtype=np.uint64) + np.uint64(seed)
+        else:
+            seed = list(seed)
+            if len(seed) != b:
+                raise ValueError(f"seed has {len(seed)} entries; the vector env has num_envs={b}")
+            fresh = np.random.SeedSequence().generate_state(b, np.uint64)
+            seeds = np.array([fresh[i] if s is None else _checked_seed(s) for i, s in enumerate(seed)],
+                             dtype=np.uint64)
+        mask = None
+        if options:
+            unknown = set(options) - {"reset_mask"}
+            if unknown:
+                raise ValueError(f"unknown reset options {sorted(unknown)}; supported: reset_mask")
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (b,):
+                raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must select at least one env")
+        return self.core.reset(seeds, mask)
+
+    def step(self, actions):
+        """actions: batched like action_space (see the module docstring for multi-graph
+        layouts). Returns (obs, reward (B,) float64, terminated (B,), truncated (B,), info)."""
+        core = self.core
+        if core is None:
+            raise RuntimeError("step() on a closed vector env")
+        return core.step(actions)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.core = None
+
+    def _check_open(self) -> None:
+        if self.core is None:
+            raise RuntimeError("the vector env is closed")
+
+    # -- extras ------------------------------------------------------------
+    def get_state(self) -> bytes:
+        """Every env's snapshot plus the autoreset flags; set_state() on this or an
+        identically made vector env reproduces the same future."""
+        self._check_open()
+        return self.core.get_state()
+
+    def set_state(self, state: bytes) -> None:
+        self._check_open()
+        self.core.set_state(state)
+
+    @property
+    def num_threads(self) -> int:
+        return self.core.num_threads
+
+    @num_threads.setter
+    def num_threads(self, value: int) -> None:
+        self.core.num_threads = int(value)
+
+    @property
+    def copy(self) -> bool:
+        return self.core.copy
+
+    @copy.setter
+    def copy(self, value: bool) -> None:
+        self.core.copy = bool(value)
+
+    @property
+    def ids(self) -> list[str]:
+        return self.core.ids
+
+    def __repr__(self) -> str:
+        if self.core is None:
+            return "<GraphVectorEnv (closed)>"
+        c = self.core
+        return (f"<GraphVectorEnv {c.task}: {c.num_envs} envs, {c.layout}, {c.num_threads} threads, "
+                f"{c.total_nodes} nodes in all>")
+
+
+def _checked_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seeds must be non-negative integers or None, got {seed!r}")
+    return int(seed)

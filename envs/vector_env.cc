@@ -1,0 +1,417 @@
+#include "envs/vector_env.h"
+
+#include <algorithm>
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "envs/registry.h"
+
+namespace goenv {
+
+const char* batch_layout_name(BatchLayout layout) {
+  switch (layout) {
+    case BatchLayout::kStacked: return "stacked";
+    case BatchLayout::kConcatenated: return "concatenated";
+    case BatchLayout::kPadded: return "padded";
+  }
+  return "?";
+}
+
+std::uint64_t episode_seed(std::uint64_t seed, std::uint64_t episode) {
+  if (episode == 0) return seed;
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * episode;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs, BatchLayout layout, int num_threads, int pad_nodes,
+                     int pad_edges, int max_episode_steps)
+    : envs_(std::move(envs)), layout_(layout), max_episode_steps_(max_episode_steps) {
+  GOENV_CHECK(!envs_.empty(), InvalidArgument, "a vector env needs at least one env");
+  for (const auto& e : envs_) GOENV_CHECK(e != nullptr, InvalidArgument, "a vector env got a null env");
+  GOENV_CHECK(max_episode_steps >= 0, InvalidArgument, "max_episode_steps must be >= 0 (0 = none), got "
+                                                           << max_episode_steps);
+  set_num_threads(num_threads);
+  const Env& first = *envs_.front();
+  const int b = num_envs();
+  num_devices_ = first.cluster().num_devices();
+  node_state_dim_ = goenv::node_state_dim(num_devices_);
+  action_mask_width_ = first.action_mask_width();
+  global_dim_ = static_cast<int>(global_names().size());
+  for (int i = 1; i < b; ++i) {
+    const Env& e = *envs_[i];
+    GOENV_CHECK(e.task() == first.task() && e.heads() == first.heads(), InvalidArgument,
+                "vector env: env " << i << " is task '" << e.task() << "', env 0 is '" << first.task()
+                                   << "'; one vector env runs one task");
+    GOENV_CHECK(e.node_mode() == first.node_mode(), InvalidArgument,
+                "vector env: env " << i << " has decision_mode '" << e.config().decision_mode << "', env 0 has '"
+                                   << first.config().decision_mode << "'");
+    for (Head h : first.heads())
+      GOENV_CHECK(e.choices(h) == first.choices(h), InvalidArgument,
+                  "vector env: env " << i << " (" << e.id() << ") has " << e.choices(h) << " " << head_name(h)
+                                     << " choices, env 0 (" << first.id() << ") has " << first.choices(h)
+                                     << "; give every env the same cluster size and levels (e.g. cluster=...)");
+    if (e.graph_ptr() != first.graph_ptr()) same_graph_ = false;
+  }
+  GOENV_CHECK(layout_ != BatchLayout::kStacked || same_graph_, InvalidArgument,
+              "vector env: the stacked layout needs one graph for every env; use concatenated or padded");
+
+  node_offset_.resize(b);
+  concat_offset_.resize(b);
+  for (int i = 0; i < b; ++i) {
+    const Graph& g = envs_[i]->graph();
+    concat_offset_[i] = total_nodes_;
+    total_nodes_ += g.num_nodes();
+    total_edges_ += g.num_edges();
+    max_nodes_ = std::max(max_nodes_, g.num_nodes());
+    max_edges_ = std::max(max_edges_, g.num_edges());
+  }
+  if (layout_ == BatchLayout::kPadded) {
+    for (int i = 0; i < b; ++i) {
+      const Graph& g = envs_[i]->graph();
+      GOENV_CHECK(g.num_nodes() <= pad_nodes && g.num_edges() <= pad_edges, InvalidArgument,
+                  "vector env: pad_to=(" << pad_nodes << ", " << pad_edges << ") is too small for env " << i << " ("
+                                         << envs_[i]->id() << ": " << g.num_nodes() << " nodes, " << g.num_edges()
+                                         << " edges); the batch needs at least (" << max_nodes_ << ", "
+                                         << max_edges_ << ")");
+    }
+    max_nodes_ = pad_nodes;
+    max_edges_ = pad_edges;
+  }
+  for (int i = 0; i < b; ++i)
+    node_offset_[i] = layout_ == BatchLayout::kConcatenated ? concat_offset_[i]
+                                                            : static_cast<std::int64_t>(i) * max_nodes_;
+  node_rows_ = layout_ == BatchLayout::kConcatenated ? total_nodes_ : static_cast<std::int64_t>(b) * max_nodes_;
+
+  autoreset_.assign(b, 0);
+  has_reset_.assign(b, 0);
+  seed_.assign(b, 0);
+  episode_.assign(b, 0);
+  episode_steps_.assign(b, 0);
+  errors_.assign(b, nullptr);
+  env_actions_.assign(b, std::vector<const std::int64_t*>(first.heads().size(), nullptr));
+  build_static();
+}
+
+std::unique_ptr<VectorEnv> VectorEnv::from_templates(const std::vector<const Env*>& templates, BatchLayout layout,
+                                                     int num_threads, int pad_nodes, int pad_edges,
+                                                     int max_episode_steps) {
+  std::vector<std::unique_ptr<Env>> envs;
+  envs.reserve(templates.size());
+  for (const Env* t : templates) {
+    GOENV_CHECK(t != nullptr, InvalidArgument, "vector env: null template env");
+    envs.push_back(std::make_unique<Env>(*t));  // shares the graph and its static observation
+  }
+  return std::make_unique<VectorEnv>(std::move(envs), layout, num_threads, pad_nodes, pad_edges, max_episode_steps);
+}
+
+std::unique_ptr<VectorEnv> VectorEnv::make(const std::vector<std::string>& ids, int num_envs, const EnvConfig& config,
+                                           int num_threads, bool padded, int pad_nodes, int pad_edges,
+                                           int max_episode_steps) {
+  GOENV_CHECK(!ids.empty(), InvalidArgument, "make_vec needs at least one env id");
+  GOENV_CHECK(num_envs >= 1, InvalidArgument, "num_envs must be >= 1, got " << num_envs);
+  std::map<std::string, std::unique_ptr<Env>> built;  // one graph per distinct id
+  std::vector<const Env*> templates;
+  for (int i = 0; i < num_envs; ++i) {
+    const std::string& id = ids[i % ids.size()];
+    auto& slot = built[id];
+    if (!slot) slot = make_env(id, config);
+    templates.push_back(slot.get());
+  }
+  const bool one_graph = built.size() == 1;
+  const BatchLayout layout = padded ? BatchLayout::kPadded : one_graph ? BatchLayout::kStacked
+                                                                       : BatchLayout::kConcatenated;
+  return from_templates(templates, layout, num_threads, pad_nodes, pad_edges, max_episode_steps);
+}
+
+void VectorEnv::set_num_threads(int num_threads) {
+  GOENV_CHECK(num_threads >= 1, InvalidArgument, "num_threads must be >= 1, got " << num_threads);
+  num_threads_ = num_threads;
+}
+
+Env& VectorEnv::env(int i) {
+  GOENV_CHECK(i >= 0 && i < num_envs(), InvalidArgument, "env index " << i << " outside [0, " << num_envs() << ")");
+  return *envs_[i];
+}
+
+const Env& VectorEnv::env(int i) const {
+  GOENV_CHECK(i >= 0 && i < num_envs(), InvalidArgument, "env index " << i << " outside [0, " << num_envs() << ")");
+  return *envs_[i];
+}
+
+void VectorEnv::build_static() {
+  const int b = num_envs();
+  static_.num_nodes.resize(b);
+  static_.num_edges.resize(b);
+  for (int i = 0; i < b; ++i) {
+    static_.num_nodes[i] = envs_[i]->graph().num_nodes();
+    static_.num_edges[i] = envs_[i]->graph().num_edges();
+  }
+  const StaticObservation& first = envs_.front()->static_observation();
+  const int f = first.node_feature_dim, fe = first.edge_feature_dim;
+  if (layout_ == BatchLayout::kStacked) {
+    static_.broadcast = true;
+    static_.shared = envs_.front()->static_observation_ptr();
+    return;
+  }
+  if (layout_ == BatchLayout::kConcatenated) {
+    static_.node_features.resize(static_cast<std::size_t>(total_nodes_) * f);
+    static_.edge_features.resize(static_cast<std::size_t>(total_edges_) * fe);
+    static_.edge_index.resize(2 * static_cast<std::size_t>(total_edges_));
+    static_.batch.resize(total_nodes_);
+    std::int64_t edge_offset = 0;
+    for (int i = 0; i < b; ++i) {
+      const StaticObservation& s = envs_[i]->static_observation();
+      const std::int64_t node_offset = concat_offset_[i];
+      std::copy(s.node_features.begin(), s.node_features.end(), static_.node_features.begin() + node_offset * f);
+      std::copy(s.edge_features.begin(), s.edge_features.end(), static_.edge_features.begin() + edge_offset * fe);
+      for (int e = 0; e < s.num_edges; ++e) {
+        static_.edge_index[edge_offset + e] = s.edge_index[e] + node_offset;
+        static_.edge_index[total_edges_ + edge_offset + e] = s.edge_index[s.num_edges + e] + node_offset;
+      }
+      std::fill(static_.batch.begin() + node_offset, static_.batch.begin() + node_offset + s.num_nodes, i);
+      edge_offset += s.num_edges;
+    }
+    return;
+  }
+  // Padded: one block per env (or one shared block when every env has the same graph).
+  static_.broadcast = same_graph_;
+  const int blocks = same_graph_ ? 1 : b;
+  const std::size_t p = max_nodes_, q = max_edges_;
+  static_.node_features.assign(blocks * p * f, 0.f);
+  static_.edge_features.assign(blocks * q * fe, 0.f);
+  static_.edge_index.assign(blocks * 2 * q, -1);
+  for (int i = 0; i < blocks; ++i) {
+    const StaticObservation& s = envs_[i]->static_observation();
+    std::copy(s.node_features.begin(), s.node_features.end(), static_.node_features.begin() + i * p * f);
+    std::copy(s.edge_features.begin(), s.edge_features.end(), static_.edge_features.begin() + i * q * fe);
+    std::int64_t* rows = &static_.edge_index[i * 2 * q];
+    std::copy(s.edge_index.begin(), s.edge_index.begin() + s.num_edges, rows);
+    std::copy(s.edge_index.begin() + s.num_edges, s.edge_index.end(), rows + q);
+  }
+}
+
+template <typename F>
+void VectorEnv::parallel_for_envs(F&& body) {
+  const int b = num_envs();
+  std::fill(errors_.begin(), errors_.end(), nullptr);
+  const int threads = std::min(num_threads_, b);
+  if (threads <= 1) {
+    for (int i = 0; i < b; ++i) {
+      try {
+        body(i);
+      } catch (...) {
+        errors_[i] = std::current_exception();
+      }
+    }
+  } else {
+    // dynamic: graphs of mixed sizes balance; nothing escapes the region.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int i = 0; i < b; ++i) {
+      try {
+        body(i);
+      } catch (...) {
+        errors_[i] = std::current_exception();
+      }
+    }
+  }
+  for (const auto& error : errors_)
+    if (error) std::rethrow_exception(error);  // the lowest env index first, on the calling thread
+}
+
+void VectorEnv::write_info(int i, const BatchBuffers& out, double reward, bool terminated, bool truncated) {
+  const StepInfo& info = envs_[i]->last_info();
+  if (out.reward) out.reward[i] = reward;
+  if (out.terminated) out.terminated[i] = terminated;
+  if (out.truncated) out.truncated[i] = truncated;
+  if (out.runtime) out.runtime[i] = info.runtime;
+  if (out.initial_runtime) out.initial_runtime[i] = info.initial_runtime;
+  if (out.speedup) out.speedup[i] = info.speedup;
+  if (out.lower_bound) out.lower_bound[i] = info.lower_bound;
+  if (out.peak_memory) {
+    double* row = out.peak_memory + static_cast<std::size_t>(i) * num_devices_;
+    for (int d = 0; d < num_devices_; ++d)
+      row[d] = d < static_cast<int>(info.peak_memory.size()) ? info.peak_memory[d] : 0.0;
+  }
+  if (out.oom) out.oom[i] = info.oom;
+  if (out.invalid) out.invalid[i] = info.invalid;
+}
+
+void VectorEnv::zero_padding(int i, const BatchBuffers& out) {
+  if (layout_ != BatchLayout::kPadded) return;
+  const std::int64_t n = envs_[i]->graph().num_nodes();
+  const std::int64_t first = node_offset_[i] + n, last = node_offset_[i] + max_nodes_;
+  std::fill(out.node_state + first * node_state_dim_, out.node_state + last * node_state_dim_, 0.f);
+  std::fill(out.action_mask + first * action_mask_width_, out.action_mask + last * action_mask_width_,
+            std::int8_t{0});
+}
+
+void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& buffers) {
+  const auto started = std::chrono::steady_clock::now();
+  BatchBuffers out = buffers;  // reset reports no reward or episode ends
+  out.reward = nullptr;
+  out.terminated = out.truncated = nullptr;
+  GOENV_CHECK(out.node_state && out.action_mask && out.globals, InvalidArgument,
+              "vector env: reset needs node_state, action_mask and globals buffers");
+  const int b = num_envs();
+  for (int i = 0; i < b; ++i)
+    GOENV_CHECK(!mask || mask[i] || has_reset_[i], ResetNeeded,
+                "vector env: env " << i << " is left out of reset_mask but was never reset; reset every env first");
+  parallel_for_envs([&](int i) {
+    float* node_state = out.node_state + node_offset_[i] * node_state_dim_;
+    std::int8_t* action_mask = out.action_mask + node_offset_[i] * action_mask_width_;
+    float* globals = out.globals + static_cast<std::size_t>(i) * global_dim_;
+    Env& env = *envs_[i];
+    if (!mask || mask[i]) {
+      seed_[i] = seeds ? seeds[i] : 0;
+      episode_[i] = 0;
+      episode_steps_[i] = 0;
+      autoreset_[i] = 0;
+      has_reset_[i] = 1;
+      env.reset_into(episode_seed(seed_[i], 0), node_state, action_mask, globals);
+    } else {
+      env.observe_into(node_state, action_mask, globals);
+    }
+    write_info(i, out, 0.0, false, false);
+    zero_padding(i, out);
+  });
+  last_call_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+void VectorEnv::step(const std::int64_t* const* actions, const ActionLayout& action_layout, const BatchBuffers& out) {
+  const auto started = std::chrono::steady_clock::now();
+  GOENV_CHECK(out.node_state && out.action_mask && out.globals, InvalidArgument,
+              "vector env: step needs node_state, action_mask and globals buffers");
+  const int b = num_envs();
+  const std::size_t heads = envs_.front()->heads().size();
+  // Serial checks first, so a bad action leaves every env untouched.
+  for (int i = 0; i < b; ++i) {
+    if (autoreset_[i]) continue;  // this step resets env i and ignores its action
+    GOENV_CHECK(has_reset_[i] && !envs_[i]->needs_reset(), ResetNeeded,
+                "vector env: env " << i << " (" << envs_[i]->id() << ") was never reset; call reset() first");
+    const std::int64_t offset = node_mode() ? i
+                                : action_layout.concatenated ? concat_offset_[i]
+                                                             : i * action_layout.row_width;
+    for (std::size_t h = 0; h < heads; ++h) {
+      GOENV_CHECK(actions[h] != nullptr, InvalidAction,
+                  "vector env: missing '" << head_name(envs_[i]->heads()[h]) << "' actions");
+      env_actions_[i][h] = actions[h] + offset;
+    }
+    try {
+      envs_[i]->check_action(env_actions_[i].data());
+    } catch (const InvalidAction& e) {
+      GOENV_FAIL(InvalidAction, "env " << i << " of the batch: " << e.what());
+    }
+  }
+  parallel_for_envs([&](int i) {
+    float* node_state = out.node_state + node_offset_[i] * node_state_dim_;
+    std::int8_t* action_mask = out.action_mask + node_offset_[i] * action_mask_width_;
+    float* globals = out.globals + static_cast<std::size_t>(i) * global_dim_;
+    Env& env = *envs_[i];
+    if (autoreset_[i]) {
+      ++episode_[i];
+      episode_steps_[i] = 0;
+      autoreset_[i] = 0;
+      env.reset_into(episode_seed(seed_[i], episode_[i]), node_state, action_mask, globals);
+      write_info(i, out, 0.0, false, false);
+    } else {
+      const Env::StepOutcome o = env.step_into(env_actions_[i].data(), node_state, action_mask, globals);
+      ++episode_steps_[i];
+      const bool truncated =
+          o.truncated || (!o.terminated && max_episode_steps_ > 0 && episode_steps_[i] >= max_episode_steps_);
+      autoreset_[i] = o.terminated || truncated;
+      write_info(i, out, o.reward, o.terminated, truncated);
+    }
+    zero_padding(i, out);
+  });
+  last_call_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+const BatchBuffers& VectorEnv::owned_buffers() {
+  if (owned_ready_) return owned_;
+  const std::size_t b = num_envs(), rows = node_rows_;
+  own_node_state_.assign(rows * node_state_dim_, 0.f);
+  own_action_mask_.assign(rows * action_mask_width_, 0);
+  own_globals_.assign(b * global_dim_, 0.f);
+  own_reward_.assign(b, 0);
+  own_runtime_.assign(b, 0);
+  own_initial_runtime_.assign(b, 0);
+  own_speedup_.assign(b, 0);
+  own_lower_bound_.assign(b, 0);
+  own_peak_memory_.assign(b * num_devices_, 0);
+  own_terminated_.assign(b, 0);
+  own_truncated_.assign(b, 0);
+  own_oom_.assign(b, 0);
+  own_invalid_.assign(b, 0);
+  owned_ = {own_node_state_.data(), own_action_mask_.data(), own_globals_.data(), own_reward_.data(),
+            own_terminated_.data(), own_truncated_.data(), own_runtime_.data(), own_initial_runtime_.data(),
+            own_speedup_.data(), own_lower_bound_.data(), own_peak_memory_.data(), own_oom_.data(),
+            own_invalid_.data()};
+  owned_ready_ = true;
+  return owned_;
+}
+
+namespace {
+
+constexpr std::uint32_t kVectorStateVersion = 1;
+
+struct VectorState {
+  std::uint32_t version = kVectorStateVersion;
+  std::vector<std::string> envs;
+  std::vector<std::uint8_t> autoreset;
+  std::vector<std::uint64_t> seed, episode;
+  std::vector<std::int32_t> episode_steps;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(version, envs, autoreset, seed, episode, episode_steps);
+  }
+};
+
+}  // namespace
+
+std::string VectorEnv::get_state() const {
+  VectorState s;
+  for (const auto& env : envs_) s.envs.push_back(env->get_state());
+  s.autoreset = autoreset_;
+  s.seed = seed_;
+  s.episode = episode_;
+  s.episode_steps = episode_steps_;
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(s);
+  }
+  return os.str();
+}
+
+void VectorEnv::set_state(const std::string& bytes) {
+  VectorState s;
+  try {
+    std::istringstream is(bytes);
+    cereal::PortableBinaryInputArchive ar(is);
+    ar(s);
+  } catch (const std::exception& e) {
+    GOENV_FAIL(InvalidArgument, "vector env: cannot decode the state: " << e.what());
+  }
+  const auto b = static_cast<std::size_t>(num_envs());
+  GOENV_CHECK(s.version == kVectorStateVersion, InvalidArgument, "vector env: state version " << s.version);
+  GOENV_CHECK(s.envs.size() == b && s.autoreset.size() == b && s.seed.size() == b && s.episode.size() == b &&
+                  s.episode_steps.size() == b,
+              InvalidArgument, "vector env: the state holds " << s.envs.size() << " envs, this batch has " << b);
+  parallel_for_envs([&](int i) {
+    envs_[i]->set_state(s.envs[i]);
+    has_reset_[i] = envs_[i]->started();
+  });
+  autoreset_ = std::move(s.autoreset);
+  seed_ = std::move(s.seed);
+  episode_ = std::move(s.episode);
+  episode_steps_ = std::move(s.episode_steps);
+}
+
+}  // namespace goenv

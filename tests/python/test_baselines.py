@@ -1,0 +1,128 @@
+"""goenv.baselines: listing, solving (every method on a small graph and on
+Inception), the table, and the errors bad names and wrong tasks raise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import goenv
+from goenv import baselines
+
+ALL = ["critical-path", "expert", "fifo", "heft", "heft-rank", "local-search", "m-etf", "m-topo", "metis",
+       "none", "random-search", "round-robin", "single", "xla"]
+
+
+@pytest.fixture(scope="module")
+def placement_env():
+    return goenv.make("placement-inception")
+
+
+def small_graph():
+    """A fork-join graph: 6 parallel chains of 2 matmuls, cheap tensors."""
+    matmul = goenv.op_type_names().index("MatMul")
+    edges = [(0, 2 + 2 * i) for i in range(6)] + [(2 + 2 * i, 3 + 2 * i) for i in range(6)] + \
+            [(3 + 2 * i, 1) for i in range(6)]
+    n = 14
+    return goenv.Graph.from_arrays(np.array(edges).T, flops=np.full(n, 2e11), output_bytes=np.full(n, 4096),
+                                   param_bytes=np.zeros(n, dtype=np.int64), op_type=np.full(n, matmul))
+
+
+def test_list_and_info():
+    assert baselines.list() == ALL
+    assert "heft" not in baselines.list("scheduling")
+    assert set(baselines.list("scheduling")) == {"fifo", "critical-path", "heft-rank", "random-search", "local-search"}
+    assert baselines.list("joint") == ALL
+    heft = baselines.info("heft")
+    assert heft["name"] == "heft" and heft["heads"] == ["placement"] and heft["description"]
+    assert baselines.info("local-search")["heads"] == ["placement", "priority", "fusion"]
+
+
+def test_unknown_names_raise_not_found(placement_env):
+    with pytest.raises(goenv.NotFound, match="heft"):
+        baselines.solve(placement_env, "no-such-method")
+    with pytest.raises(KeyError):
+        baselines.info("no-such-method")
+    with pytest.raises(goenv.NotFound):
+        baselines.list("no-such-task")
+
+
+def test_placement_baseline_on_scheduling_env_raises_value_error():
+    env = goenv.make("scheduling-inception")
+    with pytest.raises(ValueError, match="decides placement"):
+        baselines.solve(env, "heft")
+    with pytest.raises(ValueError):
+        baselines.solve(env, "fifo", budget=-1)
+
+
+@pytest.mark.parametrize("task", ["placement", "scheduling", "fusion", "joint"])
+def test_every_method_on_a_small_graph(task):
+    env = goenv.GraphEnv.from_graph(task, small_graph(), "4xgpu-nvlink")
+    n = env.core.num_nodes
+    for name in baselines.list(task):
+        r = baselines.solve(env, name, budget=15, seed=1)
+        assert r["method"] == name
+        for key, dtype in (("placement", np.int32), ("priority", np.float64), ("fusion", np.int32)):
+            assert r[key].shape == (n,) and r[key].dtype == dtype
+        assert 0 <= r["simulator_calls"] <= 15
+        assert r["runtime"] > 0 and r["seconds"] >= 0
+        if not (r["oom"] or r["invalid"]) and task in ("placement", "scheduling"):
+            assert r["runtime"] >= r["lower_bound"] * (1 - 1e-9)
+        # The action steps the env (priorities quantized to levels) and gives the same runtime, or close.
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(r["action"])
+        if task != "scheduling" and task != "joint":
+            assert info["runtime"] == pytest.approx(r["runtime"])
+        else:
+            assert info["runtime"] == pytest.approx(r["runtime"], rel=0.25)
+
+
+def test_solve_accepts_the_core_and_leaves_the_episode_alone(placement_env):
+    placement_env.reset(seed=0)
+    before = placement_env.core.placement.copy()
+    a = baselines.solve(placement_env, "heft")
+    b = baselines.solve(placement_env.core, "heft")
+    np.testing.assert_array_equal(a["placement"], b["placement"])
+    np.testing.assert_array_equal(placement_env.core.placement, before)
+    assert a["speedup"] == pytest.approx(a["initial_runtime"] / a["runtime"])
+    assert a["lower_bound"] == pytest.approx(baselines.lower_bound(placement_env))
+    assert a["simulator_calls"] == 0
+
+
+def test_search_is_deterministic_and_within_budget(placement_env):
+    a = baselines.solve(placement_env, "local-search", budget=20, seed=3)
+    b = baselines.solve(placement_env, "local-search", budget=20, seed=3)
+    assert a["simulator_calls"] == 20
+    np.testing.assert_array_equal(a["placement"], b["placement"])
+    assert a["runtime"] == b["runtime"]
+    assert a["runtime"] <= a["initial_runtime"]
+
+
+def test_table_and_format(placement_env):
+    rows = baselines.table(placement_env, methods=["single", "heft", "metis", "random-search"], budget=5,
+                           progress=False)
+    assert [r["method"] for r in rows] == ["single", "heft", "metis", "random-search"]
+    for r in rows:
+        assert set(r) == {"method", "runtime_ms", "speedup", "lower_bound_ratio", "oom", "invalid",
+                          "simulator_calls", "seconds"}
+        assert r["lower_bound_ratio"] >= 1 - 1e-9
+    assert rows[0]["speedup"] == pytest.approx(1.0)  # the initial placement is everything on device 0
+    assert rows[3]["simulator_calls"] == 5
+    text = baselines.format_table(rows)
+    lines = text.splitlines()
+    assert lines[0].split()[0] == "method" and len(lines) == 2 + len(rows)
+    assert "heft" in text and "metis" in text
+
+
+def test_table_defaults_to_the_tasks_methods_with_a_progress_bar(capsys):
+    env = goenv.GraphEnv.from_graph("fusion", small_graph(), "2xgpu-nvlink")
+    rows = baselines.table(env, budget=3)
+    assert [r["method"] for r in rows] == baselines.list("fusion")
+    assert "baselines on" in capsys.readouterr().err
+
+
+def test_quantize_priorities():
+    q = baselines.quantize_priorities([0.5, 2.0, 0.5, 1.0], 16)
+    assert q.dtype == np.int64 and q.tolist() == [0, 15, 0, 7]
+    with pytest.raises(ValueError):
+        baselines.quantize_priorities([np.nan], 4)
