@@ -1,4 +1,4 @@
-"""The first five minutes with goenv: make an env, step it, simulate by hand, draw the schedule."""
+"""The first five minutes with goenv: make an env, step it, compare baselines, simulate by hand, draw."""
 
 import numpy as np
 
@@ -9,17 +9,22 @@ obs, info = env.reset(seed=0)
 print(env, "| default placement:", f"{info['runtime'] * 1e3:.1f} ms")
 print({key: value.shape for key, value in obs.items()})
 
-# One whole-graph decision per step: a device for every op.
+# One whole-graph decision per step: a device for every op. A random one splits
+# colocation groups (a variable and its update op must share a device): invalid.
 obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
-print(f"random placement: reward {reward:+.3f}, invalid={info['invalid']} ({info['invalid_reason'][:60]}...)")
+print(f"random placement: reward {reward:+.3f}, invalid={info['invalid']}")
 
-# The simulator directly: split the graph in two by topological position.
+# A baseline's decisions are a valid action.
+heft = goenv.baselines.solve(env, "metis")
+obs, info = env.reset(seed=0)
+obs, reward, terminated, truncated, info = env.step(heft["action"])
+print(f"metis: {info['runtime'] * 1e3:.1f} ms, reward {reward:+.4f}, "
+      f"lower bound {goenv.baselines.lower_bound(env) * 1e3:.1f} ms")
+
+# The simulator directly, with fusion (XLA-style priorities: 1 for every fusible op).
 graph = env.graph
-placement = np.zeros(graph.num_nodes, dtype=np.int64)
-placement[graph.topological_order[graph.num_nodes // 2:]] = 1
-result = goenv.simulate(graph, "2xgpu-nvlink", placement=placement)
-print(result, "peak memory (GiB):", np.round(result.peak_memory / 2**30, 2),
-      "| lower bound:", f"{goenv.lower_bound(graph, '2xgpu-nvlink') * 1e3:.1f} ms")
+result = goenv.simulate(graph, "2xgpu-nvlink", placement=heft["placement"], fusion=np.ones(graph.num_nodes, np.int64))
+print(result, "kernels:", len(np.unique(result.kernel)), "peak memory (GiB):", np.round(result.peak_memory / 2**30, 2))
 
 image = env.render()  # RGB Gantt chart of the last adopted schedule
 print("rendered", image.shape)

@@ -53,10 +53,10 @@ def baselines_table(budget: int = 1000) -> str:
 
 
 def replace_section(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
+    pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
         raise SystemExit(f"README.md has no <!-- {name}:begin/end --> markers")
-    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
 
 def main(argv: list[str]) -> None:
