@@ -15,15 +15,15 @@ obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 print(f"random placement: reward {reward:+.3f}, invalid={info['invalid']}")
 
 # A baseline's decisions are a valid action.
-heft = goenv.baselines.solve(env, "metis")
+metis = goenv.baselines.solve(env, "metis")
 obs, info = env.reset(seed=0)
-obs, reward, terminated, truncated, info = env.step(heft["action"])
+obs, reward, terminated, truncated, info = env.step(metis["action"])
 print(f"metis: {info['runtime'] * 1e3:.1f} ms, reward {reward:+.4f}, "
       f"lower bound {goenv.baselines.lower_bound(env) * 1e3:.1f} ms")
 
 # The simulator directly, with fusion (XLA-style priorities: 1 for every fusible op).
 graph = env.graph
-result = goenv.simulate(graph, "2xgpu-nvlink", placement=heft["placement"], fusion=np.ones(graph.num_nodes, np.int64))
+result = goenv.simulate(graph, "2xgpu-nvlink", placement=metis["placement"], fusion=np.ones(graph.num_nodes, np.int64))
 print(result, "kernels:", len(np.unique(result.kernel)), "peak memory (GiB):", np.round(result.peak_memory / 2**30, 2))
 
 image = env.render()  # RGB Gantt chart of the last adopted schedule
