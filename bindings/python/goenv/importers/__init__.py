@@ -167,6 +167,28 @@ def rnn_flops(steps: int, batch: int, weight_shapes: Iterable[Shape], hidden: in
     return float(steps) * batch * (2.0 * matrices + per_gate_element * hidden * cells)
 
 
+class CostRules(dict):
+    """Cost rules by source op name: (goenv op type, or a function of the op giving it;
+    FLOPs as a function of the op; free: a view that moves no data). Shared by the importers,
+    whose ops all carry input shapes `ins` and output shapes `outs`."""
+
+    def add(self, names: str, op_type, flops, free: bool = False) -> None:
+        for name in names.split():
+            self[name] = (op_type, flops, free)
+
+
+def no_flops(op) -> float:
+    return 0.0
+
+
+def elementwise_op_flops(op) -> float:
+    return elementwise_flops(op.outs[:1])
+
+
+def reduction_op_flops(op) -> float:
+    return reduction_flops(op.ins[0]) if op.ins else 0.0
+
+
 def unknown_op_flops(outputs: Iterable[Shape]) -> float:
     """The conservative estimate for an op without a rule: 1 FLOP per output element."""
     return float(sum(numel(s) for s in outputs))

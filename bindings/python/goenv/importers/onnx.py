@@ -22,6 +22,10 @@ from typing import Callable
 
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 from goenv.importers import (
+    CostRules,
+    elementwise_op_flops,
+    no_flops,
+    reduction_op_flops,
     GraphAssembler,
     caller_stacklevel,
     conv_flops,
@@ -31,7 +35,6 @@ from goenv.importers import (
     norm_flops,
     numel,
     pool_flops,
-    reduction_flops,
     rnn_flops,
     sanitize_name,
     softmax_flops,
@@ -54,28 +57,16 @@ class _Node:
         return self.attrs.get(name, default)
 
 
-_RULES: dict[str, tuple] = {}
-
-
-def _rule(names: str, op_type, flops: Callable[[_Node], float], free: bool = False) -> None:
-    for name in names.split():
-        _RULES[name] = (op_type, flops, free)
-
-
-def _zero(n: _Node) -> float:
-    return 0.0
-
-
-def _elementwise(n: _Node) -> float:
-    return elementwise_flops(n.outs[:1])
+_RULES = CostRules()
+_rule = _RULES.add
+_zero = no_flops
+_elementwise = elementwise_op_flops
 
 
 def _variadic(n: _Node) -> float:
     return elementwise_flops(n.outs[:1], max(len([s for s in n.ins if s is not None]) - 1, 1))
 
-
-def _reduction(n: _Node) -> float:
-    return reduction_flops(n.ins[0])
+_reduction = reduction_op_flops
 
 
 def _matmul_type(n: _Node) -> str:

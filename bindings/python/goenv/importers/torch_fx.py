@@ -30,6 +30,10 @@ from typing import Any, Callable
 
 from goenv._core import Graph, InvalidArgument
 from goenv.importers import (
+    CostRules,
+    elementwise_op_flops,
+    no_flops,
+    reduction_op_flops,
     GraphAssembler,
     attention_flops,
     caller_stacklevel,
@@ -82,25 +86,12 @@ class _Call:
 # Cost rules keyed by ATen op name (the overload packet; in-place variants
 # "add_" use the rule of "add").
 
-_Rule = tuple  # (op type: str | Callable[[_Call], str], flops: Callable[[_Call], float], free: bool)
-_RULES: dict[str, _Rule] = {}
+_RULES = CostRules()
+_rule = _RULES.add
+_zero = no_flops
+_elementwise = elementwise_op_flops
 
-
-def _rule(names: str, op_type, flops: Callable[[_Call], float], free: bool = False) -> None:
-    for name in names.split():
-        _RULES[name] = (op_type, flops, free)
-
-
-def _zero(c: _Call) -> float:
-    return 0.0
-
-
-def _elementwise(c: _Call) -> float:
-    return elementwise_flops(c.outs[:1])
-
-
-def _reduction(c: _Call) -> float:
-    return reduction_flops(c.ins[0]) if c.ins else 0.0
+_reduction = reduction_op_flops
 
 
 def _matmul_type(c: _Call) -> str:
