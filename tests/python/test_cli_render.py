@@ -134,7 +134,7 @@ def test_cli_render_writes_a_png(method, tmp_path, capsys):
 
 
 def test_cli_demo_compares_placements_and_charts_the_best(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--out", str(tmp_path), "--train-steps", "0"]) == 0
     out = capsys.readouterr().out
     for method in ("single", "expert", "round-robin", "metis", "m-etf", "heft", "local-search"):
         assert f"\n{method} " in out
@@ -170,3 +170,13 @@ def test_python_dash_m_goenv_reports_errors_without_traceback():
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.startswith("goenv: error: unknown ") and "Traceback" not in done.stderr
+
+
+def test_cli_train_reports_and_saves(tmp_path, capsys):
+    pytest.importorskip("torch")
+    checkpoint = tmp_path / "agent.ckpt"
+    assert main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "16", "--save", str(checkpoint),
+                 "--log-dir", str(tmp_path / "log")]) == 0
+    out = capsys.readouterr().out
+    assert "ppo after 16 steps on placement-transformer-xl-2" in out and "speedup" in out
+    assert checkpoint.exists() and (tmp_path / "log" / "metrics.csv").exists()

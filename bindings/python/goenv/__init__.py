@@ -22,14 +22,14 @@ from goenv._core import (
     SimulationResult,
     op_type_names,
 )
-from goenv import baselines, clusters, datasets
+from goenv import agents, baselines, clusters, datasets
 from goenv.envs import GraphEnv, list_envs, make
 from goenv.simulation import lower_bound, simulate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
+    "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
     "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "list_envs",
     "lower_bound", "make", "op_type_names", "simulate",
 ]

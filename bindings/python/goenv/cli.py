@@ -1,9 +1,10 @@
-"""The `goenv` command line: list, info, baselines, render, demo, dataset.
+"""The `goenv` command line: list, info, baselines, render, train, demo, dataset.
 
     goenv list
     goenv info placement-inception
     goenv render placement-inception --method heft -o out/inception.png
     goenv baselines placement-inception --methods heft,metis --budget 500
+    goenv train placement-inception --agent go --steps 2000 --log-dir runs/go
     goenv demo --out out
     goenv dataset generate random-layered --count 1000 --out data/layered
 
@@ -138,6 +139,38 @@ def _baselines(args: argparse.Namespace) -> None:
     print(goenv.baselines.format_table(rows))
 
 
+def _train(args: argparse.Namespace) -> None:
+    import goenv.agents
+
+    make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
+    agent = make(seed=args.seed)
+    env = _make(args.id, args.cluster)
+    agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
+    result = agent.evaluate([env])[env.core.id]
+    print(f"{args.agent} after {args.steps} steps on {args.id}: {result['runtime'] * MS:.3f} ms "
+          f"(default {result['initial_runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x, "
+          f"lower bound {result['lower_bound'] * MS:.3f} ms)")
+    if args.log_dir:
+        print(f"metrics and training curve: {args.log_dir}")
+    if args.save:
+        agent.save(args.save)
+        print(f"agent saved to {args.save}")
+
+
+def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
+    """A short PPO run beside the baselines (the agents need torch; say so if it is missing)."""
+    try:
+        import goenv.agents
+
+        agent = goenv.agents.PPO(seed=seed)
+    except ImportError as error:
+        return f"PPO agent skipped: {error}"
+    agent.train([env], total_steps=steps, log_dir=os.path.join(out, "demo_training"))
+    result = agent.evaluate([env])[env.core.id]
+    return (f"PPO after {steps} simulated steps: {result['runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x "
+            f"(training curve: {os.path.join(out, 'demo_training', 'training_curve.png')})")
+
+
 def _demo(args: argparse.Namespace) -> None:
     env = _make(DEMO_ENV, args.cluster)
     graph, cluster = env.graph, env.cluster
@@ -147,6 +180,8 @@ def _demo(args: argparse.Namespace) -> None:
     rows = goenv.baselines.table(env, DEMO_METHODS, budget=args.budget, seed=args.seed)
     print(goenv.baselines.format_table(rows))
     print("speedup: default runtime / runtime; / lower bound: runtime / lower bound")
+    if args.train_steps > 0:
+        print(f"\n{_demo_training(env, args.train_steps, args.seed, args.out)}")
     valid = [row for row in rows if not (row["oom"] or row["invalid"])]
     if not valid:
         print("\nno placement was valid; no chart written")
@@ -186,7 +221,17 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", parents=[options],
                                help=f"simple placements of {DEMO_ENV} compared, best one charted")
     demo.add_argument("--out", default="out", help="folder for demo_gantt.png (default: %(default)s)")
+    demo.add_argument("--train-steps", type=int, default=256,
+                      help="simulated steps of a short PPO run beside the baselines; 0 skips it (default: %(default)s)")
     demo.set_defaults(run=_demo)
+
+    train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env")
+    train.add_argument("id", help="env id, e.g. placement-inception")
+    train.add_argument("--agent", choices=["go", "ppo"], default="go", help="GO policy or the PPO baseline policy")
+    train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
+    train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
+    train.add_argument("--save", help="checkpoint path")
+    train.set_defaults(run=_train)
 
     from goenv import dataset_files
 

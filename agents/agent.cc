@@ -1,0 +1,788 @@
+// The Agent: PPO (Schulman et al., 2017) stepping goenv Envs from C++, with
+// one-shot episodes by default (advantage = reward - value) and GAE(lambda)
+// for longer horizons; acting on raw observations; checkpoints.
+#include <ATen/CPUGeneratorImpl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <sstream>
+
+#include "agents/agent.h"
+#include "agents/policy.h"
+#include "core/error.h"
+#include "envs/registry.h"
+
+namespace goenv::agents {
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};
+constexpr std::uint32_t kCheckpointVersion = 1;
+
+// Torch reports errors as c10::Error; callers of the agent see goenv's types.
+template <typename F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw Error(std::string("torch: ") + e.what_without_backtrace());
+  }
+}
+
+torch::Device choose_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  GOENV_CHECK(cuda || name != "cuda", InvalidArgument, "device='cuda' but torch sees no CUDA device");
+  return cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t h = 1469598103934665603ULL) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    h = mix(h ^ word);
+  }
+  for (; i < size; ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+  return mix(h ^ size);
+}
+
+bool same_observation(const DynamicObservation& a, const DynamicObservation& b) {
+  return a.node_state == b.node_state && a.action_mask == b.action_mask && a.globals == b.globals;
+}
+
+// Observations stacked as tensors on the device: node_state (B, N, S), mask (B, N, A) bool, globals (B, G).
+struct Batch {
+  torch::Tensor node_state, mask, globals;
+  Batch select(const torch::Tensor& index) const {
+    return {node_state.index_select(0, index), mask.index_select(0, index), globals.index_select(0, index)};
+  }
+};
+
+Batch stack(const std::vector<const DynamicObservation*>& observations, const PolicySpec& spec, int num_nodes,
+            const torch::Device& device) {
+  const auto b = static_cast<std::int64_t>(observations.size());
+  const std::int64_t n = num_nodes, s = spec.node_state_dim, a = spec.action_mask_width(), g = spec.global_dim;
+  torch::Tensor state = torch::empty({b, n, s}, torch::kFloat32);
+  torch::Tensor mask = torch::empty({b, n, a}, torch::kInt8);
+  torch::Tensor globals = torch::empty({b, g}, torch::kFloat32);
+  for (std::int64_t i = 0; i < b; ++i) {
+    const DynamicObservation& o = *observations[i];
+    GOENV_CHECK(static_cast<std::int64_t>(o.node_state.size()) == n * s &&
+                    static_cast<std::int64_t>(o.action_mask.size()) == n * a &&
+                    static_cast<std::int64_t>(o.globals.size()) == g,
+                InvalidArgument, "observation does not match the policy's spec " << spec.describe());
+    std::memcpy(state[i].data_ptr<float>(), o.node_state.data(), n * s * sizeof(float));
+    std::memcpy(mask[i].data_ptr<std::int8_t>(), o.action_mask.data(), n * a);
+    std::memcpy(globals[i].data_ptr<float>(), o.globals.data(), g * sizeof(float));
+  }
+  return {state.to(device), mask.to(device).to(torch::kBool), globals.to(device)};
+}
+
+struct Sample {
+  int unique = 0;  // index into the slot's unique observations
+  float reward = 0, value = 0;
+  double log_prob = 0;
+  bool done = false, invalid = false;
+  double runtime = 0, speedup = 0;
+  double advantage = 0, value_target = 0;
+};
+
+// One graph being trained on: env copies, their current observations, the rollout.
+struct Slot {
+  std::string id;
+  std::vector<std::unique_ptr<Env>> envs;
+  std::vector<DynamicObservation> current;
+  std::vector<std::int64_t> episodes;  // per copy, for reset seeds
+  GraphTensors graph;
+  int num_nodes = 0;
+  double best_runtime = std::numeric_limits<double>::infinity(), initial_runtime = 0;
+  // Rollout: samples in (step, copy) order; actions per head, one (copies, N) tensor per step.
+  std::vector<DynamicObservation> uniques;
+  std::vector<Sample> samples;
+  std::vector<std::vector<torch::Tensor>> actions;
+  std::vector<float> bootstrap;
+};
+
+}  // namespace
+
+struct Agent::Impl {
+  AgentConfig config;
+  bool ready = false;
+  PolicySpec spec;
+  torch::Device device = torch::kCPU;
+  Policy policy;
+  std::unique_ptr<torch::optim::Adam> optimizer;
+  torch::Generator generator;
+  std::int64_t steps_trained = 0;
+  std::size_t next_slot = 0;
+  // act(): the last graph's tensors, by content hash.
+  std::uint64_t act_graph_key = 0;
+  GraphTensors act_graph;
+
+  explicit Impl(AgentConfig c) : config(std::move(c)) {
+    validate(config);
+    device = choose_device(config.device);
+    generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(config.seed));
+  }
+
+  // Sets torch's intra-op threads to config.num_threads for one call, then
+  // restores the process-wide setting (other torch users keep theirs).
+  struct ThreadScope {
+    int previous = 0;
+    explicit ThreadScope(int threads) {
+      if (threads <= 0) return;
+      previous = torch::get_num_threads();
+      if (previous != threads) torch::set_num_threads(threads);
+      else previous = 0;
+    }
+    ~ThreadScope() {
+      if (previous > 0) torch::set_num_threads(previous);
+    }
+    ThreadScope(const ThreadScope&) = delete;
+    ThreadScope& operator=(const ThreadScope&) = delete;
+  };
+
+  void build(const PolicySpec& s) {
+    Policy p = make_policy(config, s);
+    p->to(device);
+    policy = std::move(p);
+    spec = s;
+    ready = true;
+    optimizer = std::make_unique<torch::optim::Adam>(policy->parameters(),
+                                                     torch::optim::AdamOptions(config.learning_rate));
+  }
+
+  void check_spec(const PolicySpec& s, const std::string& what) const {
+    GOENV_CHECK(s == spec, InvalidArgument,
+                what << " does not fit the policy: it has " << s.describe() << ", the policy was built for "
+                     << spec.describe() << " (one policy serves envs with the same features, devices and heads)");
+  }
+
+  void check_env(const Env& env) {
+    GOENV_CHECK(!env.node_mode(), InvalidArgument,
+                env.id() << ": the agents decide whole graphs; decision_mode='node' is not supported");
+    const PolicySpec s = PolicySpec::of(env);
+    if (!ready) build(s);
+    check_spec(s, "env " + env.id());
+  }
+
+  // Masked logits per head and values for a batch.
+  std::pair<std::vector<torch::Tensor>, torch::Tensor> run(const GraphTensors& graph, const Batch& batch) {
+    PolicyOutput out = policy->forward(graph, batch.node_state, batch.globals);
+    std::int64_t offset = 0;
+    for (std::size_t h = 0; h < out.logits.size(); ++h) {
+      out.logits[h] = mask_logits(out.logits[h], batch.mask.narrow(-1, offset, spec.choices[h]));
+      offset += spec.choices[h];
+    }
+    return {std::move(out.logits), std::move(out.value)};
+  }
+
+  std::uint64_t reset_seed(std::size_t slot, std::size_t copy, std::int64_t episode) const {
+    return mix(mix(mix(static_cast<std::uint64_t>(config.seed)) ^ slot) ^ (copy << 20)) ^ static_cast<std::uint64_t>(episode);
+  }
+
+  std::unique_ptr<Env> copy_env(const Env& prototype) const {
+    return make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), prototype.config());
+  }
+
+  // One step of every env copy of a slot: act on the current observations, step, record.
+  void collect(Slot& slot, std::size_t slot_index) {
+    const int copies = static_cast<int>(slot.envs.size()), n = slot.num_nodes;
+    std::vector<int> unique_of(copies);
+    std::vector<int> fresh;  // copies whose observation is new this step
+    for (int k = 0; k < copies; ++k) {
+      int found = -1;
+      for (std::size_t j = 0; j < fresh.size() && found < 0; ++j)
+        if (same_observation(slot.current[k], slot.current[fresh[j]])) found = static_cast<int>(j);
+      if (found < 0) {
+        found = static_cast<int>(fresh.size());
+        fresh.push_back(k);
+      }
+      unique_of[k] = found;
+    }
+    const int base = static_cast<int>(slot.uniques.size());
+    std::vector<const DynamicObservation*> pointers;
+    for (int k : fresh) {
+      slot.uniques.push_back(slot.current[k]);
+      pointers.push_back(&slot.current[k]);
+    }
+    std::vector<torch::Tensor> actions;
+    torch::Tensor log_probs, values;
+    {
+      torch::NoGradGuard no_grad;
+      auto [logits, value] = run(slot.graph, stack(pointers, spec, n, device));
+      const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(unique_of.begin(), unique_of.end()),
+                                                torch::kInt64).to(device);
+      for (auto& l : logits) {
+        l = l.index_select(0, index);
+        actions.push_back(sample_actions(l, false, generator));
+      }
+      log_probs = log_prob(logits, actions).to(torch::kCPU);
+      values = value.index_select(0, index).to(torch::kFloat32).to(torch::kCPU);
+      for (auto& a : actions) a = a.to(torch::kCPU).contiguous();
+    }
+    std::vector<StepResult> results(copies);
+    std::vector<std::exception_ptr> errors(copies);
+    const int threads = std::max(1, std::min(copies, omp_get_max_threads()));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int k = 0; k < copies; ++k) {
+      try {
+        std::vector<const std::int64_t*> parts;
+        for (const auto& a : actions) parts.push_back(a.data_ptr<std::int64_t>() + static_cast<std::int64_t>(k) * n);
+        results[k] = slot.envs[k]->step(parts);
+        if (results[k].terminated)
+          results[k].observation = slot.envs[k]->reset(reset_seed(slot_index, k, ++slot.episodes[k]));
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    }
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (int k = 0; k < copies; ++k) {
+      const StepResult& r = results[k];
+      Sample s;
+      s.unique = base + unique_of[k];
+      s.reward = static_cast<float>(r.reward);
+      s.value = values[k].item<float>();
+      s.log_prob = log_probs[k].item<double>();
+      s.done = r.terminated;
+      s.invalid = r.info.oom || r.info.invalid;
+      s.runtime = r.info.runtime;
+      s.speedup = r.info.speedup;
+      slot.initial_runtime = r.info.initial_runtime;
+      if (!s.invalid) slot.best_runtime = std::min(slot.best_runtime, r.info.runtime);
+      slot.samples.push_back(s);
+      slot.current[k] = std::move(results[k].observation);
+    }
+    slot.actions.push_back(std::move(actions));
+  }
+
+  // Value of each copy's current observation, for rollouts that end mid-episode.
+  void bootstrap(Slot& slot) {
+    const int copies = static_cast<int>(slot.envs.size());
+    slot.bootstrap.assign(copies, 0.f);
+    bool needed = false;
+    for (int k = 0; k < copies; ++k) needed |= !slot.samples[slot.samples.size() - copies + k].done;
+    if (!needed) return;
+    torch::NoGradGuard no_grad;
+    std::vector<const DynamicObservation*> pointers;
+    for (const auto& o : slot.current) pointers.push_back(&o);
+    const torch::Tensor values = run(slot.graph, stack(pointers, spec, slot.num_nodes, device)).second.to(torch::kCPU);
+    for (int k = 0; k < copies; ++k) slot.bootstrap[k] = values[k].item<float>();
+  }
+
+  void advantages(Slot& slot) const {
+    const int copies = static_cast<int>(slot.envs.size());
+    const int steps = static_cast<int>(slot.samples.size()) / copies;
+    for (int k = 0; k < copies; ++k) {
+      double next_value = slot.bootstrap[k], gae = 0;
+      for (int t = steps - 1; t >= 0; --t) {
+        Sample& s = slot.samples[static_cast<std::size_t>(t) * copies + k];
+        const double continues = s.done ? 0.0 : 1.0;
+        const double delta = s.reward + config.gamma * next_value * continues - s.value;
+        gae = delta + config.gamma * config.gae_lambda * continues * gae;
+        s.advantage = gae;
+        s.value_target = gae + s.value;
+        next_value = s.value;
+      }
+    }
+    if (config.normalize_advantages && slot.samples.size() > 1) {
+      double mean = 0, square = 0;
+      for (const Sample& s : slot.samples) mean += s.advantage;
+      mean /= static_cast<double>(slot.samples.size());
+      for (const Sample& s : slot.samples) square += (s.advantage - mean) * (s.advantage - mean);
+      const double deviation = std::sqrt(square / static_cast<double>(slot.samples.size() - 1));
+      for (Sample& s : slot.samples) s.advantage = (s.advantage - mean) / (deviation + 1e-8);
+    }
+  }
+
+  // PPO epochs over the rollouts of `slots`; fills the loss fields of `metrics`.
+  void update(std::vector<Slot*>& slots, UpdateMetrics& metrics) {
+    struct Prepared {
+      Slot* slot;
+      Batch uniques;
+      torch::Tensor unique_index, old_log_prob, advantage, value_target;  // (M,) on the device
+      std::vector<torch::Tensor> actions;                               // per head (M, N) on the device
+      std::vector<std::int64_t> unique_of;                              // per sample
+    };
+    std::vector<Prepared> prepared;
+    for (Slot* slot : slots) {
+      Prepared p;
+      p.slot = slot;
+      std::vector<const DynamicObservation*> pointers;
+      for (const auto& o : slot->uniques) pointers.push_back(&o);
+      p.uniques = stack(pointers, spec, slot->num_nodes, device);
+      std::vector<double> old_log_prob, advantage, target;
+      for (const Sample& s : slot->samples) {
+        p.unique_of.push_back(s.unique);
+        old_log_prob.push_back(s.log_prob);
+        advantage.push_back(s.advantage);
+        target.push_back(s.value_target);
+      }
+      const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+      p.old_log_prob = torch::tensor(old_log_prob, f64).to(device);
+      p.advantage = torch::tensor(advantage, f64).to(device);
+      p.value_target = torch::tensor(target, f64).to(torch::kFloat32).to(device);
+      for (std::size_t h = 0; h < spec.heads.size(); ++h) {
+        std::vector<torch::Tensor> steps;
+        for (const auto& step_actions : slot->actions) steps.push_back(step_actions[h]);
+        p.actions.push_back(torch::cat(steps, 0).to(device));
+      }
+      prepared.push_back(std::move(p));
+    }
+    const double heads = static_cast<double>(spec.heads.size());
+    double policy_loss = 0, value_loss = 0, entropy_sum = 0, kl = 0, clipped = 0, count = 0;
+    for (int epoch = 0; epoch < config.epochs; ++epoch) {
+      std::vector<torch::Tensor> permutations;
+      for (const Prepared& p : prepared)
+        permutations.push_back(torch::randperm(static_cast<std::int64_t>(p.unique_of.size()), generator, torch::kInt64));
+      double epoch_kl = 0, epoch_count = 0;
+      for (int mb = 0; mb < config.minibatches; ++mb) {
+        optimizer->zero_grad();
+        std::vector<torch::Tensor> chunks;
+        double total = 0;
+        for (std::size_t i = 0; i < prepared.size(); ++i) {
+          const std::int64_t m = permutations[i].size(0);
+          const std::int64_t begin = m * mb / config.minibatches, end = m * (mb + 1) / config.minibatches;
+          chunks.push_back(permutations[i].slice(0, begin, end));
+          total += static_cast<double>(end - begin);
+        }
+        if (total == 0) continue;
+        for (std::size_t i = 0; i < prepared.size(); ++i) {
+          const Prepared& p = prepared[i];
+          const torch::Tensor& chunk = chunks[i];
+          const std::int64_t size = chunk.size(0);
+          if (size == 0) continue;
+          // Forward each distinct observation of the chunk once.
+          std::vector<std::int64_t> distinct, local;
+          std::vector<std::int64_t> slot_of(p.slot->uniques.size(), -1);
+          const auto* ids = chunk.data_ptr<std::int64_t>();
+          for (std::int64_t j = 0; j < size; ++j) {
+            const std::int64_t u = p.unique_of[ids[j]];
+            if (slot_of[u] < 0) {
+              slot_of[u] = static_cast<std::int64_t>(distinct.size());
+              distinct.push_back(u);
+            }
+            local.push_back(slot_of[u]);
+          }
+          const torch::Tensor distinct_index = torch::tensor(distinct, torch::kInt64).to(device);
+          const torch::Tensor local_index = torch::tensor(local, torch::kInt64).to(device);
+          const torch::Tensor sample_index = chunk.to(device);
+          auto [logits, value] = run(p.slot->graph, p.uniques.select(distinct_index));
+          const torch::Tensor node_entropy =
+              (entropy(logits) / (static_cast<double>(p.slot->num_nodes) * heads)).index_select(0, local_index);
+          std::vector<torch::Tensor> sample_logits, sample_actions;
+          for (std::size_t h = 0; h < logits.size(); ++h) {
+            sample_logits.push_back(logits[h].index_select(0, local_index));
+            sample_actions.push_back(p.actions[h].index_select(0, sample_index));
+          }
+          const torch::Tensor new_log_prob = log_prob(sample_logits, sample_actions);
+          const torch::Tensor log_ratio = new_log_prob - p.old_log_prob.index_select(0, sample_index);
+          const torch::Tensor ratio = torch::exp(log_ratio);
+          const torch::Tensor advantage = p.advantage.index_select(0, sample_index);
+          const torch::Tensor surrogate =
+              torch::min(ratio * advantage, torch::clamp(ratio, 1 - config.clip, 1 + config.clip) * advantage);
+          const torch::Tensor loss_policy = -surrogate.mean();
+          const torch::Tensor loss_value =
+              0.5 * (value.index_select(0, local_index) - p.value_target.index_select(0, sample_index)).pow(2).mean();
+          const torch::Tensor bonus = node_entropy.mean();
+          const torch::Tensor loss = loss_policy.to(torch::kFloat32) + config.value_coef * loss_value -
+                                     config.entropy_coef * bonus;
+          (loss * (static_cast<double>(size) / total)).backward();
+          {
+            torch::NoGradGuard no_grad;
+            const double w = static_cast<double>(size);
+            policy_loss += loss_policy.item<double>() * w;
+            value_loss += loss_value.item<double>() * w;
+            entropy_sum += bonus.item<double>() * w;
+            const double sample_kl = ((ratio - 1) - log_ratio).mean().item<double>();  // k3 estimator
+            kl += sample_kl * w;
+            epoch_kl += sample_kl * w;
+            clipped += ((ratio - 1).abs() > config.clip).to(torch::kFloat64).mean().item<double>() * w;
+            count += w;
+            epoch_count += w;
+          }
+        }
+        if (config.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(policy->parameters(), config.max_grad_norm);
+        optimizer->step();
+      }
+      if (config.target_kl > 0 && epoch_count > 0 && epoch_kl / epoch_count > 1.5 * config.target_kl) break;
+    }
+    if (count > 0) {
+      metrics.policy_loss = policy_loss / count;
+      metrics.value_loss = value_loss / count;
+      metrics.entropy = entropy_sum / count;
+      metrics.approx_kl = kl / count;
+      metrics.clip_fraction = clipped / count;
+    }
+  }
+
+  void train(const std::vector<const Env*>& prototypes, std::int64_t total_steps, const Callback& callback) {
+    GOENV_CHECK(!prototypes.empty(), InvalidArgument, "train needs at least one env");
+    GOENV_CHECK(total_steps > 0, InvalidArgument, "total_steps must be > 0, got " << total_steps);
+    const ThreadScope threads(config.num_threads);
+    std::vector<Slot> slots(prototypes.size());
+    for (std::size_t i = 0; i < prototypes.size(); ++i) {
+      GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
+      const Env& prototype = *prototypes[i];
+      check_env(prototype);
+      Slot& slot = slots[i];
+      slot.id = prototype.id();
+      slot.num_nodes = prototype.graph().num_nodes();
+      const StaticObservation& s = prototype.static_observation();
+      slot.graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
+                                 s.edge_index.data(), device);
+      slot.episodes.assign(config.envs_per_graph, 0);
+      for (int k = 0; k < config.envs_per_graph; ++k) {
+        slot.envs.push_back(copy_env(prototype));
+        slot.current.push_back(slot.envs.back()->reset(reset_seed(i, k, 0)));
+      }
+      slot.initial_runtime = slot.envs.front()->initial_runtime();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (next_slot >= slots.size()) next_slot = 0;
+    const std::size_t per_update = config.graphs_per_update > 0
+                                       ? std::min<std::size_t>(config.graphs_per_update, slots.size())
+                                       : slots.size();
+    std::int64_t steps = 0, updates = 0;
+    while (steps < total_steps) {
+      std::vector<Slot*> chosen;
+      for (std::size_t j = 0; j < per_update; ++j) chosen.push_back(&slots[(next_slot + j) % slots.size()]);
+      std::vector<std::size_t> chosen_index;
+      for (std::size_t j = 0; j < per_update; ++j) chosen_index.push_back((next_slot + j) % slots.size());
+      next_slot = (next_slot + per_update) % slots.size();
+      UpdateMetrics metrics;
+      double reward = 0, runtime = 0, speedup = 0, invalid = 0, samples = 0, best = 0, best_speedup = 0;
+      for (std::size_t j = 0; j < chosen.size(); ++j) {
+        Slot& slot = *chosen[j];
+        slot.uniques.clear();
+        slot.samples.clear();
+        slot.actions.clear();
+        const int length = config.rollout_length > 0 ? config.rollout_length : slot.envs.front()->config().horizon;
+        for (int t = 0; t < length; ++t) collect(slot, chosen_index[j]);
+        bootstrap(slot);
+        advantages(slot);
+        for (const Sample& s : slot.samples) {
+          reward += s.reward;
+          runtime += s.runtime;
+          speedup += s.speedup;
+          invalid += s.invalid ? 1 : 0;
+        }
+        samples += static_cast<double>(slot.samples.size());
+        const double slot_best = std::isfinite(slot.best_runtime) ? slot.best_runtime : slot.initial_runtime;
+        best += slot_best;
+        best_speedup += slot_best > 0 ? slot.initial_runtime / slot_best : 1.0;
+      }
+      update(chosen, metrics);
+      steps += static_cast<std::int64_t>(samples);
+      steps_trained += static_cast<std::int64_t>(samples);
+      ++updates;
+      metrics.step = steps;
+      metrics.update = updates;
+      metrics.mean_reward = reward / samples;
+      metrics.mean_runtime = runtime / samples;
+      metrics.mean_speedup = speedup / samples;
+      metrics.invalid_fraction = invalid / samples;
+      metrics.best_runtime = best / static_cast<double>(chosen.size());
+      metrics.best_speedup = best_speedup / static_cast<double>(chosen.size());
+      metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (callback && !callback(metrics)) break;
+    }
+  }
+
+  GraphTensors& graph_for(const ObservationBatch& o) {
+    std::uint64_t key = hash_bytes(o.node_features, sizeof(float) * o.num_nodes * static_cast<std::size_t>(o.node_feature_dim));
+    key = hash_bytes(o.edge_index, sizeof(std::int64_t) * 2 * static_cast<std::size_t>(o.num_edges), key);
+    key = mix(key ^ (static_cast<std::uint64_t>(o.num_nodes) << 32) ^ static_cast<std::uint64_t>(o.num_edges));
+    if (!act_graph.node_features.defined() || key != act_graph_key) {
+      act_graph = graph_tensors(o.num_nodes, o.node_feature_dim, o.node_features, o.num_edges, o.edge_index, device);
+      act_graph_key = key;
+    }
+    return act_graph;
+  }
+
+  std::vector<std::vector<std::int64_t>> act(const ObservationBatch& o, bool deterministic) {
+    GOENV_CHECK(ready, InvalidArgument,
+                "the agent has no policy yet: train it, load a checkpoint, or pass env= when creating it");
+    GOENV_CHECK(o.batch >= 1 && o.num_nodes >= 1 && o.num_edges >= 0, InvalidArgument,
+                "observation needs batch >= 1 and nodes >= 1, got batch " << o.batch << ", " << o.num_nodes << " nodes");
+    PolicySpec seen = spec;
+    seen.node_feature_dim = o.node_feature_dim;
+    seen.node_state_dim = o.node_state_dim;
+    seen.global_dim = o.global_dim;
+    check_spec(seen, "the observation");
+    GOENV_CHECK(o.action_mask_width == spec.action_mask_width(), InvalidArgument,
+                "action_mask has " << o.action_mask_width << " columns, the policy's heads need "
+                                   << spec.action_mask_width() << " (" << spec.describe() << ")");
+    const ThreadScope threads(config.num_threads);
+    torch::NoGradGuard no_grad;
+    const GraphTensors& graph = graph_for(o);
+    const std::int64_t b = o.batch, n = o.num_nodes;
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+    Batch batch{torch::from_blob(const_cast<float*>(o.node_state), {b, n, o.node_state_dim}, f32).to(device),
+                torch::from_blob(const_cast<std::int8_t*>(o.action_mask), {b, n, o.action_mask_width}, torch::kInt8)
+                    .to(device)
+                    .to(torch::kBool),
+                torch::from_blob(const_cast<float*>(o.globals), {b, o.global_dim}, f32).to(device)};
+    auto logits = run(graph, batch).first;
+    std::vector<std::vector<std::int64_t>> out;
+    for (const torch::Tensor& l : logits) {
+      const torch::Tensor a = sample_actions(l, deterministic, generator).to(torch::kCPU).contiguous();
+      out.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+    }
+    return out;
+  }
+
+  EvaluationResult evaluate(const Env& prototype, int episodes, bool deterministic) {
+    GOENV_CHECK(episodes >= 1, InvalidArgument, "episodes must be >= 1, got " << episodes);
+    check_env(prototype);
+    const ThreadScope threads(config.num_threads);
+    std::unique_ptr<Env> env = copy_env(prototype);
+    const StaticObservation& s = env->static_observation();
+    const GraphTensors graph =
+        graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges, s.edge_index.data(), device);
+    EvaluationResult result;
+    result.env_id = prototype.id();
+    result.episodes = episodes;
+    result.best_runtime = std::numeric_limits<double>::infinity();
+    double runtime = 0, invalid = 0;
+    torch::NoGradGuard no_grad;
+    for (int e = 0; e < episodes; ++e) {
+      DynamicObservation obs = env->reset(reset_seed(~std::size_t{0}, 0, e));
+      StepResult r;
+      do {
+        auto logits = run(graph, stack({&obs}, spec, s.num_nodes, device)).first;
+        std::vector<torch::Tensor> actions;
+        std::vector<const std::int64_t*> parts;
+        for (const auto& l : logits) {
+          actions.push_back(sample_actions(l, deterministic, generator).to(torch::kCPU).contiguous());
+          parts.push_back(actions.back().data_ptr<std::int64_t>());
+        }
+        r = env->step(parts);
+        obs = std::move(r.observation);
+      } while (!r.terminated && !r.truncated);
+      const bool bad = r.info.oom || r.info.invalid;
+      runtime += r.info.runtime;
+      invalid += bad ? 1 : 0;
+      if (!bad) result.best_runtime = std::min(result.best_runtime, r.info.runtime);
+      result.initial_runtime = r.info.initial_runtime;
+      result.lower_bound = r.info.lower_bound;
+    }
+    result.runtime = runtime / episodes;
+    result.speedup = result.runtime > 0 ? result.initial_runtime / result.runtime : 1.0;
+    result.invalid_fraction = invalid / episodes;
+    if (!std::isfinite(result.best_runtime)) result.best_runtime = result.runtime;
+    return result;
+  }
+};
+
+// --- checkpoints ---------------------------------------------------------------
+
+namespace {
+
+void put_u64(std::string& out, std::uint64_t x) { out.append(reinterpret_cast<const char*>(&x), 8); }
+
+struct Reader {
+  const std::string& bytes;
+  std::size_t at = 0;
+  void need(std::size_t n, const char* what) const {
+    GOENV_CHECK(n <= bytes.size() - at, InvalidArgument,
+                "corrupt agent checkpoint: truncated " << what << " (" << bytes.size() << " bytes in all)");
+  }
+  std::uint64_t u64(const char* what) {
+    need(8, what);
+    std::uint64_t x;
+    std::memcpy(&x, bytes.data() + at, 8);
+    at += 8;
+    return x;
+  }
+  std::string take(std::uint64_t n, const char* what) {
+    need(n, what);
+    std::string s = bytes.substr(at, n);
+    at += n;
+    return s;
+  }
+};
+
+struct Checkpoint {
+  AgentConfig config;
+  PolicySpec spec;
+  bool has_policy = false;
+  std::int64_t steps_trained = 0;
+  std::string payload;
+};
+
+std::string head_list(const PolicySpec& spec) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < spec.heads.size(); ++i)
+    out << (i ? "," : "") << head_name(spec.heads[i]) << ":" << spec.choices[i];
+  return out.str();
+}
+
+PolicySpec parse_heads(PolicySpec spec, const std::string& text) {
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto colon = item.find(':');
+    GOENV_CHECK(colon != std::string::npos, InvalidArgument, "corrupt agent checkpoint: bad head '" << item << "'");
+    const std::string name = item.substr(0, colon);
+    Head head;
+    if (name == "placement") head = Head::kPlacement;
+    else if (name == "priority") head = Head::kPriority;
+    else if (name == "fusion") head = Head::kFusion;
+    else GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: unknown head '" << name << "'");
+    spec.heads.push_back(head);
+    spec.choices.push_back(std::stoi(item.substr(colon + 1)));
+  }
+  return spec;
+}
+
+Checkpoint parse_checkpoint(const std::string& bytes) {
+  GOENV_CHECK(bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0, InvalidArgument,
+              "not a goenv agent checkpoint (bad magic bytes; " << bytes.size() << " bytes)");
+  Reader r{bytes, sizeof(kMagic)};
+  const std::uint64_t version = r.u64("version");
+  GOENV_CHECK(version == kCheckpointVersion, InvalidArgument,
+              "agent checkpoint format version " << version << " is not supported (this goenv reads version "
+                                                 << kCheckpointVersion << ")");
+  const std::uint64_t header_size = r.u64("header size");
+  const std::string header = r.take(header_size, "header");
+  const std::uint64_t payload_size = r.u64("payload size");
+  const std::uint64_t checksum = r.u64("checksum");
+  Checkpoint c;
+  c.payload = r.take(payload_size, "parameters");
+  GOENV_CHECK(r.at == bytes.size(), InvalidArgument,
+              "corrupt agent checkpoint: " << bytes.size() - r.at << " unexpected trailing bytes");
+  GOENV_CHECK(hash_bytes(header.data(), header.size(), hash_bytes(c.payload.data(), c.payload.size())) == checksum,
+              InvalidArgument, "corrupt agent checkpoint: checksum mismatch");
+  std::map<std::string, std::string> config_text;
+  std::istringstream in(header);
+  std::string line;
+  try {
+    while (std::getline(in, line)) {
+      const auto eq = line.find('=');
+      GOENV_CHECK(eq != std::string::npos, InvalidArgument, "corrupt agent checkpoint: bad header line '" << line << "'");
+      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+      if (key.rfind("config.", 0) == 0) config_text[key.substr(7)] = value;
+      else if (key == "spec.node_feature_dim") c.spec.node_feature_dim = std::stoi(value);
+      else if (key == "spec.node_state_dim") c.spec.node_state_dim = std::stoi(value);
+      else if (key == "spec.global_dim") c.spec.global_dim = std::stoi(value);
+      else if (key == "spec.heads") c.spec = parse_heads(c.spec, value);
+      else if (key == "has_policy") c.has_policy = value == "1";
+      else if (key == "steps_trained") c.steps_trained = std::stoll(value);
+      else GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: unknown header key '" << key << "'");
+    }
+  } catch (const std::logic_error& e) {  // std::stoi
+    GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: bad number in line '" << line << "'");
+  }
+  c.config = config_from_text(config_text);
+  validate(c.config);
+  return c;
+}
+
+}  // namespace
+
+std::string checkpoint_algorithm(const std::string& bytes) { return parse_checkpoint(bytes).config.algorithm; }
+
+Agent::Agent(AgentConfig config) : impl_(guarded([&] { return std::make_unique<Impl>(std::move(config)); })) {}
+Agent::~Agent() = default;
+Agent::Agent(Agent&&) noexcept = default;
+Agent& Agent::operator=(Agent&&) noexcept = default;
+
+const AgentConfig& Agent::config() const { return impl_->config; }
+bool Agent::has_policy() const { return impl_->ready; }
+const PolicySpec& Agent::spec() const {
+  GOENV_CHECK(impl_->ready, InvalidArgument, "the agent has no policy yet");
+  return impl_->spec;
+}
+void Agent::setup(const PolicySpec& spec) {
+  guarded([&] {
+    if (!impl_->ready) impl_->build(spec);
+    impl_->check_spec(spec, "the spec");
+  });
+}
+std::int64_t Agent::num_parameters() const {
+  if (!impl_->ready) return 0;
+  std::int64_t total = 0;
+  for (const auto& p : impl_->policy->parameters()) total += p.numel();
+  return total;
+}
+std::int64_t Agent::steps_trained() const { return impl_->steps_trained; }
+std::string Agent::device() const { return impl_->device.is_cuda() ? "cuda" : "cpu"; }
+
+void Agent::train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback) {
+  guarded([&] { impl_->train(envs, total_steps, callback); });
+}
+std::vector<std::vector<std::int64_t>> Agent::act(const ObservationBatch& observation, bool deterministic) {
+  return guarded([&] { return impl_->act(observation, deterministic); });
+}
+EvaluationResult Agent::evaluate(const Env& env, int episodes, bool deterministic) {
+  return guarded([&] { return impl_->evaluate(env, episodes, deterministic); });
+}
+
+std::string Agent::to_bytes() const {
+  return guarded([&] {
+    std::string header;
+    for (const auto& [key, value] : config_to_text(impl_->config)) header += "config." + key + "=" + value + "\n";
+    header += "has_policy=" + std::string(impl_->ready ? "1" : "0") + "\n";
+    header += "steps_trained=" + std::to_string(impl_->steps_trained) + "\n";
+    std::string payload;
+    if (impl_->ready) {
+      const PolicySpec& s = impl_->spec;
+      header += "spec.node_feature_dim=" + std::to_string(s.node_feature_dim) + "\n";
+      header += "spec.node_state_dim=" + std::to_string(s.node_state_dim) + "\n";
+      header += "spec.global_dim=" + std::to_string(s.global_dim) + "\n";
+      header += "spec.heads=" + head_list(s) + "\n";
+      torch::serialize::OutputArchive archive;
+      impl_->policy->save(archive);
+      std::ostringstream os;
+      archive.save_to(os);
+      payload = os.str();
+    }
+    std::string out(kMagic, sizeof(kMagic));
+    put_u64(out, kCheckpointVersion);
+    put_u64(out, header.size());
+    out += header;
+    put_u64(out, payload.size());
+    put_u64(out, hash_bytes(header.data(), header.size(), hash_bytes(payload.data(), payload.size())));
+    out += payload;
+    return out;
+  });
+}
+
+void Agent::from_bytes(const std::string& bytes) {
+  guarded([&] {
+    Checkpoint c = parse_checkpoint(bytes);
+    auto fresh = std::make_unique<Impl>(c.config);
+    if (c.has_policy) {
+      fresh->build(c.spec);
+      try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(c.payload.data(), c.payload.size(), fresh->device);
+        fresh->policy->load(archive);
+      } catch (const c10::Error& e) {
+        GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: parameters do not load: " << e.what_without_backtrace());
+      }
+    }
+    fresh->steps_trained = c.steps_trained;
+    impl_ = std::move(fresh);
+  });
+}
+
+}  // namespace goenv::agents

@@ -1,0 +1,175 @@
+// Reference agents for goenv's environments, written in LibTorch (DESIGN §1):
+// PPO (GraphSAGE + per-node MLP heads) and the GO policy of "Transferable Graph
+// Optimizers for ML Compilers" (Zhou et al., NeurIPS 2020): GraphSAGE node
+// embeddings, Transformer-XL-style segment-recurrent attention over the nodes
+// in topological order, FiLM conditioned on a graph embedding, one output layer
+// per decision head. Both train with PPO, stepping goenv Envs directly from C++.
+//
+// This header is torch-free on purpose: the Python binding (bindings/agents/)
+// includes only it, so the only translation units that parse <torch/torch.h>
+// are agents/policy.cc, agents/agent.cc and the agents test.
+//
+// Contract:
+//  * An Agent owns its policy, optimizer and random generator. The policy is
+//    built for one PolicySpec (feature widths, decision heads and their
+//    choices), fixed by setup() or by the first env it trains on; envs with
+//    another spec are refused with InvalidArgument naming both.
+//  * A whole-graph action is one value per node per head; its log-probability
+//    is the sum over nodes and heads. Choices masked out by the observation's
+//    action_mask are never sampled (their logits are set to a large negative).
+//  * Same config (seed included), same envs: same results, on CPU with one
+//    torch thread (num_threads=1); env stepping may use any thread count.
+//  * Errors are goenv's typed exceptions (InvalidArgument, NotFound, ...);
+//    torch's own errors are rethrown as goenv::Error.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "envs/env.h"
+
+namespace goenv::agents {
+
+// Every hyperparameter, settable by name (Python keyword arguments, checkpoints).
+struct AgentConfig {
+  std::string algorithm = "ppo";  // "ppo" | "go"
+  // Network.
+  int hidden = 64;              // embedding width
+  int sage_layers = 2;          // GraphSAGE depth
+  int attention_layers = 2;     // go: segment-recurrent attention layers
+  int attention_heads = 4;      // go: heads per attention layer (must divide hidden)
+  int segment_length = 512;     // go: nodes per segment; memory = the previous segment
+  // PPO.
+  double learning_rate = 1e-3;
+  double clip = 0.2;            // surrogate clip range
+  double value_coef = 0.5;
+  double entropy_coef = 0.01;   // bonus on the mean per-node entropy
+  double max_grad_norm = 0.5;
+  double gamma = 1.0;           // discount (one-shot episodes: irrelevant)
+  double gae_lambda = 0.95;
+  int epochs = 4;               // passes over each rollout
+  int minibatches = 2;          // per epoch
+  int envs_per_graph = 16;      // env copies stepped per graph per rollout step
+  int rollout_length = 0;       // steps per env copy per update; 0 = the env horizon
+  int graphs_per_update = 0;    // graphs per update, taken round-robin; 0 = all
+  bool normalize_advantages = true;  // per graph
+  double target_kl = 0;         // stop an update's epochs early above 1.5 x this; 0 = never
+  // Runtime.
+  std::int64_t seed = 0;
+  int num_threads = 0;          // torch intra-op threads inside train/act/evaluate (restored after); 0 = torch's
+  std::string device = "auto";  // "auto" (CUDA when available) | "cpu" | "cuda"
+};
+
+// Name, type ('i' integer, 'd' real, 'b' bool, 's' string) and meaning of each field.
+struct ConfigField {
+  std::string name;
+  char type;
+  std::string help;
+};
+const std::vector<ConfigField>& config_fields();
+// Setters by name: unknown names raise InvalidArgument listing the known ones;
+// numbers must fit the field's type (integral for 'i', 0/1 for 'b').
+void set_config(AgentConfig& config, const std::string& name, double value);
+void set_config(AgentConfig& config, const std::string& name, const std::string& value);
+// Every field as text (checkpoints), and back.
+std::map<std::string, std::string> config_to_text(const AgentConfig& config);
+AgentConfig config_from_text(const std::map<std::string, std::string>& text);
+// Throws InvalidArgument naming the first bad value.
+void validate(const AgentConfig& config);
+
+// What a policy's input and output layers are built for.
+struct PolicySpec {
+  int node_feature_dim = 0, node_state_dim = 0, global_dim = 0;
+  std::vector<Head> heads;   // decision heads, in action order
+  std::vector<int> choices;  // values per node of each head
+  static PolicySpec of(const Env& env);
+  int action_mask_width() const;
+  std::string describe() const;  // "F=.. S=.. G=.. heads=placement:2"
+  bool operator==(const PolicySpec& other) const;
+  bool operator!=(const PolicySpec& other) const { return !(*this == other); }
+};
+
+// A batch of observations of one graph, as raw row-major arrays (numpy or C++).
+struct ObservationBatch {
+  int batch = 1, num_nodes = 0, num_edges = 0;
+  const float* node_features = nullptr;      // (N, F), shared by the batch
+  const std::int64_t* edge_index = nullptr;  // (2, E), shared by the batch
+  const float* node_state = nullptr;         // (B, N, S)
+  const std::int8_t* action_mask = nullptr;  // (B, N, A)
+  const float* globals = nullptr;            // (B, G)
+  int node_feature_dim = 0, node_state_dim = 0, action_mask_width = 0, global_dim = 0;
+};
+
+// Reported after every PPO update.
+struct UpdateMetrics {
+  std::int64_t step = 0;     // env steps so far (this train() call)
+  std::int64_t update = 0;   // updates so far (this train() call)
+  double mean_reward = 0;    // over the rollout's steps
+  double mean_runtime = 0;   // seconds, simulated runtime of the rollout's decisions
+  double mean_speedup = 0;   // initial runtime / runtime, averaged over the rollout
+  double best_runtime = 0;   // best valid runtime found so far, averaged over the update's graphs
+  double best_speedup = 0;   // initial / best runtime, averaged over the update's graphs
+  double invalid_fraction = 0;  // share of decisions that were OOM or invalid
+  double policy_loss = 0, value_loss = 0, entropy = 0;  // entropy: mean per node and head
+  double approx_kl = 0, clip_fraction = 0;
+  double seconds = 0;        // wall time since training started (after the env copies were made)
+};
+
+struct EvaluationResult {
+  std::string env_id;
+  int episodes = 0;
+  double runtime = 0;          // mean final runtime over episodes, seconds
+  double initial_runtime = 0;  // the compiler-default decisions' runtime
+  double speedup = 0;          // initial_runtime / runtime
+  double best_runtime = 0;     // best valid final runtime over episodes
+  double lower_bound = 0;
+  double invalid_fraction = 0;
+};
+
+class Agent {
+ public:
+  // Called after each update; returning false stops training.
+  using Callback = std::function<bool(const UpdateMetrics&)>;
+
+  explicit Agent(AgentConfig config = {});
+  ~Agent();
+  Agent(Agent&&) noexcept;
+  Agent& operator=(Agent&&) noexcept;
+
+  const AgentConfig& config() const;
+  bool has_policy() const;
+  const PolicySpec& spec() const;  // InvalidArgument before setup()
+  // Builds the policy for `spec`; a no-op when it already has that spec.
+  void setup(const PolicySpec& spec);
+  std::int64_t num_parameters() const;
+  std::int64_t steps_trained() const;  // env steps over the agent's life
+  std::string device() const;          // "cpu" or "cuda"
+
+  // PPO on copies of the given envs (config().envs_per_graph per env), about
+  // `total_steps` env steps in all (whole updates).
+  void train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback = {});
+  // One action per observation: per head, batch * num_nodes values (row-major (B, N)).
+  std::vector<std::vector<std::int64_t>> act(const ObservationBatch& observation, bool deterministic = false);
+  // Runs `episodes` episodes on a copy of `env` (greedy actions when deterministic).
+  EvaluationResult evaluate(const Env& env, int episodes = 1, bool deterministic = true);
+
+  // Checkpoints: magic, format version, config, spec, checksummed parameters.
+  std::string to_bytes() const;
+  // Replaces config, spec and parameters; InvalidArgument on a bad or corrupt
+  // checkpoint (the agent is unchanged then).
+  void from_bytes(const std::string& bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The algorithm ("ppo" | "go") a checkpoint holds; InvalidArgument when the
+// bytes are not a readable goenv agent checkpoint header.
+std::string checkpoint_algorithm(const std::string& bytes);
+
+}  // namespace goenv::agents

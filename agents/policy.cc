@@ -1,0 +1,265 @@
+#include "agents/policy.h"
+
+#include <algorithm>
+#include <deque>
+#include <string>
+
+#include "core/error.h"
+
+namespace goenv::agents {
+
+namespace nn = torch::nn;
+using torch::indexing::Slice;
+
+std::vector<std::int64_t> topological_order(int num_nodes, int num_edges, const std::int64_t* edge_index) {
+  std::vector<std::int32_t> in_degree(num_nodes, 0), offsets(num_nodes + 1, 0), successors(num_edges);
+  const std::int64_t* source = edge_index;
+  const std::int64_t* destination = edge_index + num_edges;
+  for (int e = 0; e < num_edges; ++e) {
+    GOENV_CHECK(source[e] >= 0 && source[e] < num_nodes && destination[e] >= 0 && destination[e] < num_nodes,
+                InvalidArgument,
+                "edge_index[:, " << e << "] = (" << source[e] << ", " << destination[e] << ") is outside [0, "
+                                 << num_nodes << ")");
+    ++offsets[source[e] + 1];
+    ++in_degree[destination[e]];
+  }
+  for (int v = 0; v < num_nodes; ++v) offsets[v + 1] += offsets[v];
+  std::vector<std::int32_t> fill(offsets.begin(), offsets.end() - 1);
+  for (int e = 0; e < num_edges; ++e) successors[fill[source[e]]++] = static_cast<std::int32_t>(destination[e]);
+  std::vector<std::int64_t> order;
+  order.reserve(num_nodes);
+  std::deque<std::int32_t> ready;
+  for (int v = 0; v < num_nodes; ++v)
+    if (in_degree[v] == 0) ready.push_back(v);
+  while (!ready.empty()) {
+    const std::int32_t v = ready.front();
+    ready.pop_front();
+    order.push_back(v);
+    for (int i = offsets[v]; i < offsets[v + 1]; ++i)
+      if (--in_degree[successors[i]] == 0) ready.push_back(successors[i]);
+  }
+  GOENV_CHECK(static_cast<int>(order.size()) == num_nodes, InvalidArgument,
+              "edge_index has a cycle: only " << order.size() << " of " << num_nodes << " nodes can be ordered");
+  return order;
+}
+
+GraphTensors graph_tensors(int num_nodes, int node_feature_dim, const float* node_features, int num_edges,
+                           const std::int64_t* edge_index, const torch::Device& device) {
+  GOENV_CHECK(num_nodes > 0, InvalidArgument, "the graph has no nodes");
+  std::vector<std::int64_t> order = topological_order(num_nodes, num_edges, edge_index);
+  std::vector<std::int64_t> position(num_nodes);
+  for (int i = 0; i < num_nodes; ++i) position[order[i]] = i;
+  std::vector<float> inverse_in(num_nodes, 0.f), inverse_out(num_nodes, 0.f);
+  for (int e = 0; e < num_edges; ++e) {
+    inverse_out[edge_index[e]] += 1.f;
+    inverse_in[edge_index[num_edges + e]] += 1.f;
+  }
+  for (int v = 0; v < num_nodes; ++v) {
+    inverse_in[v] = 1.f / std::max(1.f, inverse_in[v]);
+    inverse_out[v] = 1.f / std::max(1.f, inverse_out[v]);
+  }
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  GraphTensors g;
+  g.num_nodes = num_nodes;
+  g.num_edges = num_edges;
+  g.node_features =
+      torch::from_blob(const_cast<float*>(node_features), {num_nodes, node_feature_dim}, f32).to(device, false, true);
+  auto edges = torch::from_blob(const_cast<std::int64_t*>(edge_index), {2, num_edges}, i64).to(device, false, true);
+  g.source = edges[0].contiguous();
+  g.destination = edges[1].contiguous();
+  g.inverse_in_degree = torch::from_blob(inverse_in.data(), {1, num_nodes, 1}, f32).to(device, false, true);
+  g.inverse_out_degree = torch::from_blob(inverse_out.data(), {1, num_nodes, 1}, f32).to(device, false, true);
+  g.order = torch::from_blob(order.data(), {num_nodes}, i64).to(device, false, true);
+  g.position = torch::from_blob(position.data(), {num_nodes}, i64).to(device, false, true);
+  return g;
+}
+
+namespace {
+
+// Mean over the `from` ends of the edges arriving at each node: (B, N, H).
+torch::Tensor mean_over_edges(const torch::Tensor& h, const torch::Tensor& from, const torch::Tensor& to,
+                              const torch::Tensor& inverse_degree) {
+  return torch::zeros_like(h).index_add(1, to, h.index_select(1, from)) * inverse_degree;
+}
+
+// Output layers start small, so the first policy is close to uniform.
+void shrink(nn::Linear& layer, double scale) {
+  torch::NoGradGuard no_grad;
+  layer->weight.mul_(scale);
+  layer->bias.zero_();
+}
+
+}  // namespace
+
+GraphSageImpl::GraphSageImpl(int input_dim, int hidden, int layers) {
+  input_ = register_module("input", nn::Linear(input_dim, hidden));
+  for (int l = 0; l < layers; ++l) {
+    combine_.push_back(register_module("combine" + std::to_string(l), nn::Linear(3 * hidden, hidden)));
+    norm_.push_back(register_module("norm" + std::to_string(l), nn::LayerNorm(nn::LayerNormOptions({hidden}))));
+  }
+}
+
+torch::Tensor GraphSageImpl::forward(const GraphTensors& g, const torch::Tensor& x) {
+  torch::Tensor h = torch::relu(input_(x));
+  for (std::size_t l = 0; l < combine_.size(); ++l) {
+    const torch::Tensor predecessors = mean_over_edges(h, g.source, g.destination, g.inverse_in_degree);
+    const torch::Tensor successors = mean_over_edges(h, g.destination, g.source, g.inverse_out_degree);
+    h = norm_[l](h + torch::relu(combine_[l](torch::cat({h, predecessors, successors}, -1))));
+  }
+  return h;
+}
+
+SegmentAttentionImpl::SegmentAttentionImpl(int hidden, int heads) : heads_(heads) {
+  query_ = register_module("query", nn::Linear(hidden, hidden));
+  key_value_ = register_module("key_value", nn::Linear(hidden, 2 * hidden));
+  output_ = register_module("output", nn::Linear(hidden, hidden));
+  feed_forward1_ = register_module("feed_forward1", nn::Linear(hidden, 2 * hidden));
+  feed_forward2_ = register_module("feed_forward2", nn::Linear(2 * hidden, hidden));
+  norm1_ = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({hidden})));
+  norm2_ = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({hidden})));
+}
+
+torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& segments, const torch::Tensor& memory,
+                                            const torch::Tensor& key_mask) {
+  const std::int64_t m = segments.size(0), length = segments.size(1), hidden = segments.size(2);
+  const std::int64_t head_dim = hidden / heads_;
+  const torch::Tensor context = torch::cat({memory, segments}, 1);  // (M, 2L, H)
+  const torch::Tensor q = query_(segments).view({m, length, heads_, head_dim}).transpose(1, 2);
+  const torch::Tensor kv = key_value_(context).view({m, 2 * length, 2, heads_, head_dim});
+  const torch::Tensor k = kv.select(2, 0).transpose(1, 2);
+  const torch::Tensor v = kv.select(2, 1).transpose(1, 2);
+  const torch::Tensor attended =
+      at::scaled_dot_product_attention(q, k, v, key_mask).transpose(1, 2).reshape({m, length, hidden});
+  torch::Tensor z = norm1_(segments + output_(attended));
+  return norm2_(z + feed_forward2_(torch::relu(feed_forward1_(z))));
+}
+
+GoPolicyImpl::GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec)
+    : hidden_(config.hidden), segment_length_(config.segment_length) {
+  const int h = config.hidden;
+  encoder_ = register_module("encoder", GraphSage(spec.node_feature_dim + spec.node_state_dim, h, config.sage_layers));
+  condition_ = register_module("condition", nn::Linear(h + spec.global_dim, h));
+  film_ = register_module("film", nn::Linear(h, std::max(1, 2 * h * config.attention_layers)));
+  {
+    torch::NoGradGuard no_grad;  // FiLM starts as the identity
+    film_->weight.zero_();
+    film_->bias.zero_();
+  }
+  for (int l = 0; l < config.attention_layers; ++l)
+    attention_.push_back(register_module("attention" + std::to_string(l), SegmentAttention(h, config.attention_heads)));
+  for (std::size_t i = 0; i < spec.heads.size(); ++i) {
+    heads_.push_back(register_module(std::string("head_") + head_name(spec.heads[i]), nn::Linear(h, spec.choices[i])));
+    shrink(heads_.back(), 0.01);
+  }
+  value1_ = register_module("value1", nn::Linear(h, h));
+  value2_ = register_module("value2", nn::Linear(h, 1));
+  shrink(value2_, 0.1);
+}
+
+PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& node_state, const torch::Tensor& globals) {
+  const std::int64_t b = node_state.size(0), n = g.num_nodes, h = hidden_;
+  const torch::Tensor x = torch::cat({g.node_features.unsqueeze(0).expand({b, n, g.node_features.size(1)}), node_state}, -1);
+  const torch::Tensor nodes = encoder_(g, x);  // (B, N, H), node-id order
+  const torch::Tensor graph_embedding = torch::relu(condition_(torch::cat({nodes.mean(1), globals}, -1)));  // (B, H)
+
+  torch::Tensor z = nodes.index_select(1, g.order);  // topological order
+  if (!attention_.empty()) {
+    const std::int64_t length = std::min<std::int64_t>(segment_length_, n);
+    const std::int64_t segments = (n + length - 1) / length, padded = segments * length;
+    if (padded > n) z = torch::cat({z, z.new_zeros({b, padded - n, h})}, 1);
+    // Keys a segment may attend to: the previous segment's real nodes (none
+    // for the first segment), then its own real nodes.
+    const auto options = torch::TensorOptions().dtype(torch::kBool).device(z.device());
+    const torch::Tensor real = (torch::arange(padded, z.options().dtype(torch::kInt64)) < n).view({segments, length});
+    const torch::Tensor memory_real = torch::cat({torch::zeros({1, length}, options), real.narrow(0, 0, segments - 1)}, 0);
+    const torch::Tensor key_mask = torch::cat({memory_real, real}, 1)
+                                       .view({1, segments, 1, 1, 2 * length})
+                                       .expand({b, segments, 1, 1, 2 * length})
+                                       .reshape({b * segments, 1, 1, 2 * length});
+    const torch::Tensor film = film_(graph_embedding).view({b, static_cast<std::int64_t>(attention_.size()), 2, 1, 1, h});
+    z = z.view({b, segments, length, h});
+    for (std::size_t l = 0; l < attention_.size(); ++l) {
+      const torch::Tensor memory =
+          torch::cat({z.new_zeros({b, 1, length, h}), z.narrow(1, 0, segments - 1)}, 1).detach();
+      z = attention_[l](z.reshape({b * segments, length, h}), memory.reshape({b * segments, length, h}), key_mask)
+              .view({b, segments, length, h});
+      const torch::Tensor gamma = film.select(1, static_cast<std::int64_t>(l)).select(1, 0);  // (B, 1, 1, H)
+      const torch::Tensor beta = film.select(1, static_cast<std::int64_t>(l)).select(1, 1);
+      z = z * (1 + gamma) + beta;
+    }
+    z = z.view({b, padded, h}).narrow(1, 0, n);
+  }
+  const torch::Tensor out = z.index_select(1, g.position) + nodes;  // back to node-id order
+  PolicyOutput result;
+  for (auto& head : heads_) result.logits.push_back(head(out));
+  result.value = value2_(torch::relu(value1_(graph_embedding))).squeeze(-1);
+  return result;
+}
+
+PpoPolicyImpl::PpoPolicyImpl(const AgentConfig& config, const PolicySpec& spec) {
+  const int h = config.hidden;
+  encoder_ = register_module("encoder", GraphSage(spec.node_feature_dim + spec.node_state_dim, h, config.sage_layers));
+  for (std::size_t i = 0; i < spec.heads.size(); ++i) {
+    nn::Linear last(h, spec.choices[i]);
+    shrink(last, 0.01);
+    heads_.push_back(register_module(std::string("head_") + head_name(spec.heads[i]),
+                                     nn::Sequential(nn::Linear(h, h), nn::ReLU(), last)));
+  }
+  nn::Linear last(h, 1);
+  shrink(last, 0.1);
+  value_ = register_module("value", nn::Sequential(nn::Linear(h + spec.global_dim, h), nn::ReLU(), last));
+}
+
+PolicyOutput PpoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& node_state, const torch::Tensor& globals) {
+  const std::int64_t b = node_state.size(0), n = g.num_nodes;
+  const torch::Tensor x = torch::cat({g.node_features.unsqueeze(0).expand({b, n, g.node_features.size(1)}), node_state}, -1);
+  const torch::Tensor nodes = encoder_(g, x);
+  PolicyOutput result;
+  for (auto& head : heads_) result.logits.push_back(head->forward(nodes));
+  result.value = value_->forward(torch::cat({nodes.mean(1), globals}, -1)).squeeze(-1);
+  return result;
+}
+
+Policy make_policy(const AgentConfig& config, const PolicySpec& spec) {
+  validate(config);
+  GOENV_CHECK(!spec.heads.empty() && spec.heads.size() == spec.choices.size(), InvalidArgument,
+              "a policy needs at least one decision head, got " << spec.describe());
+  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
+  if (config.algorithm == "go") return std::make_shared<GoPolicyImpl>(config, spec);
+  return std::make_shared<PpoPolicyImpl>(config, spec);
+}
+
+torch::Tensor mask_logits(const torch::Tensor& logits, const torch::Tensor& mask) {
+  return logits.masked_fill(mask.to(torch::kBool).logical_not(), kMaskedLogit);
+}
+
+torch::Tensor sample_actions(const torch::Tensor& masked_logits, bool deterministic, torch::Generator& generator) {
+  if (deterministic) return masked_logits.argmax(-1);
+  const torch::Tensor uniform =
+      torch::rand(masked_logits.sizes(), generator, torch::TensorOptions().dtype(torch::kFloat32)).clamp_min(1e-12);
+  const torch::Tensor gumbel = -torch::log(-torch::log(uniform));
+  return (masked_logits + gumbel.to(masked_logits.device())).argmax(-1);
+}
+
+torch::Tensor log_prob(const std::vector<torch::Tensor>& masked_logits, const std::vector<torch::Tensor>& actions) {
+  torch::Tensor total;
+  for (std::size_t i = 0; i < masked_logits.size(); ++i) {
+    const torch::Tensor part =
+        torch::log_softmax(masked_logits[i], -1).gather(-1, actions[i].unsqueeze(-1)).squeeze(-1).to(torch::kFloat64).sum(-1);
+    total = total.defined() ? total + part : part;
+  }
+  return total;
+}
+
+torch::Tensor entropy(const std::vector<torch::Tensor>& masked_logits) {
+  torch::Tensor total;
+  for (const torch::Tensor& logits : masked_logits) {
+    const torch::Tensor log_p = torch::log_softmax(logits, -1);
+    const torch::Tensor part = -(log_p.exp() * log_p).sum(-1).sum(-1);
+    total = total.defined() ? total + part : part;
+  }
+  return total;
+}
+
+}  // namespace goenv::agents

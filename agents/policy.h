@@ -1,0 +1,121 @@
+// The networks: a GraphSAGE encoder, the GO policy (Zhou et al., NeurIPS 2020,
+// §3: GraphSAGE -> segment-recurrent attention -> FiLM -> per-head outputs) and
+// a plain PPO policy (GraphSAGE -> per-node MLP heads), plus the masked
+// per-node categorical distribution both use.
+//
+// Shapes: B observations of one graph with N nodes, H = hidden width.
+// node_state (B, N, S), globals (B, G); a head's logits (B, N, choices).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "agents/agent.h"
+
+namespace goenv::agents {
+
+// What a masked choice's logit becomes: finite, so that p * log p stays 0, and
+// far enough below any real logit that exp() underflows to exactly 0.
+inline constexpr float kMaskedLogit = -1e9f;
+
+// The static part of a graph's observation, as tensors on the policy's device.
+struct GraphTensors {
+  std::int64_t num_nodes = 0, num_edges = 0;
+  torch::Tensor node_features;       // (N, F) float
+  torch::Tensor source, destination;  // (E,) int64
+  torch::Tensor inverse_in_degree;   // (1, N, 1): 1 / max(1, in-degree)
+  torch::Tensor inverse_out_degree;  // (1, N, 1)
+  torch::Tensor order;               // (N,) int64: node ids in topological order
+  torch::Tensor position;            // (N,) int64: each node's index in `order`
+};
+
+// Kahn's algorithm, ties by node id. InvalidArgument on an out-of-range edge or a cycle.
+std::vector<std::int64_t> topological_order(int num_nodes, int num_edges, const std::int64_t* edge_index);
+GraphTensors graph_tensors(int num_nodes, int node_feature_dim, const float* node_features, int num_edges,
+                           const std::int64_t* edge_index, const torch::Device& device);
+
+struct PolicyOutput {
+  std::vector<torch::Tensor> logits;  // per head (B, N, choices), unmasked
+  torch::Tensor value;                // (B,)
+};
+
+class PolicyImpl : public torch::nn::Module {
+ public:
+  virtual PolicyOutput forward(const GraphTensors& graph, const torch::Tensor& node_state,
+                               const torch::Tensor& globals) = 0;
+};
+using Policy = std::shared_ptr<PolicyImpl>;
+
+// GraphSAGE (Hamilton et al., 2017) with mean aggregation over predecessors
+// and successors separately: h' = LayerNorm(h + ReLU(W [h ; mean_pred(h) ; mean_succ(h)])).
+class GraphSageImpl : public torch::nn::Module {
+ public:
+  GraphSageImpl(int input_dim, int hidden, int layers);
+  torch::Tensor forward(const GraphTensors& graph, const torch::Tensor& x);  // (B, N, in) -> (B, N, H)
+
+ private:
+  torch::nn::Linear input_{nullptr};
+  std::vector<torch::nn::Linear> combine_;
+  std::vector<torch::nn::LayerNorm> norm_;
+};
+TORCH_MODULE(GraphSage);
+
+// One Transformer-XL-style layer over segments: each segment's queries attend
+// over [memory ; segment], memory being the previous segment's input to this
+// layer, detached (Dai et al., 2019), then a feed-forward block.
+class SegmentAttentionImpl : public torch::nn::Module {
+ public:
+  SegmentAttentionImpl(int hidden, int heads);
+  // segments, memory (M, L, H); key_mask (M, 1, 1, 2L) bool, true = attend.
+  torch::Tensor forward(const torch::Tensor& segments, const torch::Tensor& memory, const torch::Tensor& key_mask);
+
+ private:
+  int heads_;
+  torch::nn::Linear query_{nullptr}, key_value_{nullptr}, output_{nullptr}, feed_forward1_{nullptr},
+      feed_forward2_{nullptr};
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+};
+TORCH_MODULE(SegmentAttention);
+
+class GoPolicyImpl : public PolicyImpl {
+ public:
+  GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec);
+  PolicyOutput forward(const GraphTensors& graph, const torch::Tensor& node_state, const torch::Tensor& globals) override;
+
+ private:
+  int hidden_, segment_length_;
+  GraphSage encoder_{nullptr};
+  torch::nn::Linear condition_{nullptr}, film_{nullptr}, value1_{nullptr}, value2_{nullptr};
+  std::vector<SegmentAttention> attention_;
+  std::vector<torch::nn::Linear> heads_;
+};
+
+class PpoPolicyImpl : public PolicyImpl {
+ public:
+  PpoPolicyImpl(const AgentConfig& config, const PolicySpec& spec);
+  PolicyOutput forward(const GraphTensors& graph, const torch::Tensor& node_state, const torch::Tensor& globals) override;
+
+ private:
+  GraphSage encoder_{nullptr};
+  std::vector<torch::nn::Sequential> heads_;
+  torch::nn::Sequential value_{nullptr};
+};
+
+// Seeds torch's global generator with config.seed and builds the config's policy.
+Policy make_policy(const AgentConfig& config, const PolicySpec& spec);
+
+// Masked distribution over whole-graph actions. `mask` (B, N, choices) bool or
+// int8, nonzero = allowed.
+torch::Tensor mask_logits(const torch::Tensor& logits, const torch::Tensor& mask);
+// (B, N) int64 per head: argmax when deterministic, else Gumbel-max sampling
+// with noise drawn on the CPU from `generator` (same draws on any device).
+torch::Tensor sample_actions(const torch::Tensor& masked_logits, bool deterministic, torch::Generator& generator);
+// Sum over nodes and heads of log p(action), in float64 (sums over 10^5 nodes): (B,).
+torch::Tensor log_prob(const std::vector<torch::Tensor>& masked_logits, const std::vector<torch::Tensor>& actions);
+// Sum over nodes and heads of the per-node entropy: (B,).
+torch::Tensor entropy(const std::vector<torch::Tensor>& masked_logits);
+
+}  // namespace goenv::agents

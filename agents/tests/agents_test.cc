@@ -1,0 +1,273 @@
+// Agents: forward shapes on graphs of several sizes, masking, log-probabilities,
+// checkpoints and seeded determinism. Built as its own ctest executable
+// (goenv_agents_tests) because it links LibTorch; tests/cpp never does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "agents/agent.h"
+#include "agents/policy.h"
+#include "core/error.h"
+#include "envs/registry.h"
+
+namespace goenv::agents {
+namespace {
+
+// A layered random DAG: `width` nodes per layer, each fed by 1-2 nodes of the previous layer.
+GraphPtr layered_graph(int num_nodes, int width, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  GraphBuilder builder("layered" + std::to_string(num_nodes));
+  std::uniform_real_distribution<double> exponent(6, 10);
+  for (int v = 0; v < num_nodes; ++v) {
+    NodeSpec spec;
+    spec.name = "n" + std::to_string(v);
+    spec.op_type = static_cast<int>(rng() % num_op_types());
+    spec.flops = std::pow(10.0, exponent(rng));
+    spec.output_bytes = static_cast<std::int64_t>(std::pow(10.0, exponent(rng) - 4));
+    builder.add_node(spec);
+  }
+  for (int v = width; v < num_nodes; ++v) {
+    const int layer_start = (v / width - 1) * width;
+    const int a = layer_start + static_cast<int>(rng() % width);
+    builder.add_edge(a, v);
+    const int b = layer_start + static_cast<int>(rng() % width);
+    if (b != a && rng() % 2) builder.add_edge(b, v);
+  }
+  return std::move(builder).build();
+}
+
+std::unique_ptr<Env> env_on(const std::string& task, int num_nodes, int width = 4) {
+  return make_env_on_graph(task, layered_graph(num_nodes, width, num_nodes), Cluster::preset("2xgpu-pcie"));
+}
+
+struct Stacked {
+  torch::Tensor node_state, mask, globals;
+};
+
+Stacked stacked(const DynamicObservation& o, const PolicySpec& spec, int n, int batch) {
+  auto state = torch::from_blob(const_cast<float*>(o.node_state.data()), {1, n, spec.node_state_dim}).clone();
+  auto mask = torch::from_blob(const_cast<std::int8_t*>(o.action_mask.data()), {1, n, spec.action_mask_width()},
+                               torch::kInt8).clone();
+  auto globals = torch::from_blob(const_cast<float*>(o.globals.data()), {1, spec.global_dim}).clone();
+  return {state.expand({batch, n, spec.node_state_dim}), mask.expand({batch, n, spec.action_mask_width()}),
+          globals.expand({batch, spec.global_dim})};
+}
+
+GraphTensors tensors_of(const Env& env) {
+  const StaticObservation& s = env.static_observation();
+  return graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges, s.edge_index.data(),
+                       torch::kCPU);
+}
+
+class ForwardShapes : public ::testing::TestWithParam<std::tuple<int, std::string, std::string>> {};
+
+TEST_P(ForwardShapes, LogitsPerHeadAndOneValuePerObservation) {
+  const auto& [n, algorithm, task] = GetParam();
+  auto env = env_on(task, n, n >= 300 ? 16 : 3);
+  AgentConfig config;
+  config.algorithm = algorithm;
+  config.hidden = 32;
+  config.segment_length = 128;  // 3000 nodes: 24 segments, the last one padded
+  const PolicySpec spec = PolicySpec::of(*env);
+  Policy policy = make_policy(config, spec);
+  const DynamicObservation obs = env->reset(0);
+  const Stacked in = stacked(obs, spec, n, 2);
+  torch::NoGradGuard no_grad;
+  const PolicyOutput out = policy->forward(tensors_of(*env), in.node_state, in.globals);
+  ASSERT_EQ(out.logits.size(), spec.heads.size());
+  for (std::size_t h = 0; h < spec.heads.size(); ++h) {
+    EXPECT_EQ(out.logits[h].sizes(), (std::vector<std::int64_t>{2, n, spec.choices[h]}));
+    EXPECT_TRUE(torch::isfinite(out.logits[h]).all().item<bool>());
+  }
+  EXPECT_EQ(out.value.sizes(), (std::vector<std::int64_t>{2}));
+  EXPECT_TRUE(torch::isfinite(out.value).all().item<bool>());
+  // Both batch items are the same observation.
+  EXPECT_TRUE(torch::allclose(out.logits[0][0], out.logits[0][1], 1e-5, 1e-6));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ForwardShapes,
+                         ::testing::Combine(::testing::Values(10, 300, 3000), ::testing::Values("ppo", "go"),
+                                            ::testing::Values("placement", "joint")),
+                         [](const auto& info) {
+                           return std::get<1>(info.param) + "_" + std::get<2>(info.param) + "_" +
+                                  std::to_string(std::get<0>(info.param)) + "_nodes";
+                         });
+
+TEST(GoPolicy, GradientsReachEveryLayerThroughSegments) {
+  auto env = env_on("placement", 700, 8);
+  AgentConfig config;
+  config.algorithm = "go";
+  config.hidden = 16;
+  config.segment_length = 100;
+  const PolicySpec spec = PolicySpec::of(*env);
+  Policy policy = make_policy(config, spec);
+  const Stacked in = stacked(env->reset(0), spec, 700, 1);
+  const PolicyOutput out = policy->forward(tensors_of(*env), in.node_state, in.globals);
+  (out.logits[0].pow(2).sum() + out.value.sum()).backward();
+  for (const auto& item : policy->named_parameters()) {
+    if (item.key().rfind("film", 0) == 0) continue;  // zero-initialized modulation: gradient may be exactly 0 at the bias
+    ASSERT_TRUE(item.value().grad().defined()) << item.key();
+    EXPECT_TRUE(torch::isfinite(item.value().grad()).all().item<bool>()) << item.key();
+  }
+}
+
+TEST(Distribution, MaskedChoicesAreNeverSampled) {
+  torch::manual_seed(1);
+  const torch::Tensor logits = torch::randn({3, 50, 5}) * 4;
+  torch::Tensor mask = torch::rand({3, 50, 5}) < 0.4;
+  mask.select(2, 2).fill_(false);
+  mask.index_put_({torch::indexing::Slice(), torch::indexing::Slice(), 4},
+                  mask.select(2, 4).logical_or(mask.any(-1).logical_not()));  // at least one allowed per node
+  const torch::Tensor masked = mask_logits(logits, mask);
+  torch::Generator generator = at::detail::createCPUGenerator(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const torch::Tensor a = sample_actions(masked, false, generator);
+    EXPECT_TRUE(mask.gather(-1, a.unsqueeze(-1)).all().item<bool>());
+  }
+  const torch::Tensor greedy = sample_actions(masked, true, generator);
+  EXPECT_TRUE(mask.gather(-1, greedy.unsqueeze(-1)).all().item<bool>());
+  // Only allowed choices carry probability; a node with one choice has zero entropy.
+  EXPECT_EQ(torch::softmax(masked, -1).masked_select(mask.logical_not()).sum().item<float>(), 0.f);
+  torch::Tensor one = torch::zeros({1, 1, 5}, torch::kBool);
+  one[0][0][3] = true;
+  EXPECT_NEAR(entropy({mask_logits(torch::randn({1, 1, 5}), one)}).item<double>(), 0.0, 1e-12);
+}
+
+TEST(Distribution, LogProbIsTheSumOverNodesAndHeads) {
+  torch::manual_seed(2);
+  const std::vector<torch::Tensor> logits = {torch::randn({2, 7, 3}), torch::randn({2, 7, 16})};
+  const std::vector<torch::Tensor> actions = {torch::randint(3, {2, 7}), torch::randint(16, {2, 7})};
+  const torch::Tensor total = log_prob(logits, actions);
+  ASSERT_EQ(total.sizes(), (std::vector<std::int64_t>{2}));
+  for (int b = 0; b < 2; ++b) {
+    double expected = 0;
+    for (std::size_t h = 0; h < logits.size(); ++h)
+      for (int v = 0; v < 7; ++v) {
+        const torch::Tensor p = torch::softmax(logits[h][b][v].to(torch::kFloat64), 0);
+        expected += std::log(p[actions[h][b][v].item<std::int64_t>()].item<double>());
+      }
+    EXPECT_NEAR(total[b].item<double>(), expected, 1e-5);
+  }
+  const torch::Tensor uniform = entropy({torch::zeros({1, 4, 8})});
+  EXPECT_NEAR(uniform.item<double>(), 4 * std::log(8.0), 1e-5);
+}
+
+TEST(Graph, TopologicalOrderRejectsCyclesAndBadEdges) {
+  const std::vector<std::int64_t> chain = {0, 1, 1, 2};  // (2, E): 0->1, 1->2
+  EXPECT_EQ(topological_order(3, 2, chain.data()), (std::vector<std::int64_t>{0, 1, 2}));
+  const std::vector<std::int64_t> cycle = {0, 1, 1, 0};
+  EXPECT_THROW(topological_order(2, 2, cycle.data()), InvalidArgument);
+  const std::vector<std::int64_t> outside = {0, 5};
+  EXPECT_THROW(topological_order(2, 1, outside.data()), InvalidArgument);
+}
+
+AgentConfig small_config(const std::string& algorithm) {
+  AgentConfig c;
+  c.algorithm = algorithm;
+  c.hidden = 16;
+  c.segment_length = 8;
+  c.envs_per_graph = 4;
+  c.num_threads = 1;
+  c.seed = 3;
+  return c;
+}
+
+ObservationBatch view(const Env& env, const DynamicObservation& o) {
+  const StaticObservation& s = env.static_observation();
+  ObservationBatch b;
+  b.num_nodes = s.num_nodes;
+  b.num_edges = s.num_edges;
+  b.node_features = s.node_features.data();
+  b.node_feature_dim = s.node_feature_dim;
+  b.edge_index = s.edge_index.data();
+  b.node_state = o.node_state.data();
+  b.node_state_dim = static_cast<int>(o.node_state.size()) / s.num_nodes;
+  b.action_mask = o.action_mask.data();
+  b.action_mask_width = env.action_mask_width();
+  b.globals = o.globals.data();
+  b.global_dim = static_cast<int>(o.globals.size());
+  return b;
+}
+
+TEST(Agent, TrainingIsSeededAndCheckpointsRoundTrip) {
+  auto env = env_on("placement", 24, 4);
+  auto run = [&](const std::string& algorithm) {
+    Agent agent(small_config(algorithm));
+    std::vector<double> losses;
+    agent.train({env.get()}, 32, [&](const UpdateMetrics& m) {
+      losses.push_back(m.policy_loss + m.value_loss);
+      return true;
+    });
+    return std::make_pair(std::move(agent), losses);
+  };
+  for (const std::string algorithm : {"ppo", "go"}) {
+    auto [first, first_losses] = run(algorithm);
+    auto [second, second_losses] = run(algorithm);
+    EXPECT_EQ(first_losses.size(), 8u);
+    EXPECT_EQ(first_losses, second_losses) << algorithm;
+    EXPECT_EQ(first.steps_trained(), 32);
+
+    const std::string bytes = first.to_bytes();
+    Agent loaded;
+    loaded.from_bytes(bytes);
+    EXPECT_EQ(loaded.config().algorithm, algorithm);
+    EXPECT_EQ(loaded.steps_trained(), 32);
+    EXPECT_EQ(checkpoint_algorithm(bytes), algorithm);
+    const DynamicObservation obs = env->reset(0);
+    EXPECT_EQ(first.act(view(*env, obs), true), loaded.act(view(*env, obs), true));
+    EvaluationResult r = loaded.evaluate(*env, 2);
+    EXPECT_EQ(r.episodes, 2);
+    EXPECT_GT(r.runtime, 0);
+
+    std::string corrupt = bytes;
+    corrupt[corrupt.size() / 2] ^= 0x5a;
+    EXPECT_THROW(loaded.from_bytes(corrupt), InvalidArgument);
+    EXPECT_THROW(loaded.from_bytes(bytes.substr(0, bytes.size() - 10)), InvalidArgument);
+    EXPECT_THROW(loaded.from_bytes("not a checkpoint"), InvalidArgument);
+    EXPECT_EQ(first.act(view(*env, obs), true), loaded.act(view(*env, obs), true));  // unchanged by the failures
+  }
+}
+
+TEST(Agent, LongerHorizonsUseGaeAndSeveralGraphsTakeTurns) {
+  EnvConfig three_steps;
+  three_steps.horizon = 3;
+  auto a = make_env_on_graph("placement", layered_graph(20, 4, 1), Cluster::preset("2xgpu-pcie"), three_steps);
+  auto b = make_env_on_graph("placement", layered_graph(30, 5, 2), Cluster::preset("2xgpu-pcie"), three_steps);
+  for (int rollout_length : {0, 2}) {  // 0: whole episodes; 2: cut mid-episode, bootstrapped
+    AgentConfig config = small_config("go");
+    config.rollout_length = rollout_length;
+    config.graphs_per_update = 1;
+    Agent agent(config);
+    std::vector<UpdateMetrics> seen;
+    agent.train({a.get(), b.get()}, 4 * 4 * 3, [&](const UpdateMetrics& m) {
+      seen.push_back(m);
+      return true;
+    });
+    const int per_update = 4 * (rollout_length ? rollout_length : 3);
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.front().step, per_update);
+    for (const auto& m : seen) {
+      EXPECT_TRUE(std::isfinite(m.policy_loss) && std::isfinite(m.value_loss)) << m.update;
+      EXPECT_GT(m.entropy, 0);
+    }
+    // Round-robin: the graphs alternate, so consecutive updates report different best runtimes.
+    ASSERT_GE(seen.size(), 2u);
+    EXPECT_NE(seen[0].best_runtime, seen[1].best_runtime);
+  }
+}
+
+TEST(Agent, RefusesEnvsOfAnotherSpec) {
+  auto two = env_on("placement", 12);
+  auto joint = env_on("joint", 12);
+  Agent agent(small_config("ppo"));
+  agent.setup(PolicySpec::of(*two));
+  EXPECT_THROW(agent.train({joint.get()}, 4), InvalidArgument);
+  EXPECT_THROW(Agent(AgentConfig{.algorithm = "sac"}), InvalidArgument);
+  AgentConfig config;
+  EXPECT_THROW(set_config(config, "learning_rat", 1.0), InvalidArgument);
+  EXPECT_THROW(set_config(config, "epochs", 1.5), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace goenv::agents

@@ -1,0 +1,312 @@
+// goenv._agents: the thin pybind11 layer over agents/agent.h. It includes no
+// torch header and does not link torch_python: observations come in and actions
+// go out as numpy arrays; envs come as ids or as bytes (graph, cluster), never
+// as goenv._core objects, so the two modules share no C++ class layout.
+// Python imports torch before this module (goenv/agents), so the LibTorch it
+// links is the one already mapped.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "agents/agent.h"
+#include "bindings/numpy_helpers.h"
+#include "core/serialization.h"
+#include "envs/registry.h"
+
+namespace goenv::bindings {
+
+namespace {
+
+using agents::Agent;
+using agents::AgentConfig;
+
+// goenv._core's exception classes, looked up once (references kept for the process).
+struct ErrorTypes {
+  PyObject *error, *invalid_argument, *invalid_graph, *invalid_action, *reset_needed, *not_found;
+};
+const ErrorTypes& error_types() {
+  static const ErrorTypes types = [] {
+    py::module_ core = py::module_::import("goenv._core");
+    auto get = [&](const char* name) { return py::object(core.attr(name)).release().ptr(); };
+    return ErrorTypes{get("Error"), get("InvalidArgument"), get("InvalidGraph"),
+                      get("InvalidAction"), get("ResetNeeded"), get("NotFound")};
+  }();
+  return types;
+}
+
+// An env argument, made here from plain data so that no C++ object crosses
+// from goenv._core (the two modules never share a class layout): an env id, or
+// a dict {task, graph: Graph.to_bytes(), cluster: cluster bytes, options}
+// describing a GraphEnv (see goenv/agents/agent.py).
+std::unique_ptr<Env> env_argument(py::handle value) {
+  if (py::isinstance<py::str>(value)) {
+    const std::string id = value.cast<std::string>();
+    py::gil_scoped_release release;
+    return make_env(id);
+  }
+  GOENV_CHECK(py::isinstance<py::dict>(value), InvalidArgument,
+              "expected an env id or an env description, got "
+                  << std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  const py::dict d = py::reinterpret_borrow<py::dict>(value);
+  for (const char* key : {"task", "graph", "cluster", "options"})
+    GOENV_CHECK(d.contains(key), InvalidArgument, "env description has no '" << key << "' entry");
+  const std::string task = d["task"].cast<std::string>();
+  const std::string graph = d["graph"].cast<std::string>();
+  const std::string cluster = d["cluster"].cast<std::string>();
+  EnvConfig config;
+  for (auto [key_handle, option] : d["options"].cast<py::dict>()) {
+    const std::string key = py::str(key_handle);
+    if (key == "horizon") config.horizon = option.cast<int>();
+    else if (key == "decision_mode") config.decision_mode = option.cast<std::string>();
+    else if (key == "invalid_penalty") config.invalid_penalty = option.cast<double>();
+    else if (key == "priority_levels") config.priority_levels = option.cast<int>();
+    else if (key == "fusion_levels") config.fusion_levels = option.cast<int>();
+    else if (key == "max_fusion_size") config.max_fusion_size = option.cast<int>();
+    else if (key == "placement") config.placement = option.cast<std::string>();
+    else GOENV_FAIL(InvalidArgument, "env description: unknown option '" << key << "'");
+  }
+  py::gil_scoped_release release;
+  return make_env_on_graph(task, graph_from_bytes(graph), cluster_from_bytes(cluster), config);
+}
+
+py::dict metrics_dict(const agents::UpdateMetrics& m) {
+  py::dict d;
+  d["step"] = m.step;
+  d["update"] = m.update;
+  d["mean_reward"] = m.mean_reward;
+  d["mean_runtime"] = m.mean_runtime;
+  d["best_runtime"] = m.best_runtime;
+  d["mean_speedup"] = m.mean_speedup;
+  d["best_speedup"] = m.best_speedup;
+  d["invalid_fraction"] = m.invalid_fraction;
+  d["policy_loss"] = m.policy_loss;
+  d["value_loss"] = m.value_loss;
+  d["entropy"] = m.entropy;
+  d["approx_kl"] = m.approx_kl;
+  d["clip_fraction"] = m.clip_fraction;
+  d["seconds"] = m.seconds;
+  return d;
+}
+
+py::object typed_value(char type, const std::string& text) {
+  switch (type) {
+    case 'i': return py::int_(std::stoll(text));
+    case 'd': return py::float_(std::stod(text));
+    case 'b': return py::bool_(text == "1");
+    default: return py::str(text);
+  }
+}
+
+py::dict config_dict(const AgentConfig& config) {
+  const auto text = agents::config_to_text(config);
+  py::dict d;
+  for (const auto& f : agents::config_fields()) d[py::str(f.name)] = typed_value(f.type, text.at(f.name));
+  return d;
+}
+
+AgentConfig config_from(const py::dict& options) {
+  AgentConfig config;
+  for (auto [key, value] : options) {
+    const std::string name = py::str(key);
+    if (py::isinstance<py::str>(value)) {
+      agents::set_config(config, name, value.cast<std::string>());
+    } else {
+      GOENV_CHECK(py::isinstance<py::bool_>(value) || py::isinstance<py::int_>(value) ||
+                      py::isinstance<py::float_>(value),
+                  InvalidArgument, "agent option '" << name << "' must be a number, bool or string");
+      agents::set_config(config, name, value.cast<double>());
+    }
+  }
+  agents::validate(config);
+  return config;
+}
+
+template <typename T>
+py::array_t<T, py::array::c_style | py::array::forcecast> column(const py::dict& obs, const char* key) {
+  GOENV_CHECK(obs.contains(key), InvalidArgument, "observation has no '" << key << "' entry");
+  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(obs[key]);
+  GOENV_CHECK(a, InvalidArgument, "observation['" << key << "'] must be a numeric array");
+  return a;
+}
+
+std::string shape_of(const py::array& a) { return py::str(py::getattr(a, "shape")); }
+
+// A static entry may carry a batch axis (vector envs); every item must then be the same graph.
+template <typename T>
+const T* shared_static(const py::array_t<T, py::array::c_style | py::array::forcecast>& a, int batched_ndim,
+                       std::int64_t batch, const char* key) {
+  if (a.ndim() < batched_ndim) return a.data();
+  GOENV_CHECK(a.shape(0) == batch, InvalidArgument,
+              "observation['" << key << "'] has batch size " << a.shape(0) << ", node_state has " << batch);
+  const std::size_t item = static_cast<std::size_t>(a.size() / std::max<py::ssize_t>(1, a.shape(0))) * sizeof(T);
+  const auto* bytes = reinterpret_cast<const char*>(a.data());
+  for (std::int64_t i = 1; i < batch; ++i)
+    GOENV_CHECK(std::memcmp(bytes, bytes + i * item, item) == 0, InvalidArgument,
+                "batched observations must all be of one graph: observation['" << key << "'][" << i
+                                                                            << "] differs from item 0");
+  return a.data();
+}
+
+py::dict act(Agent& agent, const py::dict& obs, bool deterministic) {
+  const auto state = column<float>(obs, "node_state");
+  const auto mask = column<std::int8_t>(obs, "action_mask");
+  const auto globals = column<float>(obs, "globals");
+  const auto features = column<float>(obs, "node_features");
+  const auto edges = column<std::int64_t>(obs, "edge_index");
+  GOENV_CHECK(state.ndim() == 2 || state.ndim() == 3, InvalidArgument,
+              "observation['node_state'] must have shape (N, S) or (B, N, S), got " << shape_of(state));
+  const bool batched = state.ndim() == 3;
+  agents::ObservationBatch o;
+  o.batch = batched ? static_cast<int>(state.shape(0)) : 1;
+  o.num_nodes = static_cast<int>(state.shape(batched ? 1 : 0));
+  o.node_state_dim = static_cast<int>(state.shape(batched ? 2 : 1));
+  const int d = batched ? 1 : 0;
+  GOENV_CHECK(mask.ndim() == 2 + d && mask.shape(d) == o.num_nodes && (!batched || mask.shape(0) == o.batch),
+              InvalidArgument,
+              "observation['action_mask'] must have shape " << (batched ? "(B, N, A)" : "(N, A)") << " with N="
+                                                            << o.num_nodes << ", got " << shape_of(mask));
+  GOENV_CHECK(globals.ndim() == 1 + d && (!batched || globals.shape(0) == o.batch), InvalidArgument,
+              "observation['globals'] must have shape " << (batched ? "(B, G)" : "(G,)") << ", got " << shape_of(globals));
+  GOENV_CHECK((features.ndim() == 2 || (batched && features.ndim() == 3)) &&
+                  features.shape(features.ndim() - 2) == o.num_nodes,
+              InvalidArgument, "observation['node_features'] must have shape (N, F) with N=" << o.num_nodes << ", got "
+                                                                                            << shape_of(features));
+  GOENV_CHECK((edges.ndim() == 2 || (batched && edges.ndim() == 3)) && edges.shape(edges.ndim() - 2) == 2,
+              InvalidArgument, "observation['edge_index'] must have shape (2, E), got " << shape_of(edges));
+  o.action_mask_width = static_cast<int>(mask.shape(1 + d));
+  o.global_dim = static_cast<int>(globals.shape(d));
+  o.node_feature_dim = static_cast<int>(features.shape(features.ndim() - 1));
+  o.num_edges = static_cast<int>(edges.shape(edges.ndim() - 1));
+  o.node_features = shared_static(features, 3, o.batch, "node_features");
+  o.edge_index = shared_static(edges, 3, o.batch, "edge_index");
+  o.node_state = state.data();
+  o.action_mask = mask.data();
+  o.globals = globals.data();
+  std::vector<std::vector<std::int64_t>> actions;
+  {
+    py::gil_scoped_release release;
+    actions = agent.act(o, deterministic);
+  }
+  py::dict out;
+  const auto& spec = agent.spec();
+  std::vector<py::ssize_t> shape = batched ? std::vector<py::ssize_t>{o.batch, o.num_nodes}
+                                           : std::vector<py::ssize_t>{o.num_nodes};
+  for (std::size_t h = 0; h < actions.size(); ++h) out[head_name(spec.heads[h])] = to_numpy(std::move(actions[h]), shape);
+  return out;
+}
+
+}  // namespace
+
+}  // namespace goenv::bindings
+
+PYBIND11_MODULE(_agents, m) {
+  using namespace goenv;
+  using namespace goenv::bindings;
+  m.doc() = "goenv reference agents (LibTorch): PPO and the GO policy; use goenv.agents, not this module";
+  error_types();  // imports goenv._core for its exception classes
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    const ErrorTypes& t = error_types();
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidGraph& e) {
+      PyErr_SetString(t.invalid_graph, e.what());
+    } catch (const InvalidAction& e) {
+      PyErr_SetString(t.invalid_action, e.what());
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(t.invalid_argument, e.what());
+    } catch (const ResetNeeded& e) {
+      PyErr_SetString(t.reset_needed, e.what());
+    } catch (const NotFound& e) {
+      PyErr_SetString(t.not_found, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(t.error, e.what());
+    }
+  });
+
+  py::class_<agents::Agent>(m, "Agent", "A PPO-trained policy (algorithm 'ppo' or 'go') over goenv envs.")
+      .def(py::init([](const py::dict& options) { return agents::Agent(config_from(options)); }),
+           py::arg("options") = py::dict())
+      .def_property_readonly("config", [](const agents::Agent& a) { return config_dict(a.config()); })
+      .def_property_readonly("has_policy", &agents::Agent::has_policy)
+      .def_property_readonly("spec", [](const agents::Agent& a) -> py::object {
+        if (!a.has_policy()) return py::none();
+        const auto& s = a.spec();
+        py::dict d;
+        d["node_feature_dim"] = s.node_feature_dim;
+        d["node_state_dim"] = s.node_state_dim;
+        d["global_dim"] = s.global_dim;
+        py::list heads;
+        for (Head h : s.heads) heads.append(head_name(h));
+        d["heads"] = heads;
+        d["choices"] = s.choices;
+        return d;
+      })
+      .def_property_readonly("num_parameters", &agents::Agent::num_parameters)
+      .def_property_readonly("steps_trained", &agents::Agent::steps_trained)
+      .def_property_readonly("device", &agents::Agent::device)
+      .def("setup", [](agents::Agent& a, py::handle env) {
+        a.setup(agents::PolicySpec::of(*env_argument(env)));
+      }, py::arg("env"), "Builds the policy for this env's features and heads.")
+      .def("train", [](agents::Agent& a, const py::list& envs, std::int64_t total_steps, py::object callback) {
+        std::vector<std::unique_ptr<Env>> owned;
+        std::vector<const Env*> pointers;
+        for (py::handle e : envs) {
+          owned.push_back(env_argument(e));
+          pointers.push_back(owned.back().get());
+        }
+        agents::Agent::Callback on_update = [&callback](const agents::UpdateMetrics& metrics) {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops training
+          if (callback.is_none()) return true;
+          py::object result = callback(metrics_dict(metrics));
+          return result.is_none() || result.cast<bool>();
+        };
+        py::gil_scoped_release release;
+        a.train(pointers, total_steps, on_update);
+      }, py::arg("envs"), py::arg("total_steps"), py::arg("callback") = py::none())
+      .def("act", &act, py::arg("observation"), py::arg("deterministic") = false,
+           "Actions for an observation dict (or a batch of one graph's): {head: (N,) or (B, N) int64}.")
+      .def("evaluate", [](agents::Agent& a, py::handle env, int episodes, bool deterministic) {
+        std::unique_ptr<Env> e = env_argument(env);
+        agents::EvaluationResult r;
+        {
+          py::gil_scoped_release release;
+          r = a.evaluate(*e, episodes, deterministic);
+        }
+        py::dict d;
+        d["env_id"] = r.env_id;
+        d["episodes"] = r.episodes;
+        d["runtime"] = r.runtime;
+        d["initial_runtime"] = r.initial_runtime;
+        d["speedup"] = r.speedup;
+        d["best_runtime"] = r.best_runtime;
+        d["lower_bound"] = r.lower_bound;
+        d["invalid_fraction"] = r.invalid_fraction;
+        return d;
+      }, py::arg("env"), py::arg("episodes") = 1, py::arg("deterministic") = true)
+      .def("to_bytes", [](const agents::Agent& a) {
+        std::string bytes;
+        {
+          py::gil_scoped_release release;
+          bytes = a.to_bytes();
+        }
+        return py::bytes(bytes);
+      })
+      .def("from_bytes", [](agents::Agent& a, const py::bytes& data) {
+        std::string bytes = data;
+        py::gil_scoped_release release;
+        a.from_bytes(bytes);
+      }, py::arg("data"));
+
+  m.def("config_fields", [] {
+    const auto defaults = agents::config_to_text(agents::AgentConfig{});
+    py::list out;
+    for (const auto& f : agents::config_fields())
+      out.append(py::make_tuple(f.name, std::string(1, f.type), typed_value(f.type, defaults.at(f.name)), f.help));
+    return out;
+  }, "(name, type, default, help) of every agent option.");
+  m.def("checkpoint_algorithm", [](const py::bytes& data) { return agents::checkpoint_algorithm(std::string(data)); },
+        py::arg("data"), "The algorithm a checkpoint holds; goenv.InvalidArgument when it is not one.");
+}

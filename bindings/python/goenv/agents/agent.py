@@ -1,0 +1,301 @@
+"""PPO and GO agents: thin Python over goenv._agents (LibTorch, C++ training loop)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from goenv import _core
+from goenv._core import InvalidArgument
+from goenv.envs import GraphEnv, _strip_gym_id
+
+_NATIVE = None
+
+
+def _native():
+    """goenv._agents, loaded after torch so that one LibTorch is mapped, shared by both."""
+    global _NATIVE
+    if _NATIVE is None:
+        try:
+            import torch  # noqa: F401  (maps the LibTorch goenv._agents was linked against)
+        except ImportError as error:
+            raise ImportError(
+                "goenv.agents needs PyTorch: pip install 'torch==2.13.0' (or pip install 'goenv[torch]'), "
+                "then rebuild goenv so that goenv._agents is built against it") from error
+        try:
+            from goenv import _agents
+        except ImportError as error:
+            raise ImportError(
+                "goenv was built without its agents module (goenv._agents): LibTorch was not found when goenv "
+                f"was built ({error}). Install torch==2.13.0 and rebuild (make build).") from error
+        _NATIVE = _agents
+    return _NATIVE
+
+
+def options() -> list[tuple[str, str, Any, str]]:
+    """Every agent option as (name, type, default, meaning); type is 'i', 'd', 'b' or 's'."""
+    return [tuple(field) for field in _native().config_fields()]
+
+
+def _env_argument(env: Any):
+    """An env id (gymnasium ids too), or a GraphEnv described as plain data: goenv._agents
+    rebuilds it from bytes and never touches goenv._core's C++ objects."""
+    if isinstance(env, str):
+        return _strip_gym_id(env)
+    core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
+    if not isinstance(core, _core.Env):
+        raise TypeError(f"expected an env id, a goenv GraphEnv or goenv._core.Env, got {type(env).__name__}")
+    config = core.config
+    return {
+        "id": core.id,
+        "task": core.task,
+        "graph": core.graph.to_bytes(),
+        "cluster": core.cluster.__getstate__(),
+        "options": {key: config[key] for key in GraphEnv._OPTIONS},
+    }
+
+
+def _env_list(envs: Any) -> list:
+    if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped"):
+        envs = [envs]
+    envs = [_env_argument(e) for e in envs]
+    if not envs:
+        raise ValueError("expected at least one env")
+    return envs
+
+
+class Agent:
+    """A policy over goenv envs trained with PPO; `PPO` and `GO` pick the network.
+
+    Options (keywords, see goenv.agents.options()): hidden, sage_layers,
+    attention_layers, attention_heads, segment_length, learning_rate, clip,
+    value_coef, entropy_coef, max_grad_norm, gamma, gae_lambda, epochs,
+    minibatches, envs_per_graph, rollout_length, graphs_per_update,
+    normalize_advantages, target_kl, seed, num_threads, device.
+
+    The policy is built for the features and decision heads of the first env it
+    sees (`env=` here, train(), or a loaded checkpoint); one agent serves every env
+    with the same task and device count.
+    """
+
+    algorithm: str | None = None
+
+    def __init__(self, env: Any = None, **options: Any):
+        native = _native()
+        if self.algorithm is not None:
+            if "algorithm" in options and options["algorithm"] != self.algorithm:
+                raise ValueError(f"{type(self).__name__} is algorithm {self.algorithm!r}")
+            options["algorithm"] = self.algorithm
+        self._agent = native.Agent(options)
+        if env is not None:
+            self._agent.setup(_env_argument(env))
+
+    # -- training ----------------------------------------------------------
+    def train(self, envs: Any, total_steps: int, callback: Callable[[dict], Any] | None = None,
+              log_dir: str | os.PathLike | None = None, progress: bool = True) -> list[dict]:
+        """PPO on `envs` (ids, GraphEnvs, or a list: trained round-robin) for about
+        `total_steps` env steps (whole updates). After each update `callback(metrics)`
+        is called; returning False stops training. With `log_dir`, writes
+        metrics.csv as training goes and training_curve.png at the end.
+        Returns the metrics of every update (step, mean_reward, mean_runtime,
+        best_runtime, mean_speedup, best_speedup, losses, ...)."""
+        from tqdm.auto import tqdm
+
+        from goenv.agents.training_log import TrainingLog
+
+        if isinstance(total_steps, bool) or not isinstance(total_steps, (int, np.integer)) or total_steps < 1:
+            raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+        env_arguments = _env_list(envs)
+        log = TrainingLog(log_dir) if log_dir is not None else None
+        history: list[dict] = []
+        bar = tqdm(total=int(total_steps), unit="step", disable=not progress, desc=type(self).__name__)
+
+        def on_update(metrics: dict) -> bool:
+            history.append(metrics)
+            bar.update(min(metrics["step"], bar.total) - bar.n)
+            bar.set_postfix(reward=f"{metrics['mean_reward']:.3f}", best_speedup=f"{metrics['best_speedup']:.3f}",
+                            refresh=False)
+            if log is not None:
+                log.append(metrics)
+            if callback is not None:
+                return callback(metrics) is not False
+            return True
+
+        try:
+            self._agent.train(env_arguments, int(total_steps), on_update)
+        finally:
+            bar.close()
+            if log is not None:
+                log.close()
+        return history
+
+    # -- acting ------------------------------------------------------------
+    def act(self, obs: dict, deterministic: bool = False):
+        """The action for an observation of a goenv env: an int64 array (N,) for a
+        single-head task, a dict {head: array} for joint. Also takes a batch from
+        goenv.make_vec: stacked (B, N, ...) gives (B, N); padded gives (B, max_nodes)
+        (padding 0); concatenated gives (sum N,). Masked choices are never chosen."""
+        if not isinstance(obs, dict):
+            raise TypeError(f"obs must be an observation dict, got {type(obs).__name__}")
+        if "batch" in obs:  # concatenated graphs
+            parts = [self._act_one(o, deterministic) for o in _split_concatenated(obs)]
+            out = {head: np.concatenate([p[head] for p in parts]) for head in parts[0]}
+        elif "num_nodes" in obs and np.ndim(obs["node_state"]) == 3:  # padded graphs
+            rows = np.asarray(obs["node_state"]).shape[1]
+            parts = [self._act_one(o, deterministic) for o in _split_padded(obs)]
+            out = {head: np.stack([np.pad(p[head], (0, rows - p[head].shape[0])) for p in parts])
+                   for head in parts[0]}
+        else:
+            out = self._act_one(obs, deterministic)
+        return next(iter(out.values())) if len(out) == 1 else out
+
+    def _act_one(self, obs: dict, deterministic: bool) -> dict:
+        if np.ndim(obs.get("node_state")) == 3:
+            obs = dict(obs)
+            for key in ("node_features", "edge_index"):
+                value = np.asarray(obs[key])
+                if value.ndim == 3 and value.strides[0] == 0:  # broadcast static part: one copy
+                    obs[key] = value[0]
+        return self._agent.act(obs, bool(deterministic))
+
+    # -- evaluation --------------------------------------------------------
+    def evaluate(self, envs: Any, episodes: int = 1, deterministic: bool = True) -> dict[str, dict]:
+        """Runs `episodes` episodes per env (greedy actions unless deterministic=False):
+        {env_id: {"runtime", "initial_runtime", "speedup", "best_runtime", "lower_bound",
+        "invalid_fraction", "episodes"}}; runtimes in seconds (means over episodes)."""
+        results: dict[str, dict] = {}
+        for env in _env_list(envs):
+            result = self._agent.evaluate(env, int(episodes), bool(deterministic))
+            result.pop("env_id")
+            name, k = (env if isinstance(env, str) else env["id"]), 2
+            key = name
+            while key in results:
+                key, k = f"{name}#{k}", k + 1
+            results[key] = result
+        return results
+
+    # -- checkpoints -------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes a checkpoint atomically (a temporary file, then os.replace)."""
+        path = os.fspath(path)
+        data = self._agent.to_bytes()
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a checkpoint is an ordinary file
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def load(self, path: str | os.PathLike) -> "Agent":
+        """Replaces config and parameters with a checkpoint's; goenv.InvalidArgument on a
+        file that is not a valid checkpoint of this algorithm (the agent is then unchanged)."""
+        data = _read(path)
+        algorithm = _native().checkpoint_algorithm(data)
+        if self.algorithm is not None and algorithm != self.algorithm:
+            raise InvalidArgument(f"{os.fspath(path)} holds a {algorithm!r} agent, not {self.algorithm!r}; "
+                                  "use goenv.agents.load(path)")
+        self._agent.from_bytes(data)
+        return self
+
+    # -- introspection -----------------------------------------------------
+    @property
+    def config(self) -> dict:
+        return self._agent.config
+
+    @property
+    def spec(self) -> dict | None:
+        """The features and heads the policy was built for (None before it is built)."""
+        return self._agent.spec
+
+    @property
+    def num_parameters(self) -> int:
+        return self._agent.num_parameters
+
+    @property
+    def steps_trained(self) -> int:
+        return self._agent.steps_trained
+
+    @property
+    def device(self) -> str:
+        return self._agent.device
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"<{type(self).__name__} {c['algorithm']}: hidden={c['hidden']}, {self.num_parameters} parameters, "
+                f"{self.steps_trained} steps trained, {self.device}>")
+
+
+class PPO(Agent):
+    """GraphSAGE encoder + per-node MLP heads, trained with PPO."""
+
+    algorithm = "ppo"
+
+
+class GO(Agent):
+    """The GO policy (Zhou et al., NeurIPS 2020): GraphSAGE, segment-recurrent attention
+    with Transformer-XL memory (segment_length nodes per segment), FiLM, per-head outputs."""
+
+    algorithm = "go"
+
+
+_CLASSES = {"ppo": PPO, "go": GO}
+
+
+def load(path: str | os.PathLike) -> Agent:
+    """The agent saved at `path`, as a PPO or GO object."""
+    data = _read(path)
+    algorithm = _native().checkpoint_algorithm(data)
+    agent = _CLASSES[algorithm]()
+    agent._agent.from_bytes(data)
+    return agent
+
+
+def _read(path: str | os.PathLike) -> bytes:
+    with open(os.fspath(path), "rb") as f:
+        return f.read()
+
+
+def _split_concatenated(obs: dict) -> Iterable[dict]:
+    """Per-env observations of a concatenated (PyG-style) vector observation."""
+    num_nodes = np.asarray(obs["num_nodes"], dtype=np.int64)
+    num_edges = np.asarray(obs["num_edges"], dtype=np.int64)
+    node_start = np.concatenate([[0], np.cumsum(num_nodes)])
+    edge_start = np.concatenate([[0], np.cumsum(num_edges)])
+    globals_ = np.asarray(obs["globals"])
+    for i in range(len(num_nodes)):
+        nodes = slice(node_start[i], node_start[i + 1])
+        edges = slice(edge_start[i], edge_start[i + 1])
+        yield {
+            "node_features": np.asarray(obs["node_features"])[nodes],
+            "edge_index": np.asarray(obs["edge_index"])[:, edges] - node_start[i],
+            "node_state": np.asarray(obs["node_state"])[nodes],
+            "action_mask": np.asarray(obs["action_mask"])[nodes],
+            "globals": globals_[i],
+        }
+
+
+def _split_padded(obs: dict) -> Iterable[dict]:
+    """Per-env observations of a padded vector observation (B, max_nodes, ...)."""
+    num_nodes = np.asarray(obs["num_nodes"], dtype=np.int64).reshape(-1)
+    num_edges = np.asarray(obs["num_edges"], dtype=np.int64).reshape(-1)
+    for i in range(len(num_nodes)):
+        n, e = int(num_nodes[i]), int(num_edges[i])
+        yield {
+            "node_features": np.asarray(obs["node_features"])[i, :n],
+            "edge_index": np.asarray(obs["edge_index"])[i, :, :e],
+            "node_state": np.asarray(obs["node_state"])[i, :n],
+            "action_mask": np.asarray(obs["action_mask"])[i, :n],
+            "globals": np.asarray(obs["globals"])[i],
+        }

@@ -1,0 +1,93 @@
+"""Inference and update time of the GO policy on large random graphs (CPU).
+
+    python tests/benchmarks/agents_bench.py [--sizes 1000 10000 80000] [--threads 2]
+
+For each size: a random layered DAG (Graph.from_arrays), a 2-device placement
+env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`:
+  act      agent.act(obs): observation -> tensors, GraphSAGE, segment attention, sampling
+  update   one PPO update of train(): `envs_per_graph` env steps (simulated in C++),
+           the rollout forward pass, then one minibatch gradient step
+           (forward + backward + Adam) over those steps; per update and per env step
+  env      one env.step() (the simulator alone), for scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import torch  # noqa: F401  (before goenv.agents: one LibTorch)
+import goenv
+import goenv.agents
+
+
+def layered_dag(num_nodes: int, seed: int = 0, width: int = 64) -> goenv.Graph:
+    """`width` nodes per layer, each fed by 1-3 nodes of the previous layer."""
+    rng = np.random.default_rng(seed)
+    node = np.arange(width, num_nodes)
+    layer_start = (node // width - 1) * width
+    sources, targets = [], []
+    for _ in range(3):
+        keep = rng.random(node.size) < (1.0 if not sources else 0.4)
+        sources.append(layer_start[keep] + rng.integers(0, width, keep.sum()))
+        targets.append(node[keep])
+    edges = np.unique(np.stack([np.concatenate(sources), np.concatenate(targets)]), axis=1)
+    ops = goenv.op_type_names()
+    return goenv.Graph.from_arrays(
+        edges, flops=10 ** rng.uniform(6, 10, num_nodes), output_bytes=(10 ** rng.uniform(3, 7, num_nodes)).astype(np.int64),
+        op_type=[ops[i] for i in rng.integers(0, len(ops), num_nodes)], name=f"layered{num_nodes}")
+
+
+def median_seconds(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 80000])
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--segment-length", type=int, default=512)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--envs-per-graph", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GO hidden={args.hidden}, "
+          f"segment_length={args.segment_length}, envs_per_graph={args.envs_per_graph}")
+    print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} {'env step s':>10}")
+    for n in args.sizes:
+        graph = layered_dag(n)
+        env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
+        obs, _ = env.reset(seed=0)
+        agent = goenv.agents.GO(env=env, hidden=args.hidden, segment_length=args.segment_length, seed=0,
+                                num_threads=args.threads, envs_per_graph=args.envs_per_graph, epochs=1, minibatches=1)
+        agent.act(obs)  # warm-up (allocator, graph tensors)
+        act = median_seconds(lambda: agent.act(obs), args.repeats)
+        action = agent.act(obs)
+
+        def env_step():
+            env.reset(seed=0)
+            env.step(action)
+
+        step = median_seconds(env_step, args.repeats)
+        updates = []
+        agent.train(env, args.envs_per_graph, progress=False)  # warm-up
+        for _ in range(args.repeats):
+            history = agent.train(env, args.envs_per_graph, progress=False)
+            updates.append(history[-1]["seconds"])
+        update = statistics.median(updates)
+        print(f"{n:>7} {graph.num_edges:>7} {agent.num_parameters:>7} {act:>8.3f} {update:>9.3f} "
+              f"{update / args.envs_per_graph:>13.3f} {step:>10.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

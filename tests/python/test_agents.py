@@ -1,0 +1,273 @@
+"""Reference agents (goenv.agents, LibTorch): learning, acting, masking, checkpoints.
+
+Skipped as a whole when torch or goenv._agents is missing; the no-torch import
+test runs in a subprocess that hides torch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import goenv
+
+torch = pytest.importorskip("torch")
+agents = pytest.importorskip("goenv.agents")
+try:
+    agents.options()
+except ImportError as error:  # goenv built without _agents
+    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
+
+
+def branchy_graph(seed: int, branches: int = 4, depth: int = 7) -> goenv.Graph:
+    """A layered DAG with parallel branches: source -> `branches` chains of `depth`
+    heavy ops (with a few cross links) -> sink. On 2 devices, splitting the branches
+    pays; a random placement sends many tensors back and forth."""
+    rng = np.random.default_rng(seed)
+    edges = []
+    node = 1
+    last = []
+    for _ in range(branches):
+        previous = 0
+        for _ in range(depth):
+            edges.append((previous, node))
+            previous = node
+            node += 1
+        last.append(previous)
+    sink = node
+    edges += [(v, sink) for v in last]
+    n = sink + 1
+    flops = rng.uniform(2e9, 6e9, n)
+    flops[[0, sink]] = 1e6
+    return goenv.Graph.from_arrays(
+        np.array(edges, dtype=np.int64).T.copy(), flops=flops,
+        output_bytes=rng.integers(8_000_000, 16_000_000, n), op_type=["MatMul"] * n, name=f"branchy{seed}")
+
+
+def placement_env(seed: int = 0, **options) -> goenv.GraphEnv:
+    return goenv.GraphEnv.from_graph("placement", branchy_graph(seed), "2xgpu-pcie", **options)
+
+
+def small(cls=agents.PPO, **options):
+    defaults = dict(hidden=32, seed=0, num_threads=1, envs_per_graph=8)
+    defaults.update(options)
+    return cls(**defaults)
+
+
+def test_import_goenv_works_without_torch():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None          # any `import torch` now raises ImportError
+        import goenv, goenv.agents
+        env = goenv.make("placement-inception")
+        try:
+            goenv.agents.PPO()
+        except ImportError as error:
+            print("IMPORT-ERROR:", error)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "IMPORT-ERROR:" in out.stdout and "torch" in out.stdout
+
+
+def test_one_libtorch_is_mapped():
+    small(env=placement_env())
+    with open("/proc/self/maps") as maps:
+        paths = {os.path.realpath(line.split()[-1]) for line in maps if len(line.split()) >= 6 and "/" in line}
+    def mapped(prefix):
+        return {p for p in paths if os.path.basename(p).startswith(prefix)}
+    torch_cpu, c10, gomp = mapped("libtorch_cpu.so"), mapped("libc10.so"), mapped("libgomp")
+    assert len(torch_cpu) == 1 and len(c10) == 1 and len(gomp) == 1, (torch_cpu, c10, gomp)
+    assert next(iter(torch_cpu)).startswith(os.path.realpath(os.path.dirname(torch.__file__)))
+
+
+def test_ppo_beats_random_placement():
+    env = placement_env(seed=1)
+    obs, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    random_runtimes = []
+    for _ in range(200):
+        env.reset(seed=0)
+        random_runtimes.append(env.step(rng.integers(0, 2, env.core.num_nodes))[4]["runtime"])
+    random_runtimes = np.array(random_runtimes)
+
+    agent = small(envs_per_graph=16)
+    history = agent.train(env, total_steps=1600, progress=False)
+    assert len(history) == 100 and history[-1]["step"] == 1600
+    greedy = agent.evaluate(env)[env.core.id]
+    sampled = agent.evaluate(env, episodes=64, deterministic=False)[env.core.id]
+    margin = 4 * random_runtimes.std() / np.sqrt(len(random_runtimes))
+    # Better than random on average (sampled) and greedily, by a statistical margin.
+    assert sampled["runtime"] < random_runtimes.mean() - margin, (sampled, random_runtimes.mean())
+    assert greedy["runtime"] < random_runtimes.mean() - margin, (greedy, random_runtimes.mean())
+    # And better than the compiler default (all on device 0): the branches are split.
+    assert greedy["speedup"] > 1.1 and greedy["invalid_fraction"] == 0, greedy
+    # Learning happened: late rollouts beat early ones.
+    early = np.mean([m["mean_runtime"] for m in history[:10]])
+    late = np.mean([m["mean_runtime"] for m in history[-10:]])
+    assert late < early
+
+
+def test_training_is_seeded():
+    env = placement_env()
+    runs = [small(seed=5).train(env, 64, progress=False) for _ in range(2)]
+    keys = ("mean_reward", "policy_loss", "value_loss", "entropy")
+    assert [[m[k] for k in keys] for m in runs[0]] == [[m[k] for k in keys] for m in runs[1]]
+
+
+@pytest.mark.parametrize("cls", [agents.PPO, agents.GO])
+def test_save_load_gives_identical_deterministic_actions(tmp_path, cls):
+    env = placement_env()
+    agent = small(cls, segment_length=8)
+    agent.train(env, 32, progress=False)
+    obs, _ = env.reset(seed=0)
+    path = tmp_path / "agent.goenv-agent"
+    agent.save(path)
+    assert sorted(os.listdir(tmp_path)) == ["agent.goenv-agent"]  # no temporary left behind
+    for loaded in (agents.load(path), cls().load(path)):
+        assert type(loaded) is cls
+        assert loaded.config == agent.config and loaded.spec == agent.spec
+        assert loaded.steps_trained == 32
+        np.testing.assert_array_equal(loaded.act(obs, deterministic=True), agent.act(obs, deterministic=True))
+
+
+def test_bad_checkpoints_raise_clear_errors(tmp_path):
+    env = placement_env()
+    agent = small(env=env)
+    good = tmp_path / "good"
+    agent.save(good)
+    data = good.read_bytes()
+    cases = {
+        "garbage": b"this is not a checkpoint",
+        "empty": b"",
+        "truncated": data[: len(data) // 2],
+        "flipped": data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:],
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(goenv.InvalidArgument, match="checkpoint"):
+            agents.load(path)
+        with pytest.raises(goenv.InvalidArgument, match="checkpoint"):
+            agents.PPO().load(path)
+    with pytest.raises(goenv.InvalidArgument, match="'ppo' agent, not 'go'"):
+        agents.GO().load(good)
+    with pytest.raises(FileNotFoundError):
+        agents.load(tmp_path / "missing")
+    obs, _ = env.reset(seed=0)
+    before = agent.act(obs, deterministic=True)
+    with pytest.raises(goenv.InvalidArgument):
+        agent.load(tmp_path / "flipped")
+    np.testing.assert_array_equal(agent.act(obs, deterministic=True), before)  # unchanged
+
+
+def test_act_accepts_env_and_vector_observations():
+    env = placement_env()
+    agent = small(agents.GO, env=env, segment_length=8)
+    n = env.core.num_nodes
+    obs, _ = env.reset(seed=0)
+    action = agent.act(obs)
+    assert action.shape == (n,) and action.dtype == np.int64 and set(np.unique(action)) <= {0, 1}
+    env.step(action)  # the env takes it as is
+    with pytest.raises(goenv.InvalidArgument, match="node_state"):
+        agent.act({**obs, "node_state": obs["node_state"][:, :3]})
+
+
+def _make_vec():
+    make_vec = getattr(goenv, "make_vec", None)
+    if make_vec is None:
+        make_vec = getattr(pytest.importorskip("goenv.vector"), "make_vec", None)
+    if make_vec is None:
+        pytest.skip("goenv.make_vec is not available")
+    return make_vec
+
+
+def test_act_accepts_vector_observations():
+    make_vec = _make_vec()
+    env = placement_env()
+    agent = small(agents.GO, env=env, segment_length=8)
+    n = env.core.num_nodes
+    obs, _ = env.reset(seed=0)
+    venv = make_vec(env, num_envs=3)
+    vobs, _ = venv.reset(seed=0)
+    batched = agent.act(vobs, deterministic=True)
+    assert batched.shape == (3, n)
+    np.testing.assert_array_equal(batched[1], agent.act(obs, deterministic=True))
+    venv.step(batched)
+
+    other = goenv.GraphEnv.from_graph("placement", branchy_graph(3, branches=3, depth=4), "2xgpu-pcie")
+    mixed = make_vec([env, other])
+    mobs, _ = mixed.reset(seed=0)
+    concatenated = agent.act(mobs, deterministic=True)
+    assert concatenated.shape == (n + other.core.num_nodes,)
+    np.testing.assert_array_equal(concatenated[:n], agent.act(obs, deterministic=True))
+    mixed.step(concatenated)
+
+    m = other.core.num_nodes
+    padded = make_vec([env, other], pad_to=(max(n, m) + 3, 200))
+    pobs, _ = padded.reset(seed=0)
+    action = agent.act(pobs, deterministic=True)
+    assert action.shape == (2, max(n, m) + 3)
+    np.testing.assert_array_equal(action[0, :n], agent.act(obs, deterministic=True))
+    np.testing.assert_array_equal(action[1, :m], concatenated[n:])
+    padded.step(action)
+
+
+def test_masked_actions_are_never_sampled():
+    env = goenv.GraphEnv.from_graph("joint", branchy_graph(0), "2xgpu-pcie")
+    agent = small(env=env)
+    obs, _ = env.reset(seed=0)
+    mask = obs["action_mask"].copy()
+    n = mask.shape[0]
+    forbidden_device = np.arange(n) % 2 == 0
+    mask[forbidden_device, 1] = 0                # even nodes may not go to device 1
+    mask[:, 2 + 3:2 + 16] = 0                    # priorities 3..15 forbidden everywhere
+    obs = {**obs, "action_mask": mask}
+    for _ in range(50):
+        action = agent.act(obs)
+        assert set(action) == {"placement", "priority", "fusion"}
+        assert not np.any(action["placement"][forbidden_device] == 1)
+        assert action["priority"].max() <= 2
+    batched = {**obs, "node_state": np.stack([obs["node_state"]] * 4), "action_mask": np.stack([mask] * 4),
+               "globals": np.stack([obs["globals"]] * 4)}
+    action = agent.act(batched)
+    assert action["placement"].shape == (4, n)
+    assert not np.any(action["placement"][:, forbidden_device] == 1)
+
+
+def test_train_logs_callback_and_evaluate(tmp_path):
+    env = placement_env()
+    seen = []
+    agent = small(agents.GO, segment_length=16)
+    history = agent.train([env, "placement-inception"], 10_000, callback=lambda m: seen.append(m) or len(seen) < 3,
+                          log_dir=tmp_path / "log", progress=False)
+    assert len(history) == len(seen) == 3  # the callback stopped training
+    lines = (tmp_path / "log" / "metrics.csv").read_text().splitlines()
+    assert lines[0].startswith("step,update,mean_reward,mean_runtime,best_runtime")
+    assert len(lines) == 4
+    assert (tmp_path / "log" / "training_curve.png").read_bytes()[:4] == b"\x89PNG"
+    results = agent.evaluate([env, "placement-inception"])
+    assert set(results) == {env.core.id, "placement-inception"}
+    for r in results.values():
+        assert r["runtime"] > 0 and r["speedup"] > 0 and r["initial_runtime"] > 0
+
+
+def test_bad_options_and_envs():
+    with pytest.raises(goenv.InvalidArgument, match="unknown agent option 'learning_rat'"):
+        agents.PPO(learning_rat=1e-3)
+    with pytest.raises(goenv.InvalidArgument, match="attention_heads"):
+        agents.GO(hidden=30, attention_heads=4)
+    with pytest.raises(ValueError):
+        agents.PPO(algorithm="go")
+    agent = small(env=placement_env())
+    with pytest.raises(goenv.InvalidArgument, match="does not fit the policy"):
+        agent.train("scheduling-inception", 8, progress=False)
+    with pytest.raises(goenv.NotFound):
+        agent.train("placement-nonexistent", 8, progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="no policy yet"):
+        agents.PPO().act(placement_env().reset(seed=0)[0])
