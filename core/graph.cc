@@ -96,7 +96,7 @@ std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<Nod
                 "edge " << src << " -> " << dst << ": bytes must be >= 0, got " << bytes);
   }
   // CSR order; a tensor consumed twice by one op is one dependency (largest bytes kept).
-  std::sort(edges.begin(), edges.end());
+  if (!std::is_sorted(edges.begin(), edges.end())) std::sort(edges.begin(), edges.end());  // files are sorted
   std::vector<std::array<std::int64_t, 3>> unique_edges;
   for (const auto& e : edges) {
     if (!unique_edges.empty() && unique_edges.back()[0] == e[0] && unique_edges.back()[1] == e[1])

@@ -1,4 +1,4 @@
-"""The `goenv` command line: list, info, baselines, render, train, demo, dataset.
+"""The `goenv` command line: list, info, baselines, render, train, bench, demo, dataset.
 
     goenv list
     goenv info placement-inception
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 from typing import Sequence
 
@@ -157,6 +158,16 @@ def _train(args: argparse.Namespace) -> None:
         print(f"agent saved to {args.save}")
 
 
+def _bench(args: argparse.Namespace) -> None:
+    """Runs the repository's benchmark script (tests/benchmarks/python_bench.py) with these arguments."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "benchmarks", "python_bench.py")
+    if not os.path.exists(script):
+        raise OSError(2, "the benchmarks live in a source checkout (pip install -e .)", os.path.abspath(script))
+    done = subprocess.run([sys.executable, os.path.abspath(script), *args.bench_args])
+    if done.returncode:
+        raise goenv.Error(f"benchmark failed with exit status {done.returncode}")
+
+
 def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
     """A short PPO run beside the baselines (the agents need torch; say so if it is missing)."""
     try:
@@ -225,6 +236,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="simulated steps of a short PPO run beside the baselines; 0 skips it (default: %(default)s)")
     demo.set_defaults(run=_demo)
 
+    bench = commands.add_parser("bench", help="speed and memory benchmarks; arguments go to python_bench.py "
+                                               "(--quick for a smoke run)")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="e.g. --quick, --json FILE, --markdown FILE")
+    bench.set_defaults(run=_bench)
     train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env")
     train.add_argument("id", help="env id, e.g. placement-inception")
     train.add_argument("--agent", choices=["go", "ppo"], default="go", help="GO policy or the PPO baseline policy")
