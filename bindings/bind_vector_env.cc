@@ -488,7 +488,11 @@ void bind_vector_env(py::module_& m) {
                              "C++ wall time of the last step/reset (without the Python boundary).")
       .def("graph", [](PyVectorEnv& v, int i) { return std::const_pointer_cast<Graph>(v.engine().env(i).graph_ptr()); },
            py::arg("index"))
-      .def("cluster", [](PyVectorEnv& v, int i) { return v.engine().env(i).cluster(); }, py::arg("index"));
+      .def("cluster", [](PyVectorEnv& v, int i) { return v.engine().env(i).cluster(); }, py::arg("index"))
+      .def("last_result", [](PyVectorEnv& v, int i) { return v.engine().env(i).last_result(); }, py::arg("index"),
+           "The simulation of env i's current decisions (for rendering).")
+      .def("env_state", [](PyVectorEnv& v, int i) { return py::bytes(v.engine().env(i).get_state()); },
+           py::arg("index"), "Env i's snapshot, as GraphEnv.get_state() gives it.");
 }
 
 }  // namespace goenv::bindings

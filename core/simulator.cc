@@ -18,7 +18,13 @@ enum EventKind { kFinish = 0, kArrival = 1, kDeviceFree = 2 };
 Simulator::Simulator(GraphPtr graph, Cluster cluster)
     : graph_(std::move(graph)), cluster_(std::move(cluster)) {
   GOENV_CHECK(graph_ != nullptr, InvalidArgument, "simulator needs a graph");
-  touched_ = bytes_touched(*graph_);
+  const std::vector<double> touched = bytes_touched(*graph_);
+  const int num_devices = cluster_.num_devices();
+  auto table = std::make_shared<std::vector<double>>(static_cast<std::size_t>(graph_->num_nodes()) * num_devices);
+  for (NodeId v = 0; v < graph_->num_nodes(); ++v)
+    for (int d = 0; d < num_devices; ++d)
+      (*table)[static_cast<std::size_t>(v) * num_devices + d] = op_cost(*graph_, touched, v, cluster_.device(d));
+  cost_table_ = std::move(table);
   in_source_.resize(graph_->num_edges());
   for (int i = 0; i < graph_->num_edges(); ++i)
     in_source_[i] = static_cast<NodeId>(graph_->edge_src()[graph_->in_edges()[i]]);
@@ -38,11 +44,14 @@ Simulator::Simulator(GraphPtr graph, Cluster cluster)
 }
 
 double Simulator::cost(NodeId v, int device) const {
-  return op_cost(*graph_, touched_, v, cluster_.device(device));
+  return (*cost_table_)[static_cast<std::size_t>(v) * cluster_.num_devices() + device];
 }
 
-std::string validate_decisions(const Graph& g, const Cluster& cluster, const std::int32_t* placement,
-                               const double* priority) {
+namespace {
+
+// validate_decisions with a caller-owned scratch vector (the simulator's, so a run allocates nothing).
+std::string validate_with(const Graph& g, const Cluster& cluster, const std::int32_t* placement,
+                          const double* priority, std::vector<std::int32_t>& group_node) {
   const int n = g.num_nodes(), num_devices = cluster.num_devices();
   for (int v = 0; v < n; ++v)
     GOENV_CHECK(placement[v] >= 0 && placement[v] < num_devices, InvalidAction,
@@ -51,7 +60,7 @@ std::string validate_decisions(const Graph& g, const Cluster& cluster, const std
     for (int v = 0; v < n; ++v)
       GOENV_CHECK(std::isfinite(priority[v]), InvalidAction,
                   "priority of node " << v << " is " << priority[v] << "; priorities must be finite");
-  std::vector<std::int32_t> group_node(g.num_colocation_groups(), kNone);
+  group_node.assign(g.num_colocation_groups(), kNone);
   for (NodeId v = 0; v < n; ++v) {
     const Device& dev = cluster.device(placement[v]);
     if (!g.allows(v, dev.kind))
@@ -70,11 +79,19 @@ std::string validate_decisions(const Graph& g, const Cluster& cluster, const std
   return "";
 }
 
+}  // namespace
+
+std::string validate_decisions(const Graph& g, const Cluster& cluster, const std::int32_t* placement,
+                               const double* priority) {
+  std::vector<std::int32_t> group_node;
+  return validate_with(g, cluster, placement, priority, group_node);
+}
+
 void Simulator::check_and_flag(const Decisions& decisions) {
   auto& r = result_;
   r.device.assign(graph_->num_nodes(), 0);
   if (decisions.placement) std::copy(decisions.placement, decisions.placement + graph_->num_nodes(), r.device.begin());
-  r.invalid_reason = validate_decisions(*graph_, cluster_, r.device.data(), decisions.priority);
+  r.invalid_reason = validate_with(*graph_, cluster_, r.device.data(), decisions.priority, group_node_);
   r.invalid = !r.invalid_reason.empty();
   r.kernel.clear();
 }
@@ -123,6 +140,7 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
   epoch_ = 0;  // the time 0
   double epoch_time = 0.0;
   events_.clear();
+  const double* cost_table = cost_table_->data();
   const auto later = std::greater<Event>();
   auto push_event = [&](double time, int kind, std::int32_t id) {
     events_.push_back({time, kind, id});
@@ -143,7 +161,7 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
       std::pop_heap(ready_[d].begin(), ready_[d].end(), worse);
       const NodeId v = ready_[d].back().node;
       ready_[d].pop_back();
-      const double c = op_cost(g, touched_, v, cluster_.device(d));
+      const double c = cost_table[static_cast<std::size_t>(v) * num_devices + d];
       r.start[v] = t;
       start_epoch_[v] = epoch_;
       r.finish[v] = t + c;
@@ -158,7 +176,7 @@ const SimulationResult& Simulator::run(const Decisions& decisions) {
   auto finish = [&](NodeId v, double t) {
     const int d = device[v];
     running_[d] = 0;
-    const double gap = r.finish[v] > r.start[v] ? cluster_.device(d).op_gap : 0.0;
+    const double gap = cost(v, d) > 0 ? cluster_.device(d).op_gap : 0.0;  // nonzero cost, even if it rounds away
     free_at_[d] = t + gap;
     if (gap > 0) push_event(free_at_[d], kDeviceFree, d);
     const std::int32_t epoch = epoch_;

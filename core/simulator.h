@@ -105,8 +105,10 @@ class Simulator {
 
   GraphPtr graph_;
   Cluster cluster_;
-  std::vector<double> touched_;
   std::vector<NodeId> in_source_;  // producer of each in-edge, in in_edges() order (one lookup, not two)
+  // cost(v, d) for every node and device, node-major; immutable, so copies of a
+  // simulator (the envs of a VectorEnv) share it.
+  std::shared_ptr<const std::vector<double>> cost_table_;
   SimulationResult result_;
   // Workspace.
   const double* priority_ = nullptr;
@@ -121,6 +123,7 @@ class Simulator {
   std::vector<double> send_bytes_;
   std::vector<std::int32_t> send_stamp_;
   std::vector<std::int32_t> transfer_of_;  // per (node * D + dst): transfer id or -1
+  std::vector<std::int32_t> group_node_;   // validation scratch: first node of each colocation group
   // Memory bookkeeping in epochs: epoch k is the k-th distinct event time, so
   // comparing epochs compares times exactly and the memory sweep is a counting
   // sort instead of a comparison sort.

@@ -178,10 +178,6 @@ def test_reference_priority_ties():
     assert order == [1, 0, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ bug: simulator.cc applies op_gap only when finish > start, but the header rule is "
-    "'after a kernel of nonzero cost'; a cost below half an ulp of the start time (1e-23 s at "
-    "6.7 us) rounds finish == start and the gap is skipped"))
 def test_op_gap_follows_a_tiny_nonzero_cost():
     graph = goenv.Graph.from_arrays(np.array([[0, 1], [1, 2]]), flops=[0.0, 0.0, 0.0], cost_us=[1.0, 1e-17, 1.0])
     cluster = goenv.clusters.get("placeto-k80")

@@ -403,3 +403,22 @@ def test_num_threads_can_change_between_steps():
     assert_same(rollout(venv), reference)
     with pytest.raises(ValueError):
         venv.num_threads = 0
+
+
+def test_render_and_per_env_state():
+    envs = graph_envs(sizes=(12, 20), horizon=3)
+    venv = make_vec(envs, render_mode="rgb_array")
+    venv.reset(seed=0)
+    rng = np.random.default_rng(0)
+    venv.step(random_actions(venv, rng))
+    frames = venv.render()
+    assert len(frames) == 2 and frames[0].ndim == 3 and frames[0].dtype == np.uint8
+    # An env's snapshot continues in a single GraphEnv exactly as in the batch.
+    single = graph_envs(sizes=(12, 20), horizon=3)[1]
+    single.set_state(venv.core.env_state(1))
+    actions = random_actions(venv, rng)
+    obs, reward, terminated, _, info = venv.step(actions)
+    expected, r, t, _, single_info = single.step(actions[1, :20])
+    np.testing.assert_array_equal(obs["node_state"][12:], expected["node_state"])
+    assert reward[1] == r and terminated[1] == t and info["runtime"][1] == single_info["runtime"]
+    assert make_vec(envs).render() is None

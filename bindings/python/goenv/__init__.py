@@ -25,11 +25,12 @@ from goenv._core import (
 from goenv import agents, baselines, clusters, datasets
 from goenv.envs import GraphEnv, list_envs, make
 from goenv.simulation import lower_bound, simulate
+from goenv.vector import GraphVectorEnv, make_vec
 
 __version__ = "0.1.0"
 
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
     "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "list_envs",
-    "lower_bound", "make", "op_type_names", "simulate",
+    "GraphVectorEnv", "lower_bound", "make", "make_vec", "op_type_names", "simulate",
 ]

@@ -48,7 +48,8 @@ __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
 def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int | None = None,
              num_threads: int | None = None, pad_to: tuple[int, int] | None = None, copy: bool = True,
-             max_episode_steps: int | None = None, **options: Any) -> "GraphVectorEnv":
+             max_episode_steps: int | None = None, render_mode: str | None = None,
+             **options: Any) -> "GraphVectorEnv":
     """A vector env stepped in C++ with OpenMP.
 
     id_or_ids: an env id ("placement-inception", or the Gymnasium id), a GraphEnv
@@ -60,9 +61,11 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     copy: fresh result arrays every step (True) or reused buffers (False).
     max_episode_steps: truncate episodes after this many steps (default: none; the
       env's own horizon terminates them).
+    render_mode: None or "rgb_array" (render() returns one Gantt chart per env).
     options: as goenv.make (cluster, horizon, decision_mode, ..., graph parameters);
       only with ids, not with GraphEnv entries.
     """
+    render_mode = _checked_render_mode(render_mode)
     entries = [id_or_ids] if isinstance(id_or_ids, (str, GraphEnv, _core.Env)) else list(id_or_ids)
     if not entries:
         raise ValueError("make_vec needs at least one env id or GraphEnv")
@@ -92,16 +95,23 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         pad_to = tuple(int(x) for x in pad_to)
     core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
                            max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
-    return GraphVectorEnv(core)
+    venv = GraphVectorEnv(core)
+    venv.render_mode = render_mode
+    return venv
 
 
 def make_vec_from_gym(env_id: str, num_envs: int = 1, render_mode: str | None = None,
                       max_episode_steps: int | None = None, **kwargs: Any) -> "GraphVectorEnv":
     """The `vector_entry_point` of every goenv Gymnasium id: gymnasium.make_vec calls
     it as (num_envs=..., **spec kwargs, **user kwargs); spec kwargs carry env_id."""
+    return make_vec(env_id, num_envs=num_envs, max_episode_steps=max_episode_steps, render_mode=render_mode,
+                    **kwargs)
+
+
+def _checked_render_mode(render_mode: str | None) -> str | None:
     if render_mode not in (None, "rgb_array"):
         raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-    return make_vec(env_id, num_envs=num_envs, max_episode_steps=max_episode_steps, **kwargs)
+    return render_mode
 
 
 def _available_cores() -> int:
@@ -120,16 +130,39 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     usual `_key` mask (all True: every env reports every key every step).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(self, core: _core.VectorEnv):
         self.core = core
         self.num_envs = core.num_envs
         self.layout = core.layout
-        self._build_spaces()
+        self._spaces: dict[str, gymnasium.Space] | None = None
 
     # -- spaces ------------------------------------------------------------
+    # Built on first access: a Box stores its bounds at full size (~10 bytes per
+    # element), which for 64 envs on an 80k-node graph is gigabytes the engine
+    # itself never needs.
+    def _space(self, name: str) -> gymnasium.Space:
+        if self._spaces is None:
+            self._spaces = {}
+            self._build_spaces()
+        return self._spaces[name]
+
+    def _set_space(self, name: str, value: gymnasium.Space) -> None:
+        self._space(name)
+        self._spaces[name] = value
+
+    observation_space = property(lambda self: self._space("observation_space"),
+                                 lambda self, v: self._set_space("observation_space", v))
+    action_space = property(lambda self: self._space("action_space"),
+                            lambda self, v: self._set_space("action_space", v))
+    single_observation_space = property(lambda self: self._space("single_observation_space"),
+                                        lambda self, v: self._set_space("single_observation_space", v))
+    single_action_space = property(lambda self: self._space("single_action_space"),
+                                   lambda self, v: self._set_space("single_action_space", v))
+
     def _build_spaces(self) -> None:
+        spaces_ = self._spaces
         c = self.core
         b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
         s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
@@ -161,18 +194,18 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         node_mode = c.node_mode
         num_nodes, num_edges = c.num_nodes, c.num_edges
         if self.layout == "stacked":
-            self.single_observation_space = observation_space(num_nodes[0], num_edges[0])
-            self.single_action_space = action_space(None if node_mode else num_nodes[0])
-            self.observation_space = batch_space(self.single_observation_space, b)
-            self.action_space = batch_space(self.single_action_space, b)
+            spaces_["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
+            spaces_["single_action_space"] = action_space(None if node_mode else num_nodes[0])
+            spaces_["observation_space"] = batch_space(spaces_["single_observation_space"], b)
+            spaces_["action_space"] = batch_space(spaces_["single_action_space"], b)
         elif self.layout == "padded":
             p, q = c.max_nodes, c.max_edges
-            self.single_observation_space = observation_space(
+            spaces_["single_observation_space"] = observation_space(
                 p, q, edge_low=-1,
                 extra={"num_nodes": box((), np.int64, 0, p), "num_edges": box((), np.int64, 0, q)})
-            self.single_action_space = action_space(None if node_mode else p)
-            self.observation_space = batch_space(self.single_observation_space, b)
-            self.action_space = batch_space(self.single_action_space, b)
+            spaces_["single_action_space"] = action_space(None if node_mode else p)
+            spaces_["observation_space"] = batch_space(spaces_["single_observation_space"], b)
+            spaces_["action_space"] = batch_space(spaces_["single_action_space"], b)
         else:  # concatenated: fixed shapes over all envs; single spaces are env 0's
             n, e = c.total_nodes, c.total_edges
             batched = observation_space(n, e, extra={
@@ -181,11 +214,11 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 "num_edges": box((b,), np.int64, 0, max(num_edges)),
             })
             batched.spaces["globals"] = box((b, g))
-            self.observation_space = batched
-            self.single_observation_space = observation_space(num_nodes[0], num_edges[0])
-            self.single_action_space = action_space(None if node_mode else num_nodes[0])
-            self.action_space = (batch_space(self.single_action_space, b) if node_mode
-                                 else action_space(n))
+            spaces_["observation_space"] = batched
+            spaces_["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
+            spaces_["single_action_space"] = action_space(None if node_mode else num_nodes[0])
+            spaces_["action_space"] = (batch_space(spaces_["single_action_space"], b) if node_mode
+                                       else action_space(n))
 
     # -- the API -----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
@@ -226,6 +259,16 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         if core is None:
             raise RuntimeError("step() on a closed vector env")
         return core.step(actions)
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """One rgb_array Gantt chart of the last schedule per env (render_mode="rgb_array")."""
+        if self.render_mode != "rgb_array":
+            return None
+        self._check_open()
+        from goenv.render import gantt_rgb
+
+        c = self.core
+        return tuple(gantt_rgb(c.graph(i), c.cluster(i), c.last_result(i), title=c.ids[i]) for i in range(c.num_envs))
 
     def close_extras(self, **kwargs: Any) -> None:
         self.core = None
