@@ -64,22 +64,23 @@ std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<Nod
   std::map<std::int32_t, std::int32_t> colocation_ids, group_ids;
   for (std::int64_t v = 0; v < n; ++v) {
     auto& s = nodes[v];
-    const std::string who = "node " + std::to_string(v) + " ('" + s.name + "')";
+    // Named only when a check fails: building the text per node would dominate loading.
+    const auto who = [&] { return "node " + std::to_string(v) + " ('" + s.name + "')"; };
     GOENV_CHECK(s.op_type >= 0 && s.op_type < num_op_types(), InvalidGraph,
-                who << ": op type id " << s.op_type << " out of range");
+                who() << ": op type id " << s.op_type << " out of range");
     GOENV_CHECK(finite_non_negative(s.flops), InvalidGraph,
-                who << ": flops must be finite and >= 0, got " << s.flops);
+                who() << ": flops must be finite and >= 0, got " << s.flops);
     GOENV_CHECK(s.output_bytes >= 0, InvalidGraph,
-                who << ": output_bytes must be >= 0, got " << s.output_bytes);
+                who() << ": output_bytes must be >= 0, got " << s.output_bytes);
     GOENV_CHECK(s.param_bytes >= 0, InvalidGraph,
-                who << ": param_bytes must be >= 0, got " << s.param_bytes);
+                who() << ": param_bytes must be >= 0, got " << s.param_bytes);
     GOENV_CHECK(s.allowed_kinds < (1u << kNumDeviceKinds), InvalidGraph,
-                who << ": allowed device kind mask " << int(s.allowed_kinds) << " has unknown bits");
+                who() << ": allowed device kind mask " << int(s.allowed_kinds) << " has unknown bits");
     for (double c : s.cost)
       GOENV_CHECK(std::isnan(c) || finite_non_negative(c), InvalidGraph,
-                  who << ": measured cost must be finite and >= 0 (or absent), got " << c);
+                  who() << ": measured cost must be finite and >= 0 (or absent), got " << c);
     GOENV_CHECK(s.colocation >= kNone && s.group >= kNone, InvalidGraph,
-                who << ": group and colocation ids must be >= 0 or -1 (none)");
+                who() << ": group and colocation ids must be >= 0 or -1 (none)");
     // Dense ids, in order of first appearance: stable across save/load.
     if (s.colocation != kNone)
       s.colocation = colocation_ids.emplace(s.colocation, colocation_ids.size()).first->second;

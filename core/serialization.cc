@@ -97,13 +97,13 @@ GraphPtr from_record(GraphRecord& r, const std::string& what) {
   return Graph::from_specs(std::move(r.name), std::move(nodes), std::move(edges));
 }
 
-// Envelope: magic[8] | version u32 | payload size u64 | fnv1a64(payload) u64 | payload.
+// Envelope: magic[8] | version u32 | payload size u64 | checksum64(payload) u64 | payload.
 std::string wrap(const char (&magic)[8], const std::string& payload) {
   std::string out(magic, 8);
   auto put = [&out](auto value) { out.append(reinterpret_cast<const char*>(&value), sizeof(value)); };
   put(kGraphFormatVersion);
   put(static_cast<std::uint64_t>(payload.size()));
-  put(fnv1a64(payload));
+  put(checksum64(payload));
   return out + payload;
 }
 
@@ -123,7 +123,7 @@ std::string unwrap(const char (&magic)[8], const std::string& bytes, const std::
               what << ": truncated or padded: header says " << size << " payload bytes, found "
                    << bytes.size() - header);
   std::string payload = bytes.substr(header);
-  GOENV_CHECK(fnv1a64(payload) == checksum, InvalidGraph, what << ": checksum mismatch (file is corrupted)");
+  GOENV_CHECK(checksum64(payload) == checksum, InvalidGraph, what << ": checksum mismatch (file is corrupted)");
   return payload;
 }
 
@@ -247,6 +247,18 @@ std::uint64_t fnv1a64(const std::string& bytes) {
     h ^= c;
     h *= 1099511628211ull;
   }
+  return h;
+}
+
+std::uint64_t checksum64(const std::string& bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = (h ^ word) * 1099511628211ull;
+  }
+  for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * 1099511628211ull;
   return h;
 }
 
