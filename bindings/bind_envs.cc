@@ -2,40 +2,13 @@
 // numpy arrays without copies, the GIL is released while simulating.
 #include <pybind11/stl.h>
 
+#include "bindings/env_options.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/registry.h"
 
 namespace goenv::bindings {
 
 namespace {
-
-// Env options by name; any other keyword is a graph-builder parameter.
-EnvConfig config_from(const py::dict& options) {
-  EnvConfig c;
-  for (auto [key_handle, value] : options) {
-    const std::string key = py::str(key_handle);
-    try {
-      if (key == "cluster") c.cluster = value.cast<std::string>();
-      else if (key == "horizon") c.horizon = value.cast<int>();
-      else if (key == "decision_mode") c.decision_mode = value.cast<std::string>();
-      else if (key == "invalid_penalty") c.invalid_penalty = value.cast<double>();
-      else if (key == "priority_levels") c.priority_levels = value.cast<int>();
-      else if (key == "fusion_levels") c.fusion_levels = value.cast<int>();
-      else if (key == "max_fusion_size") c.max_fusion_size = value.cast<int>();
-      else if (key == "placement") c.placement = value.cast<std::string>();
-      else {
-        GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
-                    "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
-                               "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, placement");
-        c.graph_params[key] = value.cast<double>();
-      }
-    } catch (const py::cast_error&) {
-      GOENV_FAIL(InvalidArgument, "option '" << key << "' has the wrong type: "
-                                             << std::string(py::str(py::type::of(value).attr("__name__"))));
-    }
-  }
-  return c;
-}
 
 py::dict info_dict(const StepInfo& info) {
   py::dict d;

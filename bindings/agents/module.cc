@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "agents/agent.h"
+#include "bindings/env_options.h"
 #include "bindings/numpy_helpers.h"
 #include "core/serialization.h"
 #include "envs/registry.h"
@@ -55,18 +56,9 @@ std::unique_ptr<Env> env_argument(py::handle value) {
   const std::string task = d["task"].cast<std::string>();
   const std::string graph = d["graph"].cast<std::string>();
   const std::string cluster = d["cluster"].cast<std::string>();
-  EnvConfig config;
-  for (auto [key_handle, option] : d["options"].cast<py::dict>()) {
-    const std::string key = py::str(key_handle);
-    if (key == "horizon") config.horizon = option.cast<int>();
-    else if (key == "decision_mode") config.decision_mode = option.cast<std::string>();
-    else if (key == "invalid_penalty") config.invalid_penalty = option.cast<double>();
-    else if (key == "priority_levels") config.priority_levels = option.cast<int>();
-    else if (key == "fusion_levels") config.fusion_levels = option.cast<int>();
-    else if (key == "max_fusion_size") config.max_fusion_size = option.cast<int>();
-    else if (key == "placement") config.placement = option.cast<std::string>();
-    else GOENV_FAIL(InvalidArgument, "env description: unknown option '" << key << "'");
-  }
+  const EnvConfig config = config_from(d["options"].cast<py::dict>());
+  GOENV_CHECK(config.graph_params.empty() && config.cluster.empty(), InvalidArgument,
+              "env description: unknown option(s); the graph and cluster travel as bytes");
   py::gil_scoped_release release;
   return make_env_on_graph(task, graph_from_bytes(graph), cluster_from_bytes(cluster), config);
 }
@@ -106,7 +98,7 @@ py::dict config_dict(const AgentConfig& config) {
   return d;
 }
 
-AgentConfig config_from(const py::dict& options) {
+AgentConfig agent_config_from(const py::dict& options) {
   AgentConfig config;
   for (auto [key, value] : options) {
     const std::string name = py::str(key);
@@ -226,7 +218,7 @@ PYBIND11_MODULE(_agents, m) {
   });
 
   py::class_<agents::Agent>(m, "Agent", "A PPO-trained policy (algorithm 'ppo' or 'go') over goenv envs.")
-      .def(py::init([](const py::dict& options) { return agents::Agent(config_from(options)); }),
+      .def(py::init([](const py::dict& options) { return agents::Agent(agent_config_from(options)); }),
            py::arg("options") = py::dict())
       .def_property_readonly("config", [](const agents::Agent& a) { return config_dict(a.config()); })
       .def_property_readonly("has_policy", &agents::Agent::has_policy)
