@@ -182,15 +182,24 @@ struct Agent::Impl {
     check_spec(s, "env " + env.id());
   }
 
-  // Masked logits per head and values for a batch.
+  // Masked logits per head and values for a batch; placement logits are per
+  // decision unit (colocation groups as one), see unit_logits.
   std::pair<std::vector<torch::Tensor>, torch::Tensor> run(const GraphTensors& graph, const Batch& batch) {
     PolicyOutput out = policy->forward(graph, batch.node_state, batch.globals);
     std::int64_t offset = 0;
     for (std::size_t h = 0; h < out.logits.size(); ++h) {
-      out.logits[h] = mask_logits(out.logits[h], batch.mask.narrow(-1, offset, spec.choices[h]));
+      const torch::Tensor mask = batch.mask.narrow(-1, offset, spec.choices[h]);
+      out.logits[h] = spec.heads[h] == Head::kPlacement ? unit_logits(graph, out.logits[h], mask)
+                                                        : mask_logits(out.logits[h], mask);
       offset += spec.choices[h];
     }
     return {std::move(out.logits), std::move(out.value)};
+  }
+
+  // A head's sampled actions as per-node values on the CPU (placement: units expanded).
+  torch::Tensor env_actions(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions) const {
+    const torch::Tensor a = spec.heads[head] == Head::kPlacement ? node_actions(graph, actions) : actions;
+    return a.to(torch::kCPU).contiguous();
   }
 
   std::uint64_t reset_seed(std::size_t slot, std::size_t copy, std::int64_t episode) const {
@@ -222,7 +231,7 @@ struct Agent::Impl {
       slot.uniques.push_back(slot.current[k]);
       pointers.push_back(&slot.current[k]);
     }
-    std::vector<torch::Tensor> actions;
+    std::vector<torch::Tensor> actions, per_node;  // per head: as sampled (units), as the env takes them
     torch::Tensor log_probs, values;
     {
       torch::NoGradGuard no_grad;
@@ -235,7 +244,10 @@ struct Agent::Impl {
       }
       log_probs = log_prob(logits, actions).to(torch::kCPU);
       values = value.index_select(0, index).to(torch::kFloat32).to(torch::kCPU);
-      for (auto& a : actions) a = a.to(torch::kCPU).contiguous();
+      for (std::size_t h = 0; h < actions.size(); ++h) {
+        per_node.push_back(env_actions(slot.graph, h, actions[h]));
+        actions[h] = actions[h].to(torch::kCPU).contiguous();
+      }
     }
     std::vector<StepResult> results(copies);
     std::vector<std::exception_ptr> errors(copies);
@@ -244,7 +256,7 @@ struct Agent::Impl {
     for (int k = 0; k < copies; ++k) {
       try {
         std::vector<const std::int64_t*> parts;
-        for (const auto& a : actions) parts.push_back(a.data_ptr<std::int64_t>() + static_cast<std::int64_t>(k) * n);
+        for (const auto& a : per_node) parts.push_back(a.data_ptr<std::int64_t>() + static_cast<std::int64_t>(k) * n);
         results[k] = slot.envs[k]->step(parts);
         if (results[k].terminated)
           results[k].observation = slot.envs[k]->reset(reset_seed(slot_index, k, ++slot.episodes[k]));
@@ -318,7 +330,7 @@ struct Agent::Impl {
       Slot* slot;
       Batch uniques;
       torch::Tensor unique_index, old_log_prob, advantage, value_target;  // (M,) on the device
-      std::vector<torch::Tensor> actions;                               // per head (M, N) on the device
+      std::vector<torch::Tensor> actions;                               // per head (M, N or U) on the device
       std::vector<std::int64_t> unique_of;                              // per sample
     };
     std::vector<Prepared> prepared;
@@ -385,8 +397,10 @@ struct Agent::Impl {
           const torch::Tensor local_index = torch::tensor(local, torch::kInt64).to(device);
           const torch::Tensor sample_index = chunk.to(device);
           auto [logits, value] = run(p.slot->graph, p.uniques.select(distinct_index));
-          const torch::Tensor node_entropy =
-              (entropy(logits) / (static_cast<double>(p.slot->num_nodes) * heads)).index_select(0, local_index);
+          torch::Tensor decision_entropy = entropy({logits[0]}) / static_cast<double>(logits[0].size(1));
+          for (std::size_t h = 1; h < logits.size(); ++h)
+            decision_entropy = decision_entropy + entropy({logits[h]}) / static_cast<double>(logits[h].size(1));
+          const torch::Tensor node_entropy = (decision_entropy / heads).index_select(0, local_index);
           std::vector<torch::Tensor> sample_logits, sample_actions;
           for (std::size_t h = 0; h < logits.size(); ++h) {
             sample_logits.push_back(logits[h].index_select(0, local_index));
@@ -447,7 +461,7 @@ struct Agent::Impl {
       slot.num_nodes = prototype.graph().num_nodes();
       const StaticObservation& s = prototype.static_observation();
       slot.graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
-                                 s.edge_index.data(), device);
+                                 s.edge_index.data(), device, prototype.graph().colocation().data());
       slot.episodes.assign(config.envs_per_graph, 0);
       for (int k = 0; k < config.envs_per_graph; ++k) {
         slot.envs.push_back(copy_env(prototype));
@@ -509,9 +523,12 @@ struct Agent::Impl {
   GraphTensors& graph_for(const ObservationBatch& o) {
     std::uint64_t key = hash_bytes(o.node_features, sizeof(float) * o.num_nodes * static_cast<std::size_t>(o.node_feature_dim));
     key = hash_bytes(o.edge_index, sizeof(std::int64_t) * 2 * static_cast<std::size_t>(o.num_edges), key);
-    key = mix(key ^ (static_cast<std::uint64_t>(o.num_nodes) << 32) ^ static_cast<std::uint64_t>(o.num_edges));
+    if (o.colocation != nullptr) key = hash_bytes(o.colocation, sizeof(std::int32_t) * o.num_nodes, key);
+    key = mix(key ^ (static_cast<std::uint64_t>(o.num_nodes) << 32) ^ static_cast<std::uint64_t>(o.num_edges) ^
+              (o.colocation != nullptr ? 1ULL << 63 : 0));
     if (!act_graph.node_features.defined() || key != act_graph_key) {
-      act_graph = graph_tensors(o.num_nodes, o.node_feature_dim, o.node_features, o.num_edges, o.edge_index, device);
+      act_graph = graph_tensors(o.num_nodes, o.node_feature_dim, o.node_features, o.num_edges, o.edge_index, device,
+                                o.colocation);
       act_graph_key = key;
     }
     return act_graph;
@@ -542,8 +559,8 @@ struct Agent::Impl {
                 torch::from_blob(const_cast<float*>(o.globals), {b, o.global_dim}, f32).to(device)};
     auto logits = run(graph, batch).first;
     std::vector<std::vector<std::int64_t>> out;
-    for (const torch::Tensor& l : logits) {
-      const torch::Tensor a = sample_actions(l, deterministic, generator).to(torch::kCPU).contiguous();
+    for (std::size_t h = 0; h < logits.size(); ++h) {
+      const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, generator));
       out.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
     }
     return out;
@@ -555,8 +572,8 @@ struct Agent::Impl {
     const ThreadScope threads(config.num_threads);
     std::unique_ptr<Env> env = copy_env(prototype);
     const StaticObservation& s = env->static_observation();
-    const GraphTensors graph =
-        graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges, s.edge_index.data(), device);
+    const GraphTensors graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
+                                             s.edge_index.data(), device, env->graph().colocation().data());
     EvaluationResult result;
     result.env_id = prototype.id();
     result.episodes = episodes;
@@ -570,8 +587,8 @@ struct Agent::Impl {
         auto logits = run(graph, stack({&obs}, spec, s.num_nodes, device)).first;
         std::vector<torch::Tensor> actions;
         std::vector<const std::int64_t*> parts;
-        for (const auto& l : logits) {
-          actions.push_back(sample_actions(l, deterministic, generator).to(torch::kCPU).contiguous());
+        for (std::size_t h = 0; h < logits.size(); ++h) {
+          actions.push_back(env_actions(graph, h, sample_actions(logits[h], deterministic, generator)));
           parts.push_back(actions.back().data_ptr<std::int64_t>());
         }
         r = env->step(parts);

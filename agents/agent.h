@@ -101,6 +101,9 @@ struct ObservationBatch {
   const float* node_state = nullptr;         // (B, N, S)
   const std::int8_t* action_mask = nullptr;  // (B, N, A)
   const float* globals = nullptr;            // (B, G)
+  // (N,) colocation group ids (negative = none) or null: placements then keep
+  // each group on one device, as in training.
+  const std::int32_t* colocation = nullptr;
   int node_feature_dim = 0, node_state_dim = 0, action_mask_width = 0, global_dim = 0;
 };
 

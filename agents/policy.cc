@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <string>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -44,7 +45,8 @@ std::vector<std::int64_t> topological_order(int num_nodes, int num_edges, const 
 }
 
 GraphTensors graph_tensors(int num_nodes, int node_feature_dim, const float* node_features, int num_edges,
-                           const std::int64_t* edge_index, const torch::Device& device) {
+                           const std::int64_t* edge_index, const torch::Device& device,
+                           const std::int32_t* colocation) {
   GOENV_CHECK(num_nodes > 0, InvalidArgument, "the graph has no nodes");
   std::vector<std::int64_t> order = topological_order(num_nodes, num_edges, edge_index);
   std::vector<std::int64_t> position(num_nodes);
@@ -72,6 +74,28 @@ GraphTensors graph_tensors(int num_nodes, int node_feature_dim, const float* nod
   g.inverse_out_degree = torch::from_blob(inverse_out.data(), {1, num_nodes, 1}, f32).to(device, false, true);
   g.order = torch::from_blob(order.data(), {num_nodes}, i64).to(device, false, true);
   g.position = torch::from_blob(position.data(), {num_nodes}, i64).to(device, false, true);
+  g.num_units = num_nodes;
+  if (colocation != nullptr) {
+    std::vector<std::int64_t> unit(num_nodes);
+    std::unordered_map<std::int32_t, std::int64_t> unit_of_group;
+    std::int64_t units = 0;
+    for (int v = 0; v < num_nodes; ++v) {
+      if (colocation[v] < 0) {
+        unit[v] = units++;
+        continue;
+      }
+      const auto [it, fresh] = unit_of_group.try_emplace(colocation[v], units);
+      units += fresh ? 1 : 0;
+      unit[v] = it->second;
+    }
+    if (units < num_nodes) {
+      std::vector<float> size(units, 0.f);
+      for (auto u : unit) size[u] += 1.f;
+      g.num_units = units;
+      g.unit = torch::from_blob(unit.data(), {num_nodes}, i64).to(device, false, true);
+      g.unit_size = torch::from_blob(size.data(), {1, units, 1}, f32).to(device, false, true);
+    }
+  }
   return g;
 }
 
@@ -232,6 +256,20 @@ Policy make_policy(const AgentConfig& config, const PolicySpec& spec) {
 
 torch::Tensor mask_logits(const torch::Tensor& logits, const torch::Tensor& mask) {
   return logits.masked_fill(mask.to(torch::kBool).logical_not(), kMaskedLogit);
+}
+
+torch::Tensor unit_logits(const GraphTensors& graph, const torch::Tensor& logits, const torch::Tensor& mask) {
+  if (!graph.unit.defined()) return mask_logits(logits, mask);
+  const std::int64_t b = logits.size(0), c = logits.size(2);
+  const torch::Tensor mean =
+      logits.new_zeros({b, graph.num_units, c}).index_add_(1, graph.unit, logits) / graph.unit_size;
+  const torch::Tensor forbidden = logits.new_zeros({b, graph.num_units, c})
+                                      .index_add_(1, graph.unit, mask.to(torch::kBool).logical_not().to(logits.dtype()));
+  return mean.masked_fill(forbidden > 0, kMaskedLogit);
+}
+
+torch::Tensor node_actions(const GraphTensors& graph, const torch::Tensor& unit_actions) {
+  return graph.unit.defined() ? unit_actions.index_select(1, graph.unit.to(unit_actions.device())) : unit_actions;
 }
 
 torch::Tensor sample_actions(const torch::Tensor& masked_logits, bool deterministic, torch::Generator& generator) {

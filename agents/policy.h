@@ -30,12 +30,19 @@ struct GraphTensors {
   torch::Tensor inverse_out_degree;  // (1, N, 1)
   torch::Tensor order;               // (N,) int64: node ids in topological order
   torch::Tensor position;            // (N,) int64: each node's index in `order`
+  // Placement decision units: a colocation group is one unit (its nodes must
+  // share a device), every other node its own. Undefined when every unit is one node.
+  std::int64_t num_units = 0;        // U
+  torch::Tensor unit;                // (N,) int64: each node's unit
+  torch::Tensor unit_size;           // (1, U, 1) float: nodes per unit
 };
 
 // Kahn's algorithm, ties by node id. InvalidArgument on an out-of-range edge or a cycle.
 std::vector<std::int64_t> topological_order(int num_nodes, int num_edges, const std::int64_t* edge_index);
+// `colocation` (N,) group ids, negative = none, may be null (no groups).
 GraphTensors graph_tensors(int num_nodes, int node_feature_dim, const float* node_features, int num_edges,
-                           const std::int64_t* edge_index, const torch::Device& device);
+                           const std::int64_t* edge_index, const torch::Device& device,
+                           const std::int32_t* colocation = nullptr);
 
 struct PolicyOutput {
   std::vector<torch::Tensor> logits;  // per head (B, N, choices), unmasked
@@ -110,6 +117,13 @@ Policy make_policy(const AgentConfig& config, const PolicySpec& spec);
 // Masked distribution over whole-graph actions. `mask` (B, N, choices) bool or
 // int8, nonzero = allowed.
 torch::Tensor mask_logits(const torch::Tensor& logits, const torch::Tensor& mask);
+// Placement logits per decision unit (B, U, choices): the mean of its nodes'
+// logits, masked where any of its nodes forbids the choice. Sampling units, not
+// nodes, makes every placement honour colocation (GO places colocated ops as
+// one, like TensorFlow's placer). Plain mask_logits when the graph has no groups.
+torch::Tensor unit_logits(const GraphTensors& graph, const torch::Tensor& logits, const torch::Tensor& mask);
+// Per-unit actions (B, U) -> per-node actions (B, N); unchanged without groups.
+torch::Tensor node_actions(const GraphTensors& graph, const torch::Tensor& unit_actions);
 // (B, N) int64 per head: argmax when deterministic, else Gumbel-max sampling
 // with noise drawn on the CPU from `generator` (same draws on any device).
 torch::Tensor sample_actions(const torch::Tensor& masked_logits, bool deterministic, torch::Generator& generator);

@@ -114,7 +114,10 @@ void bind_envs(py::module_& m) {
         d["priority_levels"] = c.priority_levels;
         d["fusion_levels"] = c.fusion_levels;
         d["max_fusion_size"] = c.max_fusion_size;
-        d["placement"] = c.placement;
+        if (c.initial_placement.empty()) d["placement"] = c.placement;
+        else d["placement"] = to_numpy(std::vector<std::int32_t>(c.initial_placement), {env.graph().num_nodes()});
+        if (c.initial_priority.empty()) d["priority"] = py::none();
+        else d["priority"] = to_numpy(std::vector<double>(c.initial_priority), {env.graph().num_nodes()});
         return d;
       }, "The options this env was made with (graph parameters included).")
       .def_property_readonly("task", &Env::task)

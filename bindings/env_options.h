@@ -4,8 +4,11 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+#include <climits>
 #include <string>
 
+#include "bindings/numpy_helpers.h"
 #include "core/error.h"
 #include "envs/env.h"
 
@@ -14,6 +17,7 @@ namespace goenv::bindings {
 namespace py = pybind11;
 
 // Env options by name; any other keyword is a graph-builder parameter.
+// `placement` is a rule name or one device per node; `priority` one value per node.
 inline EnvConfig config_from(const py::dict& options) {
   EnvConfig c;
   for (auto [key_handle, value] : options) {
@@ -26,11 +30,26 @@ inline EnvConfig config_from(const py::dict& options) {
       else if (key == "priority_levels") c.priority_levels = value.cast<int>();
       else if (key == "fusion_levels") c.fusion_levels = value.cast<int>();
       else if (key == "max_fusion_size") c.max_fusion_size = value.cast<int>();
-      else if (key == "placement") c.placement = value.cast<std::string>();
+      else if (key == "placement" && py::isinstance<py::str>(value)) c.placement = value.cast<std::string>();
+      else if (key == "placement") {  // explicit device per node
+        const auto devices = integer_values(value, "placement");
+        GOENV_CHECK(devices.ndim() == 1 && devices.size() > 0, InvalidArgument,
+                    "placement must be 'default', 'single', 'expert' or a 1-D array of devices, one per node");
+        for (py::ssize_t v = 0; v < devices.size(); ++v)  // out of int32: -1, reported by the env as out of range
+          c.initial_placement.push_back(static_cast<std::int32_t>(
+              devices.data()[v] < 0 || devices.data()[v] > INT32_MAX ? -1 : devices.data()[v]));
+      } else if (key == "priority") {
+        if (value.is_none()) continue;
+        const auto values = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(value);
+        GOENV_CHECK(values && values.ndim() == 1 && values.size() > 0, InvalidArgument,
+                    "priority must be a 1-D array of numbers, one per node");
+        c.initial_priority.assign(values.data(), values.data() + values.size());
+      }
       else {
         GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
                     "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
-                               "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, placement");
+                               "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, "
+                               "placement, priority");
         c.graph_params[key] = value.cast<double>();
       }
     } catch (const py::cast_error&) {

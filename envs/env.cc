@@ -47,12 +47,28 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
   // The compiler's defaults: FIFO, the XLA-style fusion pass, and the task's placement.
   const int n = graph_->num_nodes();
   initial_priority_.assign(n, 0.0);
+  if (!config_.initial_priority.empty()) {
+    GOENV_CHECK(static_cast<int>(config_.initial_priority.size()) == n, InvalidArgument,
+                "priority has " << config_.initial_priority.size() << " values, the graph has " << n << " nodes");
+    for (int v = 0; v < n; ++v)
+      GOENV_CHECK(std::isfinite(config_.initial_priority[v]), InvalidArgument,
+                  "priority of node " << v << " is not finite");
+    initial_priority_ = config_.initial_priority;
+  }
   initial_fusion_ = fuses_ ? xla_fusion_priorities(*graph_) : std::vector<std::int32_t>(n, 0);
   const std::string rule = config_.placement.empty() ? task.default_placement : config_.placement;
   GOENV_CHECK(rule == "default" || rule == "single" || rule == "expert", InvalidArgument,
               "placement must be 'default', 'single' or 'expert', got '" << rule << "'");
   initial_placement_ = single_device_placement(*graph_);
-  if (rule == "expert") {
+  if (!config_.initial_placement.empty()) {
+    GOENV_CHECK(static_cast<int>(config_.initial_placement.size()) == n, InvalidArgument,
+                "placement has " << config_.initial_placement.size() << " values, the graph has " << n << " nodes");
+    for (int v = 0; v < n; ++v)
+      GOENV_CHECK(config_.initial_placement[v] >= 0 && config_.initial_placement[v] < this->cluster().num_devices(),
+                  InvalidArgument, "placement of node " << v << " is device " << config_.initial_placement[v]
+                                                        << ", the cluster has " << this->cluster().num_devices());
+    initial_placement_ = config_.initial_placement;
+  } else if (rule == "expert") {
     initial_placement_ = expert_placement(*graph_, this->cluster());
   } else if (rule == "default") {
     const SimulationResult& single = simulate(initial_placement_, initial_priority_, initial_fusion_);

@@ -47,6 +47,11 @@ struct EnvConfig {
   int fusion_levels = 4;           // choices of the fusion head
   int max_fusion_size = 16;        // ops per fused kernel at most
   std::string placement;           // initial placement: "" = the task's default, "single", "expert"
+  // Explicit initial decisions (empty = the defaults above): one value per node.
+  // Kept fixed when the task has no head for them, so that scheduling or fusion
+  // can be optimized for a given placement (e.g. one found by a placement agent).
+  std::vector<std::int32_t> initial_placement;
+  std::vector<double> initial_priority;
 };
 
 // What a task is: the decisions it hands the agent and where it starts from.

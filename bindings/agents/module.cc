@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "agents/agent.h"
@@ -141,7 +143,7 @@ const T* shared_static(const py::array_t<T, py::array::c_style | py::array::forc
   return a.data();
 }
 
-py::dict act(Agent& agent, const py::dict& obs, bool deterministic) {
+py::dict act(Agent& agent, const py::dict& obs, bool deterministic, py::handle colocation) {
   const auto state = column<float>(obs, "node_state");
   const auto mask = column<std::int8_t>(obs, "action_mask");
   const auto globals = column<float>(obs, "globals");
@@ -176,6 +178,12 @@ py::dict act(Agent& agent, const py::dict& obs, bool deterministic) {
   o.node_state = state.data();
   o.action_mask = mask.data();
   o.globals = globals.data();
+  std::vector<std::int32_t> groups;
+  if (!colocation.is_none()) {
+    for (const std::int64_t c : integer_array(colocation, o.num_nodes, "colocation"))
+      groups.push_back(c < 0 ? -1 : static_cast<std::int32_t>(std::min<std::int64_t>(c, INT32_MAX)));
+    o.colocation = groups.data();
+  }
   std::vector<std::vector<std::int64_t>> actions;
   {
     py::gil_scoped_release release;
@@ -259,7 +267,9 @@ PYBIND11_MODULE(_agents, m) {
         a.train(pointers, total_steps, on_update);
       }, py::arg("envs"), py::arg("total_steps"), py::arg("callback") = py::none())
       .def("act", &act, py::arg("observation"), py::arg("deterministic") = false,
-           "Actions for an observation dict (or a batch of one graph's): {head: (N,) or (B, N) int64}.")
+           py::arg("colocation") = py::none(),
+           "Actions for an observation dict (or a batch of one graph's): {head: (N,) or (B, N) int64}; "
+           "colocation (N,) group ids (negative = none) keeps each group on one device.")
       .def("evaluate", [](agents::Agent& a, py::handle env, int episodes, bool deterministic) {
         std::unique_ptr<Env> e = env_argument(env);
         agents::EvaluationResult r;

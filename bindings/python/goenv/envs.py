@@ -110,7 +110,7 @@ class GraphEnv(gymnasium.Env):
         self.core.set_state(state)
 
     _OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
-                "max_fusion_size", "placement")
+                "max_fusion_size", "placement", "priority")
 
     def __getstate__(self) -> dict:
         config = self.core.config

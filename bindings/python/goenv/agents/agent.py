@@ -133,33 +133,45 @@ class Agent:
         return history
 
     # -- acting ------------------------------------------------------------
-    def act(self, obs: dict, deterministic: bool = False):
+    def act(self, obs: dict, deterministic: bool = False, colocation=None):
         """The action for an observation of a goenv env: an int64 array (N,) for a
         single-head task, a dict {head: array} for joint. Also takes a batch from
         goenv.make_vec: stacked (B, N, ...) gives (B, N); padded gives (B, max_nodes)
-        (padding 0); concatenated gives (sum N,). Masked choices are never chosen."""
+        (padding 0); concatenated gives (sum N,). Masked choices are never chosen.
+
+        `colocation`: the graph's colocation group ids (``env.unwrapped.graph.colocation``;
+        a list of them, one per env, for padded or concatenated batches). With it each
+        group is placed as one decision, as in training and evaluate(); without it
+        every node is decided alone and a split group makes the placement invalid."""
         if not isinstance(obs, dict):
             raise TypeError(f"obs must be an observation dict, got {type(obs).__name__}")
-        if "batch" in obs:  # concatenated graphs
-            parts = [self._act_one(o, deterministic) for o in _split_concatenated(obs)]
-            out = {head: np.concatenate([p[head] for p in parts]) for head in parts[0]}
-        elif "num_nodes" in obs and np.ndim(obs["node_state"]) == 3:  # padded graphs
-            rows = np.asarray(obs["node_state"]).shape[1]
-            parts = [self._act_one(o, deterministic) for o in _split_padded(obs)]
-            out = {head: np.stack([np.pad(p[head], (0, rows - p[head].shape[0])) for p in parts])
-                   for head in parts[0]}
+        split = _split_concatenated if "batch" in obs else \
+            _split_padded if "num_nodes" in obs and np.ndim(obs["node_state"]) == 3 else None
+        if split is None:
+            out = self._act_one(obs, deterministic, colocation)
         else:
-            out = self._act_one(obs, deterministic)
+            observations = list(split(obs))
+            groups = [None] * len(observations) if colocation is None else list(colocation)
+            if len(groups) != len(observations):
+                raise ValueError(f"colocation must be a list of {len(observations)} arrays (one per env), "
+                                 f"got {len(groups)}")
+            parts = [self._act_one(o, deterministic, c) for o, c in zip(observations, groups)]
+            if split is _split_concatenated:
+                out = {head: np.concatenate([p[head] for p in parts]) for head in parts[0]}
+            else:
+                rows = np.asarray(obs["node_state"]).shape[1]
+                out = {head: np.stack([np.pad(p[head], (0, rows - p[head].shape[0])) for p in parts])
+                       for head in parts[0]}
         return next(iter(out.values())) if len(out) == 1 else out
 
-    def _act_one(self, obs: dict, deterministic: bool) -> dict:
+    def _act_one(self, obs: dict, deterministic: bool, colocation) -> dict:
         if np.ndim(obs.get("node_state")) == 3:
             obs = dict(obs)
             for key in ("node_features", "edge_index"):
                 value = np.asarray(obs[key])
                 if value.ndim == 3 and value.strides[0] == 0:  # broadcast static part: one copy
                     obs[key] = value[0]
-        return self._agent.act(obs, bool(deterministic))
+        return self._agent.act(obs, bool(deterministic), colocation)
 
     # -- evaluation --------------------------------------------------------
     def evaluate(self, envs: Any, episodes: int = 1, deterministic: bool = True) -> dict[str, dict]:
