@@ -269,5 +269,70 @@ TEST(Agent, RefusesEnvsOfAnotherSpec) {
   EXPECT_THROW(set_config(config, "epochs", 1.5), InvalidArgument);
 }
 
+// A layered graph whose nodes 0, 5, 10, ... form colocation group 0 and 1, 6, 11, ... group 1.
+std::unique_ptr<Env> colocated_env(int num_nodes) {
+  const GraphPtr plain = layered_graph(num_nodes, 4, 7);
+  std::vector<NodeSpec> specs;
+  for (NodeId v = 0; v < plain->num_nodes(); ++v) {
+    specs.push_back(plain->node_spec(v));
+    specs.back().colocation = v % 5 < 2 ? v % 5 : kNone;
+  }
+  std::vector<std::pair<NodeId, NodeId>> edges;
+  for (int e = 0; e < plain->num_edges(); ++e) edges.emplace_back(plain->edge_src()[e], plain->edge_dst()[e]);
+  GraphBuilder builder("colocated");
+  for (auto& spec : specs) builder.add_node(spec);
+  for (auto [a, b] : edges) builder.add_edge(a, b);
+  return make_env_on_graph("placement", std::move(builder).build(), Cluster::preset("4xgpu-pcie"));
+}
+
+TEST(DecisionUnits, ColocationGroupsAreOneUnit) {
+  auto env = colocated_env(40);
+  const Graph& g = env->graph();
+  const StaticObservation& s = env->static_observation();
+  const GraphTensors t = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
+                                       s.edge_index.data(), torch::kCPU, g.colocation().data());
+  EXPECT_EQ(t.num_units, 40 - 16 + 2);  // 8 + 8 grouped nodes become 2 units
+  ASSERT_TRUE(t.unit.defined());
+  for (NodeId v = 0; v < 40; ++v)
+    if (v % 5 < 2) EXPECT_EQ(t.unit[v].item<std::int64_t>(), t.unit[v % 5].item<std::int64_t>()) << v;
+  // Without groups, one unit per node and nothing to pool.
+  const GraphTensors plain = tensors_of(*env);
+  EXPECT_EQ(plain.num_units, 40);
+  EXPECT_FALSE(plain.unit.defined());
+
+  // Pooled logits: the members' mean; a choice any member forbids is masked for the unit.
+  const torch::Tensor logits = torch::randn({2, 40, 4});
+  torch::Tensor mask = torch::ones({2, 40, 4}, torch::kBool);
+  mask.index_put_({0, 5, 3}, false);  // node 5 (group 0) forbids device 3 in batch item 0
+  const torch::Tensor pooled = unit_logits(t, logits, mask);
+  ASSERT_EQ(pooled.sizes(), (std::vector<std::int64_t>{2, 26, 4}));
+  const std::int64_t u0 = t.unit[0].item<std::int64_t>();
+  const torch::Tensor members = torch::arange(0, 40, 5);
+  EXPECT_TRUE(torch::allclose(pooled[1][u0], logits[1].index_select(0, members).mean(0)));
+  EXPECT_EQ(pooled[0][u0][3].item<float>(), kMaskedLogit);
+  EXPECT_NE(pooled[1][u0][3].item<float>(), kMaskedLogit);
+  const std::int64_t u2 = t.unit[2].item<std::int64_t>();  // an ungrouped node is its own unit
+  EXPECT_TRUE(torch::equal(pooled[0][u2], logits[0][2]));
+  // Actions per unit expand to every member.
+  const torch::Tensor nodes = node_actions(t, pooled.argmax(-1));
+  for (NodeId v = 0; v < 40; ++v) EXPECT_EQ(nodes[1][v].item<std::int64_t>(), nodes[1][v % 5 < 2 ? v % 5 : v].item<std::int64_t>());
+}
+
+TEST(DecisionUnits, UntrainedAgentsNeverSplitAGroup) {
+  // Uniform per-node sampling would split a 8-node group over 4 devices almost always.
+  auto env = colocated_env(60);
+  for (const char* algorithm : {"ppo", "go"}) {
+    Agent agent(small_config(algorithm));
+    const EvaluationResult sampled = agent.evaluate(*env, 20, /*deterministic=*/false);
+    EXPECT_EQ(sampled.invalid_fraction, 0.0) << algorithm;
+    bool trained_ok = true;
+    agent.train({env.get()}, 16, [&](const UpdateMetrics& m) {
+      trained_ok &= m.invalid_fraction == 0.0;
+      return true;
+    });
+    EXPECT_TRUE(trained_ok) << algorithm;
+  }
+}
+
 }  // namespace
 }  // namespace goenv::agents

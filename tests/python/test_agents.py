@@ -271,3 +271,24 @@ def test_bad_options_and_envs():
         agent.train("placement-nonexistent", 8, progress=False)
     with pytest.raises(goenv.InvalidArgument, match="no policy yet"):
         agents.PPO().act(placement_env().reset(seed=0)[0])
+
+
+def test_act_with_colocation_keeps_groups_on_one_device():
+    env = goenv.make("placement-transformer-xl-2")
+    obs, _ = env.reset(seed=0)
+    colocation = np.asarray(env.unwrapped.graph.colocation)
+    agent = small(agents.GO, env=env)
+    grouped = colocation >= 0
+    for seed in range(3):
+        action = agent.act(obs, colocation=colocation)
+        for group in np.unique(colocation[grouped]):
+            assert len(np.unique(action[colocation == group])) == 1
+        assert not env.step(action)[4]["invalid"]
+        env.reset(seed=seed)
+    # Per node, an untrained policy splits groups (the check above can fail).
+    assert env.step(agent.act(obs))[4]["invalid"]
+    # Vector batches take one colocation array per env.
+    stacked = {k: np.stack([v, v]) for k, v in obs.items()}
+    assert agent.act(stacked, colocation=colocation).shape == (2, len(colocation))
+    with pytest.raises(ValueError, match="shape"):
+        agent.act(obs, colocation=colocation[:-1])

@@ -541,3 +541,26 @@ def test_every_task_runs_on_a_custom_graph(task):
         obs, reward, terminated, truncated, info = env.step(sample_action(env, step))
         assert obs in env.observation_space and math.isfinite(reward)
     assert terminated
+
+
+def test_explicit_initial_placement_and_priority():
+    """Scheduling (or fusion) for a given placement: the env starts from it and keeps it."""
+    base = goenv.make("scheduling-transformer-xl-2")
+    n = base.graph.num_nodes
+    placement = goenv.baselines.solve(goenv.make("placement-transformer-xl-2"), "heft")["action"]
+    env = goenv.make("scheduling-transformer-xl-2", placement=placement, priority=np.arange(n, dtype=float))
+    _, info = env.reset(seed=0)
+    expected = goenv.simulate(env.graph, env.cluster, placement=placement, priority=np.arange(n, dtype=float))
+    assert info["initial_runtime"] == pytest.approx(expected.runtime)
+    np.testing.assert_array_equal(env.unwrapped.core.config["placement"], placement)
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.reset(seed=0)[1]["initial_runtime"] == info["initial_runtime"]
+    assert base.unwrapped.core.config["placement"] == "" and base.unwrapped.core.config["priority"] is None
+    bad = {"placement has 212 values": dict(placement=placement[:-1]),
+           "device 9": dict(placement=np.full(n, 9)),
+           "not an integer": dict(placement=np.full(n, 0.5)),
+           "not finite": dict(priority=np.full(n, np.nan)),
+           "priority has 3 values": dict(priority=[1.0, 2.0, 3.0])}
+    for message, options in bad.items():
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            goenv.make("scheduling-transformer-xl-2", **options)

@@ -1,8 +1,11 @@
 """The README's examples run as a newcomer would run them."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -12,3 +15,25 @@ def test_quickstart_runs():
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert "metis:" in done.stdout and "rendered" in done.stdout
+
+
+def test_go_results_script_end_to_end(tmp_path):
+    """The results script on one small graph with tiny budgets: every part runs, the README
+    section and the figure are written (the real run is documented in the README)."""
+    pytest.importorskip("torch")
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- go-results:begin -->\nold\n<!-- go-results:end -->\nrest\n")
+    common = ["--out", str(tmp_path / "results"), "--graphs", "transformer-xl-2", "--budget", "64",
+              "--envs-per-graph", "16", "--pretrain-steps", "32", "--max-train-nodes", "250", "--finetune-steps", "16",
+              "--zero-shot-samples", "2", "--joint-graphs", "transformer-xl-2", "--joint-budget", "96",
+              "--final-samples", "1", "--readme", str(readme), "--figure", str(tmp_path / "curves.png")]
+    done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "per-graph", "transfer", "joint",
+                           "readme", *common], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
+    assert "`transformer-xl-2`" in text and "GO (best found)" in text and "zero-shot" in text and "joint policy" in text
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+    rows = json.loads((tmp_path / "results" / "go_per_graph.json").read_text())
+    assert [r["label"] for r in rows] == ["transformer-xl-2"] and rows[0]["budget"] == 64
+    assert rows[0]["go"] <= rows[0]["go_greedy"] and rows[0]["go"] >= rows[0]["lower_bound"]
