@@ -217,14 +217,9 @@ def fmt(ms) -> str:
     return "—" if ms is None or not np.isfinite(ms) else f"{ms:,.1f}"
 
 
-def markdown_table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def readme(args) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from readme_tables import replace_section
+    from readme_tables import markdown_table, replace_section
 
     out = ROOT / args.out
     per = read_json(out / "go_per_graph.json") or []
