@@ -2,6 +2,8 @@
 // numpy arrays without copies, the GIL is released while simulating.
 #include <pybind11/stl.h>
 
+#include <cmath>
+
 #include "bindings/env_options.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/registry.h"
@@ -21,6 +23,8 @@ py::dict info_dict(const StepInfo& info) {
   d["oom"] = info.oom;
   d["invalid"] = info.invalid;
   d["invalid_reason"] = info.invalid_reason;
+  d["colocation_moved"] = info.colocation_moved;
+  if (!std::isnan(info.rejected_runtime)) d["rejected_runtime"] = info.rejected_runtime;
   return d;
 }
 
@@ -114,6 +118,7 @@ void bind_envs(py::module_& m) {
         d["priority_levels"] = c.priority_levels;
         d["fusion_levels"] = c.fusion_levels;
         d["max_fusion_size"] = c.max_fusion_size;
+        d["colocation"] = c.colocation;
         if (c.initial_placement.empty()) d["placement"] = c.placement;
         else d["placement"] = to_numpy(std::vector<std::int32_t>(c.initial_placement), {env.graph().num_nodes()});
         if (c.initial_priority.empty()) d["priority"] = py::none();

@@ -74,6 +74,7 @@ constexpr int kFloat32 = py::detail::npy_api::NPY_FLOAT_;
 constexpr int kFloat64 = py::detail::npy_api::NPY_DOUBLE_;
 constexpr int kInt8 = py::detail::npy_api::NPY_BYTE_;
 constexpr int kBool = py::detail::npy_api::NPY_BOOL_;
+constexpr int kInt64 = py::detail::npy_api::NPY_INT64_;
 
 class PyVectorEnv {
  public:
@@ -173,7 +174,7 @@ class PyVectorEnv {
   struct Outputs {
     BatchBuffers buffers;
     py::object node_state, action_mask, globals, reward, terminated, truncated, runtime, initial_runtime, speedup,
-        peak_memory, oom, invalid;
+        peak_memory, oom, invalid, rejected_runtime, colocation_moved;
   };
 
   std::string head_list() const {
@@ -262,6 +263,8 @@ class PyVectorEnv {
       o.peak_memory = new_array(kFloat64, {b, d});
       o.oom = new_array(kBool, {b});
       o.invalid = new_array(kBool, {b});
+      o.rejected_runtime = new_array(kFloat64, {b});
+      o.colocation_moved = new_array(kInt64, {b});
     } else {
       if (!owned_views_ready_) make_owned_views(node_shape(e.node_state_dim()), node_shape(e.action_mask_width()));
       o = owned_views_;
@@ -280,6 +283,8 @@ class PyVectorEnv {
     o.buffers.peak_memory = static_cast<double*>(array_data(o.peak_memory));
     o.buffers.oom = static_cast<std::uint8_t*>(array_data(o.oom));
     o.buffers.invalid = static_cast<std::uint8_t*>(array_data(o.invalid));
+    o.buffers.rejected_runtime = static_cast<double*>(array_data(o.rejected_runtime));
+    o.buffers.colocation_moved = static_cast<std::int64_t*>(array_data(o.colocation_moved));
     return o;
   }
 
@@ -315,6 +320,8 @@ class PyVectorEnv {
     o.peak_memory = view(buf.peak_memory, {b, d});
     o.oom = bools(buf.oom);
     o.invalid = bools(buf.invalid);
+    o.rejected_runtime = view(buf.rejected_runtime, {b});
+    o.colocation_moved = view(buf.colocation_moved, {b});
     owned_views_ready_ = true;
   }
 
@@ -370,11 +377,14 @@ class PyVectorEnv {
   py::dict info(const Outputs& out) const {
     py::dict d;
     const py::object* values[] = {&out.runtime, &out.initial_runtime, &out.speedup, &lower_bound_,
-                                  &out.peak_memory, &out.oom, &out.invalid};
+                                  &out.peak_memory, &out.oom, &out.invalid, &out.colocation_moved};
     for (std::size_t k = 0; k < keys_.info.size(); ++k) {
       set_item(d, keys_.info[k], *values[k]);
       set_item(d, keys_.info_masks[k], all_true_);  // Gymnasium's "_key": which envs report key
     }
+    // Only envs whose decision was rejected report its runtime (Gymnasium's "_key" mask).
+    set_item(d, keys_.rejected_runtime, out.rejected_runtime);
+    set_item(d, keys_.rejected_runtime_mask, out.invalid.attr("copy")());
     return d;
   }
 
@@ -393,13 +403,14 @@ class PyVectorEnv {
   // Interned dict keys, made once.
   struct Keys {
     py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals");
-    std::array<py::object, 7> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
+    std::array<py::object, 8> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
                                       py::str("lower_bound"), py::str("peak_memory"),     py::str("oom"),
-                                      py::str("invalid")};
-    std::array<py::object, 7> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
+                                      py::str("invalid"),     py::str("colocation_moved")};
+    std::array<py::object, 8> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
                                             py::str("_speedup"),     py::str("_lower_bound"),
                                             py::str("_peak_memory"), py::str("_oom"),
-                                            py::str("_invalid")};
+                                            py::str("_invalid"),     py::str("_colocation_moved")};
+    py::object rejected_runtime = py::str("rejected_runtime"), rejected_runtime_mask = py::str("_rejected_runtime");
   };
 
   Keys keys_;

@@ -30,6 +30,7 @@ inline EnvConfig config_from(const py::dict& options) {
       else if (key == "priority_levels") c.priority_levels = value.cast<int>();
       else if (key == "fusion_levels") c.fusion_levels = value.cast<int>();
       else if (key == "max_fusion_size") c.max_fusion_size = value.cast<int>();
+      else if (key == "colocation") c.colocation = value.cast<std::string>();
       else if (key == "placement" && py::isinstance<py::str>(value)) c.placement = value.cast<std::string>();
       else if (key == "placement") {  // explicit device per node
         const auto devices = integer_values(value, "placement");
@@ -49,7 +50,7 @@ inline EnvConfig config_from(const py::dict& options) {
         GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
                     "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
                                "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, "
-                               "placement, priority");
+                               "colocation, placement, priority");
         c.graph_params[key] = value.cast<double>();
       }
     } catch (const py::cast_error&) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace goenv {
 
@@ -110,7 +111,9 @@ Cluster Cluster::preset(const std::string& name) {
   if (it == table.end()) {
     std::string known;
     for (const auto& [k, _] : table) known += (known.empty() ? "" : ", ") + k;
-    GOENV_FAIL(NotFound, "unknown cluster preset '" << name << "'; presets: " << known);
+    std::vector<std::string> names;
+    for (const auto& [k, _] : table) names.push_back(k);
+    GOENV_FAIL(NotFound, "unknown cluster preset '" << name << "'; presets: " << known << did_you_mean(name, names));
   }
   return it->second();
 }

@@ -1,8 +1,9 @@
 // One error path for all of goenv: checked macros throw typed exceptions that
-// name the file, line and the values involved; the bindings map each type once
+// name the values involved (and the file and line on request); the bindings map each type once
 // to the Python hierarchy (goenv.Error, InvalidArgument, InvalidAction, ...).
 #pragma once
 
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,8 +35,12 @@ struct NotFound : Error {
 };
 
 namespace detail {
+// Users read the message; the C++ location is for goenv's developers, who get it
+// with GOENV_ERROR_LOCATIONS=1 in the environment.
 template <typename E>
 [[noreturn]] void raise(const char* file, int line, const std::string& message) {
+  const char* wanted = std::getenv("GOENV_ERROR_LOCATIONS");
+  if (wanted == nullptr || *wanted == '\0' || *wanted == '0') throw E(message);
   std::ostringstream os;
   os << message << " [" << file << ":" << line << "]";
   throw E(os.str());

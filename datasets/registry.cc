@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace goenv {
 
@@ -28,10 +29,13 @@ const GraphFamily& graph_family(const std::string& name) {
   if (it == table.end()) {
     std::string known;
     for (const auto& [k, _] : table) known += (known.empty() ? "" : ", ") + k;
-    GOENV_FAIL(NotFound, "unknown graph '" << name << "'; known graphs: " << known);
+    GOENV_FAIL(NotFound, "unknown graph '" << name << "'; known graphs: " << known
+                                           << did_you_mean(name, graph_family_names()));
   }
   return it->second;
 }
+
+bool graph_family_known(const std::string& name) { return families().count(name) > 0; }
 
 std::vector<std::string> graph_family_names() {
   std::vector<std::string> names;

@@ -28,6 +28,7 @@ struct GraphFamily {
 void register_graph_family(GraphFamily family);
 const GraphFamily& graph_family(const std::string& name);  // NotFound lists the known names
 std::vector<std::string> graph_family_names();             // sorted
+bool graph_family_known(const std::string& name);
 // Merges `overrides` into the family's defaults (unknown keys raise
 // InvalidArgument naming the accepted ones) and builds the graph.
 GraphPtr build_graph(const std::string& name, const GraphParams& overrides = {});

@@ -29,7 +29,8 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
       heads_(task.heads),
       graph_(std::move(graph)),
       config_(std::move(config)),
-      simulator_(graph_, std::move(cluster)) {
+      simulator_(graph_, std::move(cluster)),
+      colocation_(*graph_, simulator_.cluster()) {
   GOENV_CHECK(config_.decision_mode == "graph" || config_.decision_mode == "node", InvalidArgument,
               "decision_mode must be 'graph' or 'node', got '" << config_.decision_mode << "'");
   node_mode_ = config_.decision_mode == "node";
@@ -37,6 +38,9 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
   GOENV_CHECK(config_.priority_levels >= 2 && config_.fusion_levels >= 2, InvalidArgument,
               "priority_levels and fusion_levels must be >= 2");
   GOENV_CHECK(std::isfinite(config_.invalid_penalty), InvalidArgument, "invalid_penalty must be finite");
+  GOENV_CHECK(config_.colocation == "follow" || config_.colocation == "strict", InvalidArgument,
+              "colocation must be 'follow' or 'strict', got '" << config_.colocation << "'");
+  follow_colocation_ = config_.colocation == "follow";
   GOENV_CHECK(graph_->num_nodes() > 0, InvalidArgument, "graph '" << graph_->name() << "' has no nodes");
   static_obs_ = goenv::static_observation(graph_);
   lower_bound_ = lower_bound(*graph_, this->cluster());
@@ -68,6 +72,7 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
                   InvalidArgument, "placement of node " << v << " is device " << config_.initial_placement[v]
                                                         << ", the cluster has " << this->cluster().num_devices());
     initial_placement_ = config_.initial_placement;
+    follow_colocation(initial_placement_);
   } else if (rule == "expert") {
     initial_placement_ = expert_placement(*graph_, this->cluster());
   } else if (rule == "default") {
@@ -85,6 +90,33 @@ const SimulationResult& Env::simulate(const std::vector<std::int32_t>& placement
                                  config_.max_fusion_size);
   return fused_result_;
 }
+
+// Graph mode: every group to its members' majority device. Node mode: the
+// group of the node just decided, by the members decided in this pass.
+int Env::follow_colocation(std::vector<std::int32_t>& placement) {
+  if (!follow_colocation_ || colocation_.num_groups() == 0) return 0;
+  if (!node_mode_ || !started_) return colocation_.follow(placement.data());
+  const NodeId v = graph_->topological_order()[cursor_];
+  const std::int32_t group = graph_->colocation()[v];
+  if (group == kNone) return 0;
+  return colocation_.follow_node(placement.data(), group, v, topo_position_.data(), cursor_);
+}
+
+namespace {
+
+// Why a simulated decision ran out of memory: the first device over capacity.
+std::string oom_reason(const SimulationResult& r, const Cluster& cluster) {
+  for (int d = 0; d < cluster.num_devices(); ++d)
+    if (r.peak_memory[d] > cluster.device(d).memory_bytes) {
+      std::ostringstream os;
+      os << "out of memory on device " << d << " (" << cluster.device(d).name << "): peak "
+         << r.peak_memory[d] / 1e6 << " MB > capacity " << cluster.device(d).memory_bytes / 1e6 << " MB";
+      return os.str();
+    }
+  return "out of memory";
+}
+
+}  // namespace
 
 int Env::choices(Head head) const {
   switch (head) {
@@ -195,13 +227,24 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
   next_fusion_ = fusion_;
   next_priority_ = priority_;
   apply(action, parts, next_placement_, next_priority_, next_fusion_);  // throws before any state changes
+  const int moved = std::find(heads_.begin(), heads_.end(), Head::kPlacement) != heads_.end()
+                        ? follow_colocation(next_placement_)
+                        : 0;
 
   const SimulationResult& r = simulate(next_placement_, next_priority_, next_fusion_);
-  fill_info(r);
   StepOutcome out;
-  if (r.oom || r.invalid) {
+  if (r.oom || r.invalid) {  // rejected: info describes the decisions still in force, plus why
     out.reward = config_.invalid_penalty;
+    const double rejected_runtime = r.runtime;
+    const bool oom = r.oom;
+    std::string reason = r.invalid ? r.invalid_reason : oom_reason(r, cluster());
+    fill_info(last_);
+    info_.invalid = true;
+    info_.oom = oom;
+    info_.invalid_reason = std::move(reason);
+    info_.rejected_runtime = rejected_runtime;
   } else {
+    fill_info(r);
     out.reward = (runtime_ - r.runtime) / initial_runtime_;
     runtime_ = r.runtime;
     placement_.swap(next_placement_);
@@ -209,6 +252,7 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
     fusion_.swap(next_fusion_);
     last_ = r;
   }
+  info_.colocation_moved = moved;
   last_reward_ = out.reward;
   ++steps_;
   if (node_mode_) {
@@ -243,6 +287,8 @@ void Env::fill_info(const SimulationResult& r) {
   info_.oom = r.oom;
   info_.invalid = r.invalid;
   info_.invalid_reason = r.invalid_reason;
+  info_.rejected_runtime = std::numeric_limits<double>::quiet_NaN();
+  info_.colocation_moved = 0;
 }
 
 DynamicObservation Env::observe() const {
@@ -303,7 +349,8 @@ void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globa
     return worst;
   }();
   const int total_steps = node_mode_ ? config_.horizon * n : config_.horizon;
-  const float values[] = {static_cast<float>(info_.runtime / initial_runtime_),
+  const double simulated = std::isnan(info_.rejected_runtime) ? info_.runtime : info_.rejected_runtime;
+  const float values[] = {static_cast<float>(simulated / initial_runtime_),
                           static_cast<float>(runtime_ / initial_runtime_),
                           static_cast<float>(steps_) / static_cast<float>(total_steps),
                           static_cast<float>(last_reward_),
@@ -321,7 +368,7 @@ namespace goenv {
 
 namespace {
 
-constexpr std::uint32_t kEnvStateVersion = 1;
+constexpr std::uint32_t kEnvStateVersion = 2;
 
 // Everything that, with the env's (task, graph, cluster, config), fixes its future.
 struct EnvState {
@@ -339,12 +386,14 @@ struct EnvState {
   double info_bytes_moved = 0;
   bool info_oom = false, info_invalid = false;
   std::string info_invalid_reason;
+  double info_rejected_runtime = 0;
+  std::int32_t info_colocation_moved = 0;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(version, task, num_nodes, num_edges, num_devices, graph_checksum, placement, fusion, priority,
        initial_runtime, runtime, last_reward, steps, cursor, started, done, info_runtime, info_peak_memory,
-       info_bytes_moved, info_oom, info_invalid, info_invalid_reason);
+       info_bytes_moved, info_oom, info_invalid, info_invalid_reason, info_rejected_runtime, info_colocation_moved);
   }
 };
 
@@ -386,6 +435,8 @@ std::string Env::get_state() const {
   s.info_oom = info_.oom;
   s.info_invalid = info_.invalid;
   s.info_invalid_reason = info_.invalid_reason;
+  s.info_rejected_runtime = info_.rejected_runtime;
+  s.info_colocation_moved = info_.colocation_moved;
   std::ostringstream os;
   {
     cereal::PortableBinaryOutputArchive ar(os);
@@ -431,6 +482,8 @@ void Env::set_state(const std::string& bytes) {
   info_.oom = s.info_oom;
   info_.invalid = s.info_invalid;
   info_.invalid_reason = s.info_invalid_reason;
+  info_.rejected_runtime = s.info_rejected_runtime;
+  info_.colocation_moved = s.info_colocation_moved;
 }
 
 }  // namespace goenv

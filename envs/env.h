@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "core/lower_bound.h"
 #include "core/simulator.h"
 #include "datasets/registry.h"
+#include "envs/colocation.h"
 #include "envs/observation.h"
 
 namespace goenv {
@@ -46,6 +48,10 @@ struct EnvConfig {
   int priority_levels = 16;        // choices of the priority head
   int fusion_levels = 4;           // choices of the fusion head
   int max_fusion_size = 16;        // ops per fused kernel at most
+  // "follow": a colocation group goes to the device most of its members chose
+  // (envs/colocation.h), so every per-node placement is valid; "strict": a split
+  // group is an invalid decision.
+  std::string colocation = "follow";
   std::string placement;           // initial placement: "" = the task's default, "single", "expert"
   // Explicit initial decisions (empty = the defaults above): one value per node.
   // Kept fixed when the task has no head for them, so that scheduling or fusion
@@ -64,12 +70,19 @@ struct TaskSpec {
   std::string default_placement = "default";
 };
 
+// What a step reports. runtime, speedup, peak_memory and bytes_moved always
+// describe the decisions in force after the step. When the step's decision was
+// rejected, `invalid` is set (OOM included, with `oom` too), `invalid_reason`
+// says why and `rejected_runtime` is that decision's own simulated runtime
+// (NaN when nothing was rejected).
 struct StepInfo {
   double runtime = 0, initial_runtime = 0, speedup = 1, lower_bound = 0;
   std::vector<double> peak_memory;  // bytes per device
   double bytes_moved = 0;
   bool oom = false, invalid = false;
   std::string invalid_reason;
+  double rejected_runtime = std::numeric_limits<double>::quiet_NaN();
+  int colocation_moved = 0;  // nodes the "follow" rule moved to keep their group together
 };
 
 struct StepResult {
@@ -146,6 +159,7 @@ class Env {
                                    const std::vector<std::int32_t>& fusion);
   DynamicObservation observe() const;
   void fill_info(const SimulationResult& r);
+  int follow_colocation(std::vector<std::int32_t>& placement);
 
   std::string id_, task_;
   std::vector<Head> heads_;
@@ -154,6 +168,8 @@ class Env {
   bool node_mode_ = false;
   bool fuses_ = false;  // the task decides fusion: kernels come from the fusion pass
   Simulator simulator_;
+  ColocationRule colocation_;
+  bool follow_colocation_ = true;  // config colocation == "follow"
   SimulationResult fused_result_;
   std::shared_ptr<const StaticObservation> static_obs_;
   LowerBound lower_bound_;

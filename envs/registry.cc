@@ -1,8 +1,10 @@
 #include "envs/registry.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace goenv {
 
@@ -29,7 +31,8 @@ void register_task(TaskSpec task) {
 
 const TaskSpec& task_spec(const std::string& name) {
   auto it = tasks().find(name);
-  GOENV_CHECK(it != tasks().end(), NotFound, "unknown task '" << name << "'; tasks: " << joined_task_names());
+  GOENV_CHECK(it != tasks().end(), NotFound,
+              "unknown task '" << name << "'; tasks: " << joined_task_names() << did_you_mean(name, task_names()));
   return it->second;
 }
 
@@ -48,9 +51,13 @@ std::vector<std::string> list_env_ids() {
 
 std::unique_ptr<Env> make_env(const std::string& id, const EnvConfig& config) {
   const auto dash = id.find('-');
-  GOENV_CHECK(dash != std::string::npos && dash > 0 && dash + 1 < id.size(), NotFound,
-              "unknown env id '" << id << "': ids are '<task>-<graph>' with task one of "
-                                 << joined_task_names() << " (goenv.list_envs() lists them all)");
+  const auto ids = list_env_ids();
+  const bool known = std::binary_search(ids.begin(), ids.end(), id);
+  GOENV_CHECK(known || (dash != std::string::npos && dash > 0 && dash + 1 < id.size() &&
+                        tasks().count(id.substr(0, dash)) && graph_family_known(id.substr(dash + 1))),
+              NotFound,
+              "unknown env id '" << id << "': ids are '<task>-<graph>' with task one of " << joined_task_names()
+                                 << " (goenv.list_envs() lists them all)" << did_you_mean(id, ids));
   const std::string task = id.substr(0, dash), graph_name = id.substr(dash + 1);
   const TaskSpec& spec = task_spec(task);
   const GraphFamily& family = graph_family(graph_name);

@@ -240,6 +240,8 @@ void VectorEnv::write_info(int i, const BatchBuffers& out, double reward, bool t
   }
   if (out.oom) out.oom[i] = info.oom;
   if (out.invalid) out.invalid[i] = info.invalid;
+  if (out.rejected_runtime) out.rejected_runtime[i] = info.rejected_runtime;
+  if (out.colocation_moved) out.colocation_moved[i] = info.colocation_moved;
 }
 
 void VectorEnv::zero_padding(int i, const BatchBuffers& out) {
@@ -348,10 +350,12 @@ const BatchBuffers& VectorEnv::owned_buffers() {
   own_truncated_.assign(b, 0);
   own_oom_.assign(b, 0);
   own_invalid_.assign(b, 0);
+  own_rejected_runtime_.assign(b, 0);
+  own_colocation_moved_.assign(b, 0);
   owned_ = {own_node_state_.data(), own_action_mask_.data(), own_globals_.data(), own_reward_.data(),
             own_terminated_.data(), own_truncated_.data(), own_runtime_.data(), own_initial_runtime_.data(),
             own_speedup_.data(), own_lower_bound_.data(), own_peak_memory_.data(), own_oom_.data(),
-            own_invalid_.data()};
+            own_invalid_.data(), own_rejected_runtime_.data(), own_colocation_moved_.data()};
   owned_ready_ = true;
   return owned_;
 }

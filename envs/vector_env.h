@@ -53,6 +53,8 @@ struct BatchBuffers {
   double* peak_memory = nullptr;  // (B, D)
   std::uint8_t* oom = nullptr;
   std::uint8_t* invalid = nullptr;
+  double* rejected_runtime = nullptr;      // NaN where nothing was rejected
+  std::int64_t* colocation_moved = nullptr;
 };
 
 // How a batched action array is laid out: env i's values for a head start at
@@ -165,6 +167,8 @@ class VectorEnv {
   std::vector<double> own_reward_, own_runtime_, own_initial_runtime_, own_speedup_, own_lower_bound_,
       own_peak_memory_;
   std::vector<std::uint8_t> own_terminated_, own_truncated_, own_oom_, own_invalid_;
+  std::vector<double> own_rejected_runtime_;
+  std::vector<std::int64_t> own_colocation_moved_;
   double last_call_seconds_ = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "core/suggest.h"
 #include "core/fusion.h"
 #include "core/lower_bound.h"
 #include "envs/placement_heuristics.h"
@@ -152,7 +153,8 @@ void register_baseline(Baseline b) {
 const Baseline& baseline(const std::string& name) {
   auto it = baselines().find(name);
   GOENV_CHECK(it != baselines().end(), NotFound,
-              "unknown baseline '" << name << "'; baselines: " << joined(baseline_names()));
+              "unknown baseline '" << name << "'; baselines: " << joined(baseline_names())
+                                       << did_you_mean(name, baseline_names()));
   return it->second;
 }
 

@@ -120,7 +120,7 @@ def _is_dag(graph: goenv.Graph) -> bool:
 def test_from_torch_mlp_has_one_node_per_op_and_exact_linear_flops():
     with warnings.catch_warnings():
         warnings.simplefilter("error", goenv.datasets.CostEstimateWarning)
-        g = datasets.from_torch(_mlp(), (torch.randn(2, 8),), name="mlp")
+        g = datasets.from_torch(_mlp(), (torch.randn(2, 8),), name="mlp", training=False)
     assert g.name == "mlp"
     assert g.op_type_names == ["Input", "MatMul", "Relu", "MatMul"]
     flops = dict(zip(g.names, g.flops))
@@ -134,7 +134,7 @@ def test_from_torch_mlp_has_one_node_per_op_and_exact_linear_flops():
 
 
 def test_from_torch_cnn_maps_ops_and_costs_convolutions_from_shapes():
-    g = datasets.from_torch(SmallCNN().eval(), torch.randn(2, 3, 8, 8))
+    g = datasets.from_torch(SmallCNN().eval(), torch.randn(2, 3, 8, 8), training=False)
     types = dict(zip(g.names, g.op_type_names))
     assert {"Conv2D", "BatchNorm", "Relu", "MaxPool", "Reshape", "MatMul", "Softmax"} <= set(types.values())
     flops = dict(zip(g.names, g.flops))
@@ -157,7 +157,7 @@ def test_from_torch_op_without_cost_rule_warns_once_per_op_type():
             return torch.special.bessel_j0(torch.special.bessel_j0(x) + 1)
 
     with pytest.warns(goenv.datasets.CostEstimateWarning) as record:
-        g = datasets.from_torch(Bessel(), torch.randn(3, 5))
+        g = datasets.from_torch(Bessel(), torch.randn(3, 5), training=False)
     messages = [str(w.message) for w in record if issubclass(w.category, goenv.datasets.CostEstimateWarning)]
     assert len(messages) == 1 and "bessel_j0" in messages[0]
     others = [i for i, t in enumerate(g.op_type_names) if t == "Other"]
@@ -166,7 +166,7 @@ def test_from_torch_op_without_cost_rule_warns_once_per_op_type():
 
 def test_from_torch_training_adds_backward_and_colocated_updates_as_a_dag():
     model = SmallCNN()
-    inference = datasets.from_torch(model, torch.randn(2, 3, 8, 8))
+    inference = datasets.from_torch(model, torch.randn(2, 3, 8, 8), training=False)
     g = datasets.from_torch(model, torch.randn(2, 3, 8, 8), training=True)
     assert _is_dag(g)
     names, types = g.names, g.op_type_names
@@ -235,12 +235,12 @@ def _onnx_mlp(path):
 
 def test_from_onnx_mlp_matches_the_torch_costs(tmp_path):
     path = _onnx_mlp(tmp_path / "mlp.onnx")
-    g = datasets.from_onnx(path)
+    g = datasets.from_onnx(path, training=False)
     assert g.op_type_names == ["Input", "MatMul", "Relu", "MatMul"]
     assert list(g.flops) == [0, 2 * 2 * 8 * 16 + 2 * 16, 2 * 16, 2 * 2 * 16 * 4 + 2 * 4]
     assert list(g.param_bytes) == [0, (8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
     with open(path, "rb") as f:
-        assert datasets.from_onnx(f.read(), name="bytes").name == "bytes"
+        assert datasets.from_onnx(f.read(), name="bytes", training=False).name == "bytes"
     trained = datasets.from_onnx(onnx.load(path), training=True)
     assert _is_dag(trained)
     assert sum(t == "ApplyGradient" for t in trained.op_type_names) == 4
@@ -261,7 +261,7 @@ def test_from_onnx_cnn_built_with_onnx_helper(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("example.custom", 1)])
     with pytest.warns(goenv.datasets.CostEstimateWarning) as record:
-        g = datasets.from_onnx(model)
+        g = datasets.from_onnx(model, training=False)
     assert len([w for w in record if issubclass(w.category, goenv.datasets.CostEstimateWarning)]) == 1
     types = dict(zip(g.names, g.op_type_names))
     assert types == {"x": "Input", "conv": "Conv2D", "relu": "Relu", "pool": "MaxPool", "flatten": "Reshape",
@@ -290,7 +290,7 @@ def test_from_onnx_folds_shape_computations_before_costing():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g = datasets.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+        g = datasets.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), training=False)
     assert g.names == ["x", "reshape", "matmul"]
     assert g.flops[2] == 2 * 2 * 12 * 5
     assert g.output_bytes[2] == 2 * 5 * 4
@@ -412,8 +412,43 @@ def test_generate_refuses_a_directory_made_with_other_parameters(tmp_path):
         _generate(root, params={"num_layers": 5, "width": 3})
     with pytest.raises(goenv.InvalidArgument, match="shard_size"):
         _generate(root, shard_size=5)
-    assert len(_generate(root, count=6)) == 6  # a new count keeps the shards that still fit
+    before = {name: (root / name).read_bytes() for name in os.listdir(root)}
+    with pytest.raises(goenv.InvalidArgument, match="count=10 there, 6 here.*nothing was changed"):
+        _generate(root, count=6)  # fewer graphs would delete some: refused
+    assert {name: (root / name).read_bytes() for name in os.listdir(root)} == before
+    assert len(_generate(root, count=6, overwrite=True)) == 6  # asked for: replaced
     assert _shards(root) == ["shard-00000.goenv-shard", "shard-00001.goenv-shard"]
+    assert len(_generate(root, count=6)) == 6  # the same arguments resume
+
+
+def test_generate_draws_sizes_from_ranges(tmp_path):
+    ds = _generate(tmp_path / "ranges", count=6, params={"num_layers": (2, 6), "width": 3})
+    layers = [datasets.graph_params(ds.params, ds.seed, i, True)["num_layers"] for i in range(6)]
+    assert set(layers) <= {2.0, 3.0, 4.0, 5.0, 6.0} and len(set(layers)) > 1
+    assert ds.params["num_layers"] == [2.0, 6.0]
+    for i in range(6):  # each graph is the family's graph with its drawn parameters
+        assert ds[i].to_bytes() == datasets.load("random-layered", seed=3 + i, num_layers=layers[i],
+                                                 width=3).to_bytes()
+    with pytest.raises(goenv.InvalidArgument, match="low 5 > high 2"):
+        _generate(tmp_path / "bad", params={"num_layers": (5, 2)})
+
+
+def test_dataset_info_and_verify_commands(tmp_path, capsys):
+    from goenv import cli
+
+    root = tmp_path / "ds"
+    assert cli.main(["dataset", "generate", "random-layered", "--count", "4", "--out", str(root), "--param",
+                     "num_layers=2:4", "--no-progress"]) == 0
+    assert cli.main(["dataset", "info", str(root)]) == 0
+    assert "4 graphs of random-layered (num_layers=2:4)" in capsys.readouterr().out
+    assert cli.main(["dataset", "verify", str(root)]) == 0
+    assert "all checksums and graphs valid" in capsys.readouterr().out
+    shard = root / "shard-00000.goenv-shard"
+    shard.write_bytes(shard.read_bytes()[:-3] + b"xyz")
+    assert cli.main(["dataset", "verify", str(root)]) == 2
+    assert cli.main(["dataset", "generate", "random-layered", "--count", "3", "--out", str(root),
+                     "--no-progress"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
 
 
 def test_generate_checks_its_arguments(tmp_path):

@@ -1,6 +1,7 @@
 """The Gymnasium face of every registered env, and the env contract (DESIGN §3):
-check_env, rollouts, seeded determinism, zero-copy static observations, fresh
-dynamic ones, node mode, info, rewards, and the exceptions bad input raises.
+check_env, rollouts, seeded determinism, new memory for every observation array
+(zero-copy static arrays with share_static=True), node mode, info, rewards, and
+the exceptions bad input raises. Colocation and invalid steps: test_valid_actions.py.
 
 Registered ids (real graphs of 200 to 80,000 nodes) are used where the id matters:
 by default the full check_env (with rendering) runs on one id per task and the
@@ -98,35 +99,6 @@ def assert_same_info(a: dict, b: dict) -> None:
             assert a[key] == b[key], key
 
 
-def readonly_arrays_not_shared(env: gymnasium.Env, seed: int = 123) -> None:
-    """gymnasium's check_returned_data_not_reused, except that read-only arrays may be
-    shared: nobody can modify them through the observation, and DESIGN §3 requires the
-    static arrays to be the same zero-copy views every step."""
-    def shares(x, y):
-        if isinstance(x, dict):
-            return x is y or any(shares(x[k], y[k]) for k in x.keys() & y.keys())
-        if isinstance(x, tuple):
-            return any(shares(p, q) for p, q in zip(x, y))
-        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
-            if not x.flags.writeable and not y.flags.writeable:
-                return False
-            return bool(np.shares_memory(x, y))
-        return False
-
-    env.action_space.seed(seed)
-    calls = [env.reset(seed=seed)]
-    for _ in range(2):
-        obs, _, terminated, truncated, info = env.step(env.action_space.sample())
-        calls.append((obs, info))
-        if terminated or truncated:
-            break
-    calls.append(env.reset(seed=seed))
-    for i in range(len(calls)):
-        for j in range(i + 1, len(calls)):
-            assert not shares(calls[i][0], calls[j][0]), f"observations {i} and {j} share a writable array"
-            assert not shares(calls[i][1], calls[j][1]), f"infos {i} and {j} share a writable array"
-
-
 # ------------------------------------------------------------ every registered id
 
 
@@ -138,8 +110,8 @@ def test_there_are_envs_for_every_task():
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # check_env warns about the unbounded Box spaces
 @pytest.mark.parametrize("env_id", env_id_params(ENV_IDS, slow_unless=REPRESENTATIVE_IDS))
-def test_check_env(env_id, monkeypatch):
-    monkeypatch.setattr(env_checker, "check_returned_data_not_reused", readonly_arrays_not_shared)
+def test_check_env(env_id):
+    """Gymnasium's own check_env, unmodified."""
     env = gymnasium.make(f"goenv/{env_id}-v0")
     assert env.spec.id == f"goenv/{env_id}-v0"
     assert isinstance(env.unwrapped, goenv.GraphEnv)
@@ -147,16 +119,20 @@ def test_check_env(env_id, monkeypatch):
     env.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "contract conflict, not a crash: DESIGN §3 makes the static observation arrays the same zero-copy "
-    "read-only views every step, while gymnasium's check_env (check_returned_data_not_reused) requires "
-    "every observation array to be new memory; test_check_env runs check_env with that one check "
-    "relaxed to writable arrays"))
-def test_unmodified_check_env_accepts_shared_static_arrays():
-    env = small_env()
+def test_observations_share_no_memory_unless_share_static():
+    env = small_env(horizon=2)
     first, _ = env.reset(seed=0)
     second = env.step(sample_action(env, 0))[0]
     assert not env_checker.data_shares_objects(first, second)
+    env_checker.check_returned_data_not_reused(env)
+    shared = small_env(horizon=2, share_static=True)
+    first, _ = shared.reset(seed=0)
+    second = shared.step(sample_action(shared, 0))[0]
+    assert env_checker.data_shares_objects(first, second)  # by design: the same read-only static arrays
+    for key in STATIC_KEYS:
+        assert np.shares_memory(first[key], second[key])
+    with pytest.raises(AssertionError):
+        env_checker.check_returned_data_not_reused(shared)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # gymnasium's passive checker, as above
@@ -188,7 +164,6 @@ def test_random_rollout_is_deterministic(env_id, slow_enabled):
         assert_same_info(info_a, info_b)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")  # the passive checker sees the shared static arrays
 def test_gymnasium_make_passes_options_and_goenv_accepts_gym_ids():
     env = gymnasium.make("goenv/placement-inception-v0", cluster="4xgpu-nvlink", horizon=2)
     assert env.unwrapped.cluster.name == "4xgpu-nvlink"
@@ -211,9 +186,10 @@ def test_render_is_an_rgb_image():
 # ------------------------------------------------------------ observations
 
 
-@pytest.mark.parametrize("make", [lambda: small_env(horizon=3), lambda: goenv.make("placement-inception", horizon=3)],
+@pytest.mark.parametrize("make", [lambda: small_env(horizon=3, share_static=True),
+                                  lambda: goenv.make("placement-inception", horizon=3, share_static=True)],
                          ids=["small", "inception"])
-def test_static_arrays_are_shared_read_only_views(make):
+def test_shared_static_arrays_are_read_only_views(make):
     env = make()
     observations = [env.reset(seed=0)[0]]
     for seed in range(2):
@@ -230,8 +206,20 @@ def test_static_arrays_are_shared_read_only_views(make):
     # One static observation per graph: the graph's own edge_index, and every env on it.
     assert np.shares_memory(first["edge_index"], env.graph.edge_index)
     assert np.array_equal(first["edge_index"], env.graph.edge_index)
-    twin = goenv.GraphEnv.from_graph(env.core.task, env.graph, env.cluster)
+    twin = goenv.GraphEnv.from_graph(env.core.task, env.graph, env.cluster, share_static=True)
     assert np.shares_memory(first["node_features"], twin.reset(seed=0)[0]["node_features"])
+
+
+def test_static_arrays_are_new_memory_by_default():
+    env = goenv.make("placement-inception", horizon=2)
+    observations = [env.reset(seed=0)[0]] + [env.step(sample_action(env, seed))[0] for seed in range(2)]
+    for key in STATIC_KEYS:
+        for i, a in enumerate(observations):
+            assert not a[key].flags.writeable, key  # new memory, still read-only: it describes the graph
+            for b in observations[i + 1:]:
+                assert not np.shares_memory(a[key], b[key]), key
+        assert not np.shares_memory(observations[0][key], env.unwrapped.core.reset(0)[0][key])
+    assert np.array_equal(observations[0]["edge_index"], env.graph.edge_index)
 
 
 def test_dynamic_arrays_are_fresh_every_step():
@@ -298,10 +286,11 @@ def test_rewards_are_runtime_improvements_over_the_initial_runtime():
 
 
 def test_invalid_decision_is_penalized_and_not_adopted():
-    env = small_env(horizon=3, invalid_penalty=-5.0)
+    env = small_env(horizon=3, invalid_penalty=-5.0, colocation="strict")
     env.reset(seed=0)
     good = np.zeros(10, dtype=np.int64)
-    env.step(good)
+    _, _, _, _, before = env.step(good)
+    assert not before["invalid"] and "rejected_runtime" not in before
     kept = env.core.placement.copy()
     split = good.copy()
     split[2] = 1  # nodes 1 and 2 must share a device
@@ -310,6 +299,10 @@ def test_invalid_decision_is_penalized_and_not_adopted():
     assert reward == -5.0 and not terminated
     assert np.array_equal(env.core.placement, kept)
     assert np.array_equal(obs["node_state"][:, :2].argmax(axis=1), kept)
+    # runtime, speedup and memory describe the decisions in force; the rejected one has its own key.
+    assert info["runtime"] == before["runtime"] == env.core.last_result.runtime
+    assert info["speedup"] == before["speedup"]
+    assert info["rejected_runtime"] == goenv.simulate(env.graph, env.cluster, placement=split).runtime
 
 
 def test_out_of_memory_is_penalized():
@@ -322,14 +315,16 @@ def test_out_of_memory_is_penalized():
     _, info = env.reset(seed=0)
     assert not info["oom"]
     _, reward, _, _, info = env.step(np.ones(10, dtype=np.int64))
-    assert info["oom"] and not info["invalid"] and reward == -2.0
-    assert info["peak_memory"][1] > 40e6
+    assert info["oom"] and info["invalid"] and reward == -2.0
+    assert "out of memory on device 1" in info["invalid_reason"]
+    assert info["peak_memory"][1] == 0 and info["runtime"] == info["initial_runtime"]  # the decisions in force
+    assert info["rejected_runtime"] > 0
     assert env.core.placement.tolist() == [0] * 10  # not adopted
 
 
 @pytest.mark.parametrize("horizon", [1, 2])
 def test_node_mode_decides_one_node_per_step(horizon):
-    env = small_env(decision_mode="node", horizon=horizon)
+    env = small_env(decision_mode="node", horizon=horizon, colocation="strict")
     assert isinstance(env.action_space, gymnasium.spaces.Discrete) and env.action_space.n == 2
     env.reset(seed=0)
     steps = horizon * env.graph.num_nodes

@@ -1,6 +1,7 @@
 """The README's examples run as a newcomer would run them."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,29 @@ def test_go_results_script_end_to_end(tmp_path):
     rows = json.loads((tmp_path / "results" / "go_per_graph.json").read_text())
     assert [r["label"] for r in rows] == ["transformer-xl-2"] and rows[0]["budget"] == 64
     assert rows[0]["go"] <= rows[0]["go_greedy"] and rows[0]["go"] >= rows[0]["lower_bound"]
+
+
+# Libraries nobody here wrote, learning on goenv out of the box (short budgets, fixed seeds):
+# each example prints its best runtime next to the default and HEFT, and the mean runtime of
+# its last update's episodes must be below its first's.
+LIBRARY_EXAMPLES = {
+    "sb3_ppo": ["--steps", "2048", "--n-steps", "256"],
+    "sb3_maskable_ppo": ["--steps", "2048", "--n-steps", "256"],
+    "cleanrl_gnn_ppo": ["--updates", "12", "--num-envs", "8", "--rollouts", "2"],
+}
+
+
+@pytest.mark.parametrize("name", list(LIBRARY_EXAMPLES))
+def test_library_example_learns(name):
+    if name.startswith("sb3"):
+        pytest.importorskip("stable_baselines3")
+        pytest.importorskip("sb3_contrib")
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--env", "placement-transformer-xl-2",
+                           *LIBRARY_EXAMPLES[name]], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for label in ("compiler default", "HEFT", "best found"):
+        assert label in out, out
+    first, last = (float(x) for x in re.search(r"first update\s+([\d.]+) ms -> last update\s+([\d.]+) ms", out).groups())
+    assert last < first, out

@@ -80,7 +80,8 @@ def test_make_vec_on_one_graph_stacks_the_single_spaces():
     assert venv.observation_space == gymnasium.vector.utils.batch_space(single.observation_space, 3)
     obs, info = venv.reset(seed=0)
     assert venv.observation_space.contains(obs)
-    assert set(info) >= {"runtime", "initial_runtime", "speedup", "peak_memory", "oom", "invalid", "_runtime"}
+    assert set(info) >= {"runtime", "initial_runtime", "speedup", "peak_memory", "oom", "invalid", "_runtime",
+                         "colocation_moved", "rejected_runtime", "_rejected_runtime"}
     obs, reward, terminated, truncated, info = venv.step(venv.action_space.sample())
     assert venv.observation_space.contains(obs)
     assert reward.shape == (3,) and reward.dtype == np.float64
@@ -357,6 +358,29 @@ def test_copy_true_never_overwrites_a_kept_observation():
     venv.step(random_actions(venv, rng))
     assert_same(first, kept)
     assert not np.shares_memory(first["node_state"], second["node_state"])
+
+
+@pytest.mark.parametrize("layout", ["stacked", "concatenated", "padded"])
+def test_copy_true_gives_new_static_arrays_unless_share_static(layout):
+    """Gymnasium's vector copy semantics: copy=True returns new memory for every array, the
+    static ones too (one copy per step, still broadcast over the batch); share_static=True
+    and copy=False hand out the same static arrays every step."""
+    entries = {"stacked": graph_envs(sizes=(12,))[0], "concatenated": graph_envs(sizes=(12, 20)),
+               "padded": graph_envs(sizes=(12, 20))}[layout]
+    options = {"pad_to": (24, 200)} if layout == "padded" else {}
+    static = ("node_features", "edge_index", "edge_features")
+    for copy, share_static, shared in ((True, False, False), (True, True, True), (False, False, True)):
+        venv = make_vec(entries, num_envs=2, copy=copy, share_static=share_static, **options)
+        rng = np.random.default_rng(0)
+        first, _ = venv.reset(seed=0)
+        second = venv.step(random_actions(venv, rng))[0]
+        for key in static:
+            assert np.shares_memory(first[key], second[key]) == shared, (key, copy, share_static)
+            assert np.array_equal(first[key], second[key])
+        if layout == "stacked" and not shared:
+            assert first["node_features"].strides[0] == 0  # still one copy per step, broadcast
+    with pytest.raises(ValueError, match="share_static"):
+        make_vec(entries, num_envs=2, share_static="no", **options)
 
 
 def test_copy_false_reuses_buffers_with_the_same_values():

@@ -29,6 +29,7 @@ import goenv
 from goenv import _core, text
 from goenv.render import save_gantt
 
+ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see --task)"
 MS = 1e3
 GIB = float(2**30)
 DEMO_ENV = "placement-inception"
@@ -50,15 +51,35 @@ def _one_line(error: BaseException) -> str:
     return re.sub(r"\s*\[[^\]\s]+:\d+\]$", "", message.splitlines()[0] if message else message)
 
 
-def _make(env_id: str, cluster: str | None) -> goenv.GraphEnv:
-    """The env after reset, on `cluster` when one is named."""
-    env = goenv.make(env_id, render_mode=None, **({"cluster": cluster} if cluster else {}))
+GRAPH_FILE_SUFFIXES = (".goenv", ".json")
+
+
+def _is_graph_file(env_id: str) -> bool:
+    """A graph file stands wherever an env id does: `goenv info model.goenv --task scheduling`."""
+    return env_id.endswith(GRAPH_FILE_SUFFIXES) or os.sep in env_id or os.path.isfile(env_id)
+
+
+def _make(env_id: str, cluster: str | None, task: str = "placement") -> goenv.GraphEnv:
+    """The env after reset, on `cluster` when one is named; `env_id` may be a graph file."""
+    options = {"cluster": cluster} if cluster else {}
+    if _is_graph_file(env_id):
+        env = goenv.make(task, graph=env_id, render_mode=None, **options)
+    else:
+        env = goenv.make(env_id, render_mode=None, **options)
     env.reset(seed=0)
     return env
 
 
 def _graph_name(env_id: str) -> str:
     return env_id.split("-", 1)[1]  # ids are <task>-<graph>; task names have no dash
+
+
+def _description(env_id: str) -> tuple[str, dict]:
+    """One line about the graph, and its builder parameters (none for a file)."""
+    if _is_graph_file(env_id):
+        return f"graph file {env_id}", {}
+    family = goenv.datasets.info(_graph_name(env_id))
+    return family["description"], family["params"]
 
 
 # ---------------------------------------------------------------------------
@@ -76,21 +97,21 @@ def _list(args: argparse.Namespace) -> None:
 
 
 def _info(args: argparse.Namespace) -> None:
-    env = _make(args.id, args.cluster)
+    env = _make(args.id, args.cluster, args.task)
     graph, cluster, result = env.graph, env.cluster, env.core.last_result
-    family = goenv.datasets.info(_graph_name(args.id))
+    description, params = _description(args.id)
     bound = _core.lower_bound(graph, cluster)
     op_names, counts = np.unique(graph.op_type_names, return_counts=True)
     common = ", ".join(f"{op_names[i]} {counts[i]}" for i in np.argsort(-counts, kind="stable")[:5])
     default = "everything on device 0" if not np.any(env.core.placement) else "expert split"
-    print(f"{args.id}: {family['description']}\n")
+    print(f"{args.id}: {description}\n")
     _print_table(["graph", graph.name], [
         ["nodes", graph.num_nodes],
         ["edges", graph.num_edges],
         ["op types", f"{len(op_names)} (most: {common})"],
         ["compute", f"{graph.total_flops / 1e9:.1f} GFLOP"],
         ["parameters", f"{graph.total_param_bytes / 2**20:.1f} MiB"],
-        ["builder params", ", ".join(f"{k}={v:g}" for k, v in family["params"].items()) or "-"],
+        ["builder params", ", ".join(f"{k}={v:g}" for k, v in params.items()) or "-"],
     ], align="ll")
     print()
     _print_table(["device", "kind", "TFLOP/s", "GB/s", "memory GiB"], [
@@ -118,7 +139,7 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
 
 
 def _render(args: argparse.Namespace) -> None:
-    env = _make(args.id, args.cluster)
+    env = _make(args.id, args.cluster, args.task)
     result = _decided(env, args.method, args.budget, args.seed)
     path = args.output or os.path.join("out", f"{args.id}-{args.method}.png")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -128,7 +149,7 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _baselines(args: argparse.Namespace) -> None:
-    env = _make(args.id, args.cluster)
+    env = _make(args.id, args.cluster, args.task)
     methods = args.methods.split(",") if args.methods else None
     rows = goenv.baselines.table(env, methods, budget=args.budget, seed=args.seed, progress=not args.json)
     if args.json:
@@ -145,7 +166,7 @@ def _train(args: argparse.Namespace) -> None:
 
     make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
     agent = make(seed=args.seed)
-    env = _make(args.id, args.cluster)
+    env = _make(args.id, args.cluster, args.task)
     agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
     result = agent.evaluate([env])[env.core.id]
     print(f"{args.agent} after {args.steps} steps on {args.id}: {result['runtime'] * MS:.3f} ms "
@@ -163,7 +184,9 @@ def _bench(args: argparse.Namespace) -> None:
     script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "benchmarks", "python_bench.py")
     if not os.path.exists(script):
         raise OSError(2, "the benchmarks live in a source checkout (pip install -e .)", os.path.abspath(script))
-    done = subprocess.run([sys.executable, os.path.abspath(script), *args.bench_args])
+    forwarded = (["--quick"] if args.quick else []) + (["--json", args.json] if args.json else []) + \
+                (["--markdown", args.markdown] if args.markdown else [])
+    done = subprocess.run([sys.executable, os.path.abspath(script), *forwarded])
     if done.returncode:
         raise goenv.Error(f"benchmark failed with exit status {done.returncode}")
 
@@ -206,18 +229,21 @@ def _demo(args: argparse.Namespace) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="goenv", description="RL environments for ML-compiler graph optimization.")
+    parser.add_argument("--version", action="version", version=f"goenv {goenv.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--cluster", help="cluster preset instead of the graph's default (goenv.clusters.list())")
     options.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
     options.add_argument("--seed", type=int, default=0, help="seed of randomized baselines")
+    options.add_argument("--task", default="placement", choices=_core.task_names(),
+                         help="the task when ID is a graph file (.goenv or .json) (default: %(default)s)")
 
     commands.add_parser("list", help="env ids with their graph size and default cluster").set_defaults(run=_list)
     info = commands.add_parser("info", parents=[options], help="graph, cluster, default runtime and lower bound")
-    info.add_argument("id", help="env id, e.g. placement-inception")
+    info.add_argument("id", help=ID_HELP)
     info.set_defaults(run=_info)
     render = commands.add_parser("render", parents=[options], help="Gantt chart PNG of one placement's schedule")
-    render.add_argument("id", help="env id, e.g. placement-inception")
+    render.add_argument("id", help=ID_HELP)
     render.add_argument("--method", default="current",
                         help="a baseline (goenv.baselines.list()) or current: the env's initial decisions "
                              "(default: %(default)s)")
@@ -225,7 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     render.set_defaults(run=_render)
     baselines = commands.add_parser("baselines", parents=[options],
                                     help="every baseline (or --methods) on an env: runtime, speedup, / lower bound")
-    baselines.add_argument("id", help="env id, e.g. placement-inception")
+    baselines.add_argument("id", help=ID_HELP)
     baselines.add_argument("--methods", help="comma-separated baselines (default: all that fit the task)")
     baselines.add_argument("--json", action="store_true", help="machine-readable output")
     baselines.set_defaults(run=_baselines)
@@ -236,12 +262,13 @@ def _parser() -> argparse.ArgumentParser:
                       help="simulated steps of a short PPO run beside the baselines; 0 skips it (default: %(default)s)")
     demo.set_defaults(run=_demo)
 
-    bench = commands.add_parser("bench", help="speed and memory benchmarks; arguments go to python_bench.py "
-                                               "(--quick for a smoke run)")
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="e.g. --quick, --json FILE, --markdown FILE")
+    bench = commands.add_parser("bench", help="speed and memory benchmarks (tests/benchmarks/python_bench.py)")
+    bench.add_argument("--quick", action="store_true", help="a smoke run: small sizes, few repeats")
+    bench.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    bench.add_argument("--markdown", metavar="FILE", help="also write the README tables as Markdown")
     bench.set_defaults(run=_bench)
     train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env")
-    train.add_argument("id", help="env id, e.g. placement-inception")
+    train.add_argument("id", help=ID_HELP)
     train.add_argument("--agent", choices=["go", "ppo"], default="go", help="GO policy or the PPO baseline policy")
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
     train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
@@ -254,6 +281,11 @@ def _parser() -> argparse.ArgumentParser:
     dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")
     generate = dataset_commands.add_parser("generate", help="write COUNT graphs of FAMILY to a dataset directory")
     dataset_files.add_generate_arguments(generate).set_defaults(run=dataset_files.run_generate)
+    for name, run, what in (("info", dataset_files.run_info, "what a dataset directory holds (its manifest)"),
+                            ("verify", dataset_files.run_verify, "check every shard's checksum and every graph")):
+        sub = dataset_commands.add_parser(name, help=what)
+        sub.add_argument("path", help="dataset directory")
+        sub.set_defaults(run=run)
     return parser
 
 

@@ -45,6 +45,8 @@ import uuid
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from goenv import _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 
@@ -154,23 +156,57 @@ def _goenv_version() -> str:
 # ---------------------------------------------------------------------------
 # Generating.
 
-def _normalize_params(family: str, params: Mapping[str, Any] | None) -> tuple[dict[str, float], bool]:
-    """Checks parameter names against the family (NotFound for an unknown family); returns them as
-    floats and whether the family is seeded."""
+def _normalize_params(family: str, params: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
+    """Checks parameter names against the family (NotFound for an unknown family); returns each as a
+    float, or as a [low, high] list for a range (graph i draws its value from it), and whether the
+    family is seeded."""
     accepted = _core.graph_family(family)["params"]
-    params = {str(k): float(v) for k, v in dict(params or {}).items()}
+    params = {str(k): _param_value(family, str(k), v) for k, v in dict(params or {}).items()}
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise InvalidArgument(f"graph '{family}' has no parameter(s) {', '.join(unknown)}; its parameters: "
                               f"{', '.join(sorted(accepted)) or 'none'}")
-    for key, value in params.items():
-        if not math.isfinite(value):
-            raise InvalidArgument(f"graph '{family}': parameter '{key}' must be finite, got {value}")
     seeded = "seed" in accepted
     if seeded and "seed" in params:
         raise InvalidArgument(f"graph '{family}': give the first seed as seed=..., not as params['seed'] "
                               f"(graph i gets seed + i)")
     return params, seeded
+
+
+def _param_value(family: str, key: str, value: Any) -> float | list[float]:
+    """A number, or a (low, high) range of numbers with low <= high."""
+    is_range = isinstance(value, (tuple, list))
+    values = list(value) if is_range else [value]
+    if is_range and len(values) != 2:
+        raise InvalidArgument(f"graph '{family}': the range of parameter '{key}' needs (low, high), got {value!r}")
+    try:
+        numbers = [float(x) for x in values]
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"graph '{family}': parameter '{key}' must be a number or a (low, high) range, "
+                              f"got {value!r}") from None
+    if not all(math.isfinite(x) for x in numbers):
+        raise InvalidArgument(f"graph '{family}': parameter '{key}' must be finite, got {value!r}")
+    if is_range and numbers[0] > numbers[1]:
+        raise InvalidArgument(f"graph '{family}': range of parameter '{key}' has low {numbers[0]:g} > high "
+                              f"{numbers[1]:g}")
+    return numbers if is_range else numbers[0]
+
+
+def graph_params(params: Mapping[str, Any], seed: int, index: int, seeded: bool) -> dict[str, float]:
+    """Graph `index`'s builder parameters: ranges drawn uniformly (integers when both ends are
+    integers) from a generator seeded by (seed, index), so any graph can be rebuilt on its own."""
+    rng = np.random.default_rng([seed, index])
+    drawn = {}
+    for key, value in sorted(params.items()):
+        if isinstance(value, list):
+            low, high = value
+            integral = low.is_integer() and high.is_integer()
+            drawn[key] = float(rng.integers(int(low), int(high) + 1)) if integral else float(rng.uniform(low, high))
+        else:
+            drawn[key] = value
+    if seeded:
+        drawn["seed"] = float(seed + index)
+    return drawn
 
 
 def _plan(count: int, shard_size: int) -> list[dict]:
@@ -189,15 +225,17 @@ def _clean_temporaries(root: str) -> None:
 
 
 def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size: int = 64,
-             params: Mapping[str, float] | None = None, seed: int = 0, workers: int | None = None,
-             progress: bool = True) -> "Dataset":
+             params: Mapping[str, float | tuple[float, float]] | None = None, seed: int = 0,
+             workers: int | None = None, progress: bool = True, overwrite: bool = False) -> "Dataset":
     """Writes `count` graphs of `family` into sharded files under `out_dir`; returns open(out_dir).
 
-    Graph i is built with `params` and seed = seed + i (families with a 'seed' parameter). Resumable:
-    a second call with the same arguments keeps every verified shard and rewrites only missing or
-    damaged ones; different family, params, seed or shard_size than the manifest's raise InvalidArgument.
-    `count` may change between calls (shards of the old plan that still fit are kept). Builds run on
-    `workers` threads (default: the CPU count, at most 8); the C++ builders release the GIL.
+    Graph i is built with `params` and seed = seed + i (families with a 'seed' parameter); a
+    parameter given as a (low, high) range is drawn for each graph (graph_params), e.g.
+    params={"num_nodes": (100, 1000)}. Resumable: a second call with the same arguments keeps every
+    verified shard and rewrites only missing or damaged ones. Existing graphs are never deleted: a
+    directory holding a dataset made with another family, params, seed, shard_size or count raises
+    InvalidArgument, unless overwrite=True, which replaces it. Builds run on `workers` threads
+    (default: the CPU count, at most 8); the C++ builders release the GIL.
     """
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise InvalidArgument(f"count must be an integer >= 1, got {count!r}")
@@ -208,7 +246,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     params, seeded = _normalize_params(family, params)
     if seeded and seed + count - 1 > 2**31 - 1:
         raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")
-    if not seeded and count > 1:
+    if not seeded and count > 1 and not any(isinstance(v, list) for v in params.values()):
         warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
                       UserWarning, stacklevel=2)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
@@ -224,12 +262,16 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     if os.path.exists(os.path.join(root, MANIFEST)):
         previous = _read_manifest(root)
         theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
-                  "seed": previous["seed"], "shard_size": previous["shard_size"]}
-        if theirs != identity:
-            differences = ", ".join(f"{k}={theirs[k]!r} there, {identity[k]!r} here"
-                                    for k in identity if theirs[k] != identity[k])
-            raise InvalidArgument(f"{root} holds a dataset generated with other parameters ({differences}); use "
-                                  f"another directory, or delete this one to start over")
+                  "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
+        ours = {**identity, "count": count}
+        if theirs != ours and not overwrite:
+            differences = ", ".join(f"{k}={theirs[k]!r} there, {ours[k]!r} here"
+                                    for k in ours if theirs[k] != ours[k])
+            raise InvalidArgument(f"{root} holds {previous['count']} graphs generated with other parameters "
+                                  f"({differences}); nothing was changed. Use another directory, or "
+                                  f"overwrite=True (--overwrite) to replace them")
+        if theirs != ours:
+            previous["shards"] = []  # overwrite: nothing of the old dataset is kept
         planned = {(p["file"], p["first"], p["count"]) for p in plan}
         for record in previous["shards"]:
             path = os.path.join(root, record["file"])
@@ -240,7 +282,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
             warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
                           f"(this is {_goenv_version()})", UserWarning, stacklevel=2)
     planned_files = {p["file"] for p in plan}
-    for name in os.listdir(root):  # shards of a larger earlier plan
+    for name in os.listdir(root):  # shards of a replaced (overwrite=True) larger dataset
         if name.endswith(SHARD_SUFFIX) and name.startswith("shard-") and name not in planned_files:
             os.unlink(os.path.join(root, name))
 
@@ -264,8 +306,7 @@ def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest,
     from tqdm import tqdm
 
     def build(i: int) -> bytes:
-        graph = _core.build_graph(family, {**params, "seed": float(seed + i)} if seeded else params)
-        return graph.to_bytes()
+        return _core.build_graph(family, graph_params(params, seed, i, seeded)).to_bytes()
 
     jobs = iter([(shard, i) for shard in todo for i in range(shard["first"], shard["first"] + shard["count"])])
     window = 4 * workers  # graphs in flight: bounds memory, keeps every worker busy
@@ -457,29 +498,52 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     parser.add_argument("--shard-size", type=int, default=64, help="graphs per shard file (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="graph i gets seed + i (default: %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="builder parameter, repeatable (goenv.datasets.info(FAMILY)['params'])")
+                        help="builder parameter, repeatable (goenv.datasets.info(FAMILY)['params']); "
+                             "KEY=LOW:HIGH draws each graph's value from a range, e.g. num_nodes=100:1000")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a dataset of other parameters or count in --out (never done otherwise)")
     parser.add_argument("--workers", type=int, default=None, help="builder threads (default: CPU count, max 8)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
-def _parse_params(items: Sequence[str]) -> dict[str, float]:
+def _parse_params(items: Sequence[str]) -> dict[str, float | tuple[float, float]]:
     params = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InvalidArgument(f"--param takes KEY=VALUE, got {item!r}")
+            raise InvalidArgument(f"--param takes KEY=VALUE or KEY=LOW:HIGH, got {item!r}")
         try:
-            params[key.strip()] = float(value)
+            parts = [float(x) for x in value.split(":")]
         except ValueError:
-            raise InvalidArgument(f"--param {key.strip()}: {value!r} is not a number") from None
+            raise InvalidArgument(f"--param {key.strip()}: {value!r} is not a number or LOW:HIGH") from None
+        if len(parts) > 2:
+            raise InvalidArgument(f"--param {key.strip()}: {value!r} is not a number or LOW:HIGH")
+        params[key.strip()] = parts[0] if len(parts) == 1 else (parts[0], parts[1])
     return params
 
 
 def run_generate(args: argparse.Namespace) -> None:
     dataset = generate(args.family, args.count, args.out, shard_size=args.shard_size, params=_parse_params(args.param),
-                       seed=args.seed, workers=args.workers, progress=not args.no_progress)
+                       seed=args.seed, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite)
     print(f"{len(dataset)} graphs of {dataset.family} in {len(dataset.shards)} shards at {dataset.root}")
+
+
+def run_info(args: argparse.Namespace) -> None:
+    """`goenv dataset info DIR`: what a dataset holds, from its manifest (nothing is read but it)."""
+    dataset = Dataset(args.path)
+    params = ", ".join(f"{k}={v[0]:g}:{v[1]:g}" if isinstance(v, list) else f"{k}={v:g}"
+                       for k, v in dataset.params.items()) or "-"
+    total = sum(shard["bytes"] for shard in dataset.shards)
+    print(f"{dataset.root}: {len(dataset)} graphs of {dataset.family} ({params}), first seed {dataset.seed}, "
+          f"{len(dataset.shards)} shards, {total / 2**20:.1f} MiB")
+
+
+def run_verify(args: argparse.Namespace) -> None:
+    """`goenv dataset verify DIR`: every shard's checksum and every graph's validation."""
+    dataset = Dataset(args.path)
+    dataset.verify()
+    print(f"{dataset.root}: {len(dataset)} graphs in {len(dataset.shards)} shards, all checksums and graphs valid")
 
 
 def generate_main(argv: Sequence[str] | None = None) -> int:

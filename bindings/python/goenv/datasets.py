@@ -5,7 +5,7 @@
     for entry in goenv.datasets.suite("go-placement"):     # the GO paper's placement benchmark
         env = entry.make("placement")
     splits = goenv.datasets.suite("transfer")              # {"train": [...], "validation": [...], "test": [...]}
-    g = goenv.datasets.from_torch(model, (x,))             # a PyTorch module (torch.export)
+    g = goenv.datasets.from_torch(model, (x,))             # a PyTorch module's training step (torch.export)
     g = goenv.datasets.from_onnx("model.onnx")             # an ONNX model
     goenv.datasets.generate("random-layered", 1000, "data/rl")   # sharded, checksummed files
     ds = goenv.datasets.open("data/rl")                    # lazy: len(ds), ds[i], iteration
@@ -20,11 +20,12 @@ from typing import Any, Mapping
 
 from goenv import _core
 from goenv._core import Graph, InvalidArgument, NotFound
-from goenv.dataset_files import Dataset, generate, generate_main, open, to_pyg  # noqa: A004 - public name
+from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
 
 __all__ = [
-    "CostEstimateWarning", "Dataset", "SuiteEntry", "from_onnx", "from_torch", "generate", "generate_main", "info",
+    "CostEstimateWarning", "Dataset", "SuiteEntry", "from_onnx", "from_torch", "generate", "generate_main",
+    "graph_params", "info",
     "lineage", "list", "load", "open", "suite", "suite_description", "suites", "to_pyg",
 ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
 import gymnasium
@@ -9,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from goenv import _core
-from goenv._core import Cluster, Graph
+from goenv._core import Cluster, Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
 
 VERSION = 0  # bump, with a note in README's version history, whenever dynamics change
@@ -20,15 +22,55 @@ def list_envs() -> list[str]:
     return _core.list_env_ids()
 
 
-def make(env_id: str, render_mode: str | None = "rgb_array", **options: Any) -> "GraphEnv":
+DEFAULT_CLUSTER = "2xgpu-nvlink"  # for your own graphs, when no cluster is given
+
+
+def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | str | os.PathLike | None = None,
+         share_static: bool = False, **options: Any) -> "GraphEnv":
     """Creates an environment, e.g. make("placement-inception", cluster="4xgpu-nvlink", batch_size=32).
 
-    Options: cluster (preset name), horizon, decision_mode ("graph" | "node"),
-    invalid_penalty, priority_levels, fusion_levels; any other keyword is a
-    parameter of the graph builder (see goenv.datasets.info(name)).
-    Gymnasium ids ("goenv/placement-inception-v0") are accepted too.
+    env_id: "<task>-<graph>" (goenv.list_envs()), its Gymnasium id
+      ("goenv/placement-inception-v0"), or just a task ("placement") together with
+      `graph=`: a goenv.Graph (Graph.from_arrays, datasets.from_torch, ...) or the
+      path of a graph file (.goenv binary or .json), on `cluster` (default
+      "2xgpu-nvlink").
+    share_static: False (default) hands out new memory for every observation array
+      each step, as Gymnasium requires; True hands out the same read-only static
+      arrays (node_features, edge_index, edge_features) every step: zero-copy, for
+      agents that know (it fails check_env's data-reuse check by design).
+    Options: cluster (preset name or goenv.Cluster), horizon, decision_mode
+      ("graph" | "node"), colocation ("follow" | "strict"), invalid_penalty,
+      priority_levels, fusion_levels, max_fusion_size, placement, priority; any
+      other keyword is a parameter of the graph builder (goenv.datasets.info(name)).
     """
-    return GraphEnv(_strip_gym_id(env_id), render_mode=render_mode, **options)
+    if graph is not None:
+        if env_id not in _core.task_names():
+            raise NotFound(f"with graph=, the first argument is a task ({', '.join(_core.task_names())}), "
+                                  f"got {env_id!r}")
+        if isinstance(graph, (str, os.PathLike)):
+            graph = Graph.load(os.fspath(graph))
+        elif not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a goenv.Graph or the path of a graph file, got {type(graph).__name__}")
+        cluster = options.pop("cluster", DEFAULT_CLUSTER)
+        return GraphEnv.from_graph(env_id, graph, cluster, render_mode=render_mode, share_static=share_static,
+                                   **options)
+    if env_id in _core.task_names():
+        raise NotFound(f"'{env_id}' is a task: give it a graph (goenv.make({env_id!r}, graph=g_or_path)) "
+                              f"or use an id such as '{env_id}-inception' (goenv.list_envs())")
+    env = GraphEnv(_strip_gym_id(env_id), render_mode=render_mode, share_static=share_static, **options)
+    env.spec = _spec_for(env.core.id, render_mode, share_static, options)
+    return env
+
+
+def _spec_for(env_id: str, render_mode, share_static: bool, options: dict) -> gymnasium.envs.registration.EnvSpec:
+    """The Gymnasium spec of a registered id with these options, as gymnasium.make would set it."""
+    spec = gymnasium.spec(f"goenv/{env_id}-v{VERSION}")
+    kwargs = dict(spec.kwargs, **options)
+    if share_static:
+        kwargs["share_static"] = True
+    if render_mode != "rgb_array":
+        kwargs["render_mode"] = render_mode
+    return dataclasses.replace(spec, kwargs=kwargs)
 
 
 def _strip_gym_id(env_id: str) -> str:
@@ -43,9 +85,11 @@ def _strip_gym_id(env_id: str) -> str:
 class GraphEnv(gymnasium.Env):
     """One goenv environment (placement, scheduling, fusion or joint) on one graph.
 
-    Observation (a Dict, the same layout for every task): static read-only views
-    `node_features` (N, F), `edge_index` (2, E), `edge_features` (E, Fe); fresh
-    arrays each step `node_state` (N, S), `action_mask` (N, A), `globals` (G,).
+    Observation (a Dict, the same layout for every task): `node_features` (N, F),
+    `edge_index` (2, E), `edge_features` (E, Fe) describe the graph and never
+    change; `node_state` (N, S), `action_mask` (N, A), `globals` (G,) describe the
+    decisions. Every array is new memory each step, the static ones read-only (with
+    share_static=True they are the same read-only arrays every step instead).
     Action: one value per node per decision head (MultiDiscrete), or one value
     for the current node in decision_mode="node" (Discrete); a Dict when the
     task decides several heads (joint).
@@ -54,7 +98,10 @@ class GraphEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
 
     def __init__(self, env_id: str | None = None, render_mode: str | None = "rgb_array", *,
-                 core: _core.Env | None = None, **options: Any):
+                 core: _core.Env | None = None, share_static: bool = False, **options: Any):
+        if not isinstance(share_static, (bool, np.bool_)):
+            raise InvalidArgument(f"share_static must be True or False, got {share_static!r}")
+        self.share_static = bool(share_static)
         if core is None:
             if env_id is None:
                 raise ValueError("GraphEnv needs an env id, e.g. 'placement-inception'")
@@ -63,6 +110,8 @@ class GraphEnv(gymnasium.Env):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
         self.render_mode = render_mode
+        self._last_mask = self._last_current = None
+        self._current_column = core.num_devices + _core.node_state_names().index("current")
         self.spec_id = core.id
         n, e = core.num_nodes, core.num_edges
         self.observation_space = spaces.Dict({
@@ -82,17 +131,45 @@ class GraphEnv(gymnasium.Env):
 
     @classmethod
     def from_graph(cls, task: str, graph: Graph, cluster: str | Cluster, render_mode: str | None = None,
-                   **options: Any) -> "GraphEnv":
+                   share_static: bool = False, **options: Any) -> "GraphEnv":
         """An env for `task` on your own graph (from a file, an importer, Graph.from_arrays)."""
-        return cls(render_mode=render_mode, core=_core.make_env_on_graph(task, graph, get_cluster(cluster), **options))
+        return cls(render_mode=render_mode, share_static=share_static,
+                   core=_core.make_env_on_graph(task, graph, get_cluster(cluster), **options))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         obs, info = self.core.reset(int(self.np_random.integers(2**63)))
-        return obs, info
+        return self._owned(obs), info
 
     def step(self, action):
-        return self.core.step(action)
+        obs, reward, terminated, truncated, info = self.core.step(action)
+        return self._owned(obs), reward, terminated, truncated, info
+
+    _STATIC_KEYS = ("node_features", "edge_index", "edge_features")
+
+    def action_masks(self) -> np.ndarray:
+        """Which choices the last observation allows, flat bool: node after node (the
+        layout of sb3-contrib's MaskablePPO for a MultiDiscrete action); in node mode the
+        current node's choices. Under colocation="follow" every allowed choice is valid."""
+        if self._last_mask is None:
+            raise _core.ResetNeeded(f"{self.core.id}: action_masks() called before reset()")
+        mask = self._last_mask.astype(bool)
+        if self.core.node_mode:
+            current = self._last_current
+            return mask[current] if current is not None else np.ones(mask.shape[1], dtype=bool)
+        return mask.reshape(-1)
+
+    def _owned(self, obs: dict) -> dict:
+        """New memory for the static arrays too, unless share_static (Gymnasium's contract:
+        an observation kept by the caller is never the same object as a later one)."""
+        self._last_mask = obs["action_mask"]
+        if self.core.node_mode:
+            flags = np.flatnonzero(obs["node_state"][:, self._current_column] == 1)
+            self._last_current = int(flags[0]) if len(flags) else None
+        if not self.share_static:
+            for key in self._STATIC_KEYS:
+                obs[key] = _readonly_copy(obs[key])
+        return obs
 
     def render(self):
         if self.render_mode != "rgb_array":
@@ -110,7 +187,7 @@ class GraphEnv(gymnasium.Env):
         self.core.set_state(state)
 
     _OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
-                "max_fusion_size", "placement", "priority")
+                "max_fusion_size", "colocation", "placement", "priority")
 
     def __getstate__(self) -> dict:
         config = self.core.config
@@ -121,12 +198,13 @@ class GraphEnv(gymnasium.Env):
             "options": {key: config[key] for key in self._OPTIONS},
             "state": self.core.get_state(),
             "render_mode": self.render_mode,
+            "share_static": self.share_static,
         }
 
     def __setstate__(self, saved: dict) -> None:
         core = _core.make_env_on_graph(saved["task"], saved["graph"], saved["cluster"], **saved["options"])
         core.set_state(saved["state"])
-        self.__init__(render_mode=saved["render_mode"], core=core)
+        self.__init__(render_mode=saved["render_mode"], core=core, share_static=saved.get("share_static", False))
 
     @property
     def graph(self) -> Graph:
@@ -140,6 +218,13 @@ class GraphEnv(gymnasium.Env):
         return f"<GraphEnv {self.core.id}: {self.core.num_nodes} nodes on {self.cluster.name}>"
 
     __str__ = __repr__
+
+
+def _readonly_copy(array: np.ndarray) -> np.ndarray:
+    """New memory, still read-only: the static arrays describe the graph, not the caller's state."""
+    copy = array.copy()
+    copy.flags.writeable = False
+    return copy
 
 
 def _register_with_gymnasium() -> None:

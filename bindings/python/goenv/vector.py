@@ -24,9 +24,13 @@ Autoreset is Gymnasium's NEXT_STEP: after a step reports terminated or
 truncated, the next step ignores that env's action and returns its reset
 observation with reward 0. Results are identical for any num_threads.
 
-`copy=True` (default) returns fresh arrays every step, so a kept observation is
-never overwritten; `copy=False` returns views of buffers the engine reuses
-(valid until the next step or reset), which saves one allocation per array.
+`copy=True` (default, Gymnasium's vector `copy` semantics) returns new memory for
+every array every step, so a kept observation is never overwritten or shared:
+the static parts too, copied once per step (still one read-only copy broadcast
+over B where the graph is the same). `copy=False` returns views of buffers the
+engine reuses (valid until the next step or reset) and the same static arrays
+every step: no allocation at all. `share_static=True` keeps copy=True's fresh
+dynamic arrays but hands out the same read-only static arrays every step.
 """
 
 from __future__ import annotations
@@ -41,14 +45,14 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from goenv import _core
-from goenv.envs import GraphEnv, _strip_gym_id
+from goenv.envs import GraphEnv, _readonly_copy, _strip_gym_id
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
 
 def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int | None = None,
              num_threads: int | None = None, pad_to: tuple[int, int] | None = None, copy: bool = True,
-             max_episode_steps: int | None = None, render_mode: str | None = None,
+             max_episode_steps: int | None = None, render_mode: str | None = None, share_static: bool = False,
              **options: Any) -> "GraphVectorEnv":
     """A vector env stepped in C++ with OpenMP.
 
@@ -59,6 +63,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     num_threads: OpenMP threads (default: min(B, available cores)). Results do not depend on it.
     pad_to: (max_nodes, max_edges) for fixed padded shapes.
     copy: fresh result arrays every step (True) or reused buffers (False).
+    share_static: with copy=True, the same read-only static arrays every step (zero-copy).
     max_episode_steps: truncate episodes after this many steps (default: none; the
       env's own horizon terminates them).
     render_mode: None or "rgb_array" (render() returns one Gantt chart per env).
@@ -95,8 +100,11 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         pad_to = tuple(int(x) for x in pad_to)
     core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
                            max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
+    if not isinstance(share_static, (bool, np.bool_)):
+        raise _core.InvalidArgument(f"share_static must be True or False, got {share_static!r}")
     venv = GraphVectorEnv(core)
     venv.render_mode = render_mode
+    venv.share_static = bool(share_static)
     return venv
 
 
@@ -132,10 +140,14 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
+    # Arrays that describe the graphs and never change during an episode.
+    _STATIC_KEYS = ("node_features", "edge_index", "edge_features", "batch", "num_nodes", "num_edges")
+
     def __init__(self, core: _core.VectorEnv):
         self.core = core
         self.num_envs = core.num_envs
         self.layout = core.layout
+        self.share_static = False
         self._spaces: dict[str, gymnasium.Space] | None = None
 
     # -- spaces ------------------------------------------------------------
@@ -250,7 +262,8 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
             if not mask.any():
                 raise ValueError("options['reset_mask'] must select at least one env")
-        return self.core.reset(seeds, mask)
+        obs, info = self.core.reset(seeds, mask)
+        return self._owned(obs), info
 
     def step(self, actions):
         """actions: batched like action_space (see the module docstring for multi-graph
@@ -258,7 +271,21 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         core = self.core
         if core is None:
             raise RuntimeError("step() on a closed vector env")
-        return core.step(actions)
+        obs, reward, terminated, truncated, info = core.step(actions)
+        return self._owned(obs), reward, terminated, truncated, info
+
+    def _owned(self, obs: dict) -> dict:
+        """copy=True: new memory for the static arrays too (a stride-0 broadcast stays one copy)."""
+        if self.core.copy and not self.share_static:
+            for key in self._STATIC_KEYS:
+                a = obs.get(key)
+                if a is None:
+                    continue
+                if a.ndim > 1 and a.strides[0] == 0:
+                    obs[key] = np.broadcast_to(a[0].copy(), a.shape)
+                else:
+                    obs[key] = _readonly_copy(a)
+        return obs
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """One rgb_array Gantt chart of the last schedule per env (render_mode="rgb_array")."""

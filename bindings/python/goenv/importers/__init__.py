@@ -55,14 +55,17 @@ class CostEstimateWarning(UserWarning):
     """An imported op had no cost rule; it was costed at 1 FLOP per output element."""
 
 
-def from_torch(module, example_inputs, *, training: bool = False, name: str | None = None) -> Graph:
-    """A goenv graph of `module` run on `example_inputs` (see goenv.importers.torch_fx)."""
+def from_torch(module, example_inputs, *, training: bool = True, name: str | None = None) -> Graph:
+    """A goenv graph of one training step of `module` run on `example_inputs` (see
+    goenv.importers.torch_fx): forward, backward and optimizer updates, with each
+    parameter colocated with its update, like every built-in graph (they are all
+    training steps, and GO optimizes training graphs). training=False: the forward pass only."""
     from goenv.importers.torch_fx import from_torch as convert
 
     return convert(module, example_inputs, training=training, name=name)
 
 
-def from_onnx(path_or_model, *, training: bool = False, name: str | None = None) -> Graph:
+def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) -> Graph:
     """A goenv graph of an ONNX model: a path, serialized bytes or an onnx.ModelProto."""
     from goenv.importers.onnx import from_onnx as convert
 

@@ -172,7 +172,7 @@ _rule("Reshape Flatten Squeeze Unsqueeze Identity Shape Size", "Reshape", _zero,
 # ---------------------------------------------------------------------------
 
 
-def from_onnx(path_or_model, *, training: bool = False, name: str | None = None) -> Graph:
+def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) -> Graph:
     """A goenv graph of an ONNX model: a file path, serialized bytes, or an onnx.ModelProto."""
     try:
         import onnx

@@ -269,7 +269,7 @@ def _packet_name(target) -> tuple[str, str]:
 # ---------------------------------------------------------------------------
 
 
-def from_torch(module, example_inputs, *, training: bool = False, name: str | None = None) -> Graph:
+def from_torch(module, example_inputs, *, training: bool = True, name: str | None = None) -> Graph:
     """A goenv graph of `module` called on `example_inputs` (a tensor or a tuple of arguments)."""
     try:
         import torch

@@ -1,0 +1,88 @@
+"""Thin adapters between goenv envs and RL libraries that know nothing about graphs.
+
+    env = goenv.wrappers.GroupedPlacement(goenv.make("placement-transformer-xl-2"))
+    env.action_space        # MultiDiscrete([devices] * decision units)
+    env.action_masks()      # flat bool mask, the layout sb3-contrib's MaskablePPO expects
+
+GroupedPlacement makes one decision per colocation group (a group is one
+decision unit, every other node is a unit of its own), as TensorFlow's placer
+and GO do: a variable and its update op are placed together by construction,
+so the action space is smaller and no choice is wasted on a member that the
+env's colocation rule would move anyway.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from goenv._core import InvalidAction, InvalidArgument
+from goenv.envs import GraphEnv
+
+__all__ = ["GroupedPlacement", "decision_units"]
+
+
+def decision_units(colocation: np.ndarray) -> tuple[np.ndarray, int]:
+    """(unit of each node, number of units): a colocation group is one unit, numbered by
+    its first member; every node without a group is a unit of its own."""
+    colocation = np.asarray(colocation)
+    keys = np.where(colocation >= 0, colocation, -1 - np.arange(len(colocation)))  # distinct keys for loners
+    _, first, unit = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # number units by their first node
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[unit].astype(np.int64), len(order)
+
+
+class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
+    """Placement decided per decision unit (colocation group or single node).
+
+    action_space: MultiDiscrete([num_devices] * num_units); `units[v]` is node v's
+    unit. Observations and rewards are the wrapped env's. action_masks(): unit u
+    may take device d when every member of u may (the env's per-node mask).
+    """
+
+    def __init__(self, env: gymnasium.Env):
+        gymnasium.utils.RecordConstructorArgs.__init__(self)
+        gymnasium.Wrapper.__init__(self, env)
+        base = env.unwrapped
+        if not isinstance(base, GraphEnv):
+            raise InvalidArgument(f"GroupedPlacement wraps goenv envs, got {type(base).__name__}")
+        core = base.core
+        if core.heads != ["placement"] or core.node_mode:
+            raise InvalidArgument(
+                f"GroupedPlacement needs a placement env with whole-graph decisions; {core.id} decides "
+                f"{', '.join(core.heads)}{' one node per step' if core.node_mode else ''}")
+        self.units, self.num_units = decision_units(base.graph.colocation)
+        self.num_devices = core.num_devices
+        self.action_space = spaces.MultiDiscrete(np.full(self.num_units, self.num_devices, dtype=np.int64))
+        self._mask = np.ones((self.num_units, self.num_devices), dtype=bool)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self._update_mask(obs)
+        return obs, info
+
+    def step(self, action):
+        action = np.asarray(action)
+        if action.shape != (self.num_units,):
+            raise InvalidAction(f"GroupedPlacement takes one device per decision unit: shape ({self.num_units},), "
+                                f"got {action.shape}")
+        obs, reward, terminated, truncated, info = self.env.step(action[self.units])
+        self._update_mask(obs)
+        return obs, reward, terminated, truncated, info
+
+    def node_placement(self, action) -> np.ndarray:
+        """The per-node placement a unit action stands for."""
+        return np.asarray(action)[self.units]
+
+    def action_masks(self) -> np.ndarray:
+        """(num_units * num_devices,) bool, unit after unit (MaskablePPO's MultiDiscrete layout)."""
+        return self._mask.reshape(-1).copy()
+
+    def _update_mask(self, obs: dict) -> None:
+        node_mask = obs["action_mask"][:, : self.num_devices].astype(bool)
+        mask = np.ones((self.num_units, self.num_devices), dtype=bool)
+        np.logical_and.at(mask, self.units, node_mask)
+        self._mask = mask

@@ -1,0 +1,125 @@
+"""What a newcomer meets first: the README's first steps, an env on their own graph (an
+object or a file, from Python and the CLI), env.spec, errors that name the problem
+and suggest the closest name, and the CLI's --version and bench flags."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import goenv
+from goenv import cli
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def own_graph() -> goenv.Graph:
+    edges = np.array([[0, 0, 1, 2], [1, 2, 3, 3]])
+    return goenv.Graph.from_arrays(edges, flops=[1e9, 2e9, 3e9, 1e9], output_bytes=[1 << 20] * 4,
+                                   param_bytes=[0, 1 << 20, 1 << 20, 0], op_type=["Input", "MatMul", "MatMul", "Add"],
+                                   colocation=[-1, 0, 0, -1], name="mine")
+
+
+def test_readme_first_steps_run_as_written(tmp_path, monkeypatch):
+    """The README's "First steps" block, executed as it stands."""
+    text = README.read_text()
+    section = text[text.index("## First steps"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md (First steps)", "exec"), {})
+
+
+@pytest.mark.parametrize("task", goenv._core.task_names())
+def test_any_task_on_your_own_graph_in_one_line(task, tmp_path):
+    graph = own_graph()
+    env = goenv.make(task, graph=graph, cluster="4xgpu-nvlink")
+    assert env.cluster.name == "4xgpu-nvlink" and env.graph.num_nodes == 4
+    obs, info = env.reset(seed=0)
+    env.step(env.action_space.sample())
+    for path in (tmp_path / "mine.goenv", tmp_path / "mine.json"):
+        graph.save(str(path))
+        from_file = goenv.make(task, graph=path)  # a path (str or Path) works too
+        assert from_file.cluster.name == goenv.envs.DEFAULT_CLUSTER
+        assert from_file.reset(seed=0)[0]["edge_index"].tolist() == obs["edge_index"].tolist()
+
+
+def test_own_graph_bad_input(tmp_path):
+    with pytest.raises(goenv.NotFound, match="is a task"):
+        goenv.make("placement")
+    with pytest.raises(goenv.NotFound, match="first argument is a task"):
+        goenv.make("placement-inception", graph=own_graph())
+    with pytest.raises(TypeError, match="graph must be"):
+        goenv.make("placement", graph=[[0, 1]])
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"not": "a graph"}')
+    before = broken.read_bytes()
+    with pytest.raises(goenv.InvalidGraph):
+        goenv.make("placement", graph=broken)
+    assert broken.read_bytes() == before  # nothing changed on disk
+    with pytest.raises(goenv.InvalidArgument, match="cannot open .*missing.goenv"):
+        goenv.make("placement", graph=tmp_path / "missing.goenv")
+
+
+def test_make_sets_the_gymnasium_spec():
+    env = goenv.make("placement-transformer-xl-2", horizon=2)
+    assert env.spec.id == "goenv/placement-transformer-xl-2-v0"
+    assert env.spec.kwargs["horizon"] == 2 and env.spec.kwargs["env_id"] == "placement-transformer-xl-2"
+    import gymnasium
+
+    again = gymnasium.make(env.spec)  # the spec rebuilds the same env
+    assert again.unwrapped.core.config["horizon"] == 2
+
+
+@pytest.mark.parametrize("call, suggestion", [
+    (lambda: goenv.make("placement-inceptoin"), "placement-inception"),
+    (lambda: goenv.make("placement-inception", cluster="4xgpu-nvlnk"), "4xgpu-nvlink"),
+    (lambda: goenv.datasets.load("resnet-50"), "resnet50"),
+    (lambda: goenv.baselines.solve(goenv.make("placement-transformer-xl-2"), "hefts"), "heft"),
+])
+def test_unknown_names_suggest_the_closest(call, suggestion):
+    with pytest.raises(goenv.NotFound, match=f"did you mean '{suggestion}'"):
+        call()
+
+
+def test_errors_carry_no_cpp_source_paths():
+    for call in (lambda: goenv.make("placement-inception", horizon=0),
+                 lambda: goenv.make("placement-nope"),
+                 lambda: goenv.make("placement-transformer-xl-2").step(np.zeros(3))):
+        with pytest.raises(goenv.Error) as caught:
+            call()
+        assert not re.search(r"\.(cc|h):\d+", str(caught.value)), str(caught.value)
+
+
+def test_float_actions_with_integral_values_are_accepted_as_documented():
+    """README: an action may be any numeric array whose values are integers (1.0 is 1)."""
+    assert "integral values" in README.read_text()
+    env = goenv.make("placement-transformer-xl-2")
+    env.reset(seed=0)
+    n = env.graph.num_nodes
+    assert not env.step(np.zeros(n, dtype=np.float32))[4]["invalid"]
+    env.reset(seed=0)
+    with pytest.raises(goenv.InvalidAction, match="not an integer|integer"):
+        env.step(np.full(n, 0.5))
+
+
+def test_cli_version_and_bench_flags(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"goenv {goenv.__version__}"
+    args = cli._parser().parse_args(["bench", "--quick", "--json", "out.json"])
+    assert args.quick and args.json == "out.json"
+
+
+def test_cli_takes_a_graph_file_wherever_it_takes_an_id(tmp_path, capsys):
+    path = tmp_path / "mine.goenv"
+    own_graph().save(str(path))
+    assert cli.main(["info", str(path), "--cluster", "4xgpu-nvlink"]) == 0
+    out = capsys.readouterr().out
+    assert "graph file" in out and "4xgpu-nvlink" in out
+    assert cli.main(["baselines", str(path), "--task", "scheduling", "--methods", "fifo,critical-path"]) == 0
+    assert "critical-path" in capsys.readouterr().out
+    assert cli.main(["info", str(tmp_path / "missing.goenv")]) == 2
+    assert "missing.goenv" in capsys.readouterr().err
