@@ -9,6 +9,11 @@ messages along the graph's edges in both directions, and outputs one device
 distribution per node (choices the action mask forbids get probability 0) plus a
 value for the graph. The env's colocation="follow" keeps every sampled placement
 valid, so the reward is always the runtime improvement, never a penalty.
+
+The PPO ratio is taken per node (each node's decision is clipped on its own, all
+sharing the graph's advantage), not over the product of N probabilities: with
+hundreds of nodes, the joint ratio leaves the clip range after tiny per-node
+changes and learning stalls.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
     num_devices = envs.core.head_choices[0]
     obs, _ = envs.reset(seed=args.seed)
     node_dim = obs["node_features"].shape[-1] + obs["node_state"].shape[-1]
-    edge_index = torch.as_tensor(np.asarray(obs["edge_index"][0]))
+    edge_index = torch.from_numpy(np.array(obs["edge_index"][0]))  # a writable copy for torch
     policy = GraphPolicy(node_dim, num_devices)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate)
 
@@ -93,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
                 action = dist.sample()
             _, reward, _, _, info = envs.step(action.numpy())
             runtimes.extend(info["runtime"].tolist())
-            for key, item in (("x", x), ("mask", mask), ("action", action), ("log_prob", dist.log_prob(action).sum(1)),
+            for key, item in (("x", x), ("mask", mask), ("action", action), ("log_prob", dist.log_prob(action)),
                               ("value", value), ("reward", torch.as_tensor(reward, dtype=torch.float32))):
                 batch[key].append(item)
         batch = {key: torch.cat(items) for key, items in batch.items()}
@@ -102,9 +107,10 @@ def main(argv: list[str] | None = None) -> dict:
         for _ in range(args.epochs):  # the whole batch is one minibatch: PPO-clip + value loss
             logits, value = policy(batch["x"], edge_index, batch["mask"])
             dist = torch.distributions.Categorical(logits=logits)
-            ratio = torch.exp(dist.log_prob(batch["action"]).sum(1) - batch["log_prob"])
-            policy_loss = -torch.min(ratio * advantage,
-                                     ratio.clamp(1 - args.clip, 1 + args.clip) * advantage).mean()
+            ratio = torch.exp(dist.log_prob(batch["action"]) - batch["log_prob"])  # (episodes, nodes)
+            per_node = advantage[:, None]
+            policy_loss = -torch.min(ratio * per_node,
+                                     ratio.clamp(1 - args.clip, 1 + args.clip) * per_node).mean()
             value_loss = ((value - batch["reward"]) ** 2).mean()
             optimizer.zero_grad()
             (policy_loss + 0.5 * value_loss).backward()

@@ -1,6 +1,6 @@
 """What the library examples (sb3_ppo.py, sb3_maskable_ppo.py, cleanrl_gnn_ppo.py) report:
 the best runtime the agent found next to the compiler default and HEFT, and whether it
-learned (mean runtime of its first update's episodes against its last update's)."""
+learned (mean runtime of its first updates' episodes against its last updates')."""
 
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ def report(title: str, env_id: str, runtimes: list[float], episodes_per_update: 
         raise ValueError(f"{len(runtimes)} episodes are fewer than two updates of {episodes_per_update}; "
                          f"train for more steps")
     reference = reference_runtimes(env_id, **options)
-    first = float(np.mean(runtimes[:episodes_per_update]))
-    last = float(np.mean(runtimes[-episodes_per_update:]))
+    # The first and last updates' episodes, at least a quarter of the run each: one update of
+    # long (node-mode) episodes is one or two episodes, too few to tell learning from noise.
+    window = max(episodes_per_update, len(runtimes) // 4)
+    first = float(np.mean(runtimes[:window]))
+    last = float(np.mean(runtimes[-window:]))
     result = {"env": env_id, "episodes": len(runtimes), "best": float(min(runtimes)), "first_update_mean": first,
               "last_update_mean": last, "learned": last < first, **reference}
     ms = lambda seconds: f"{seconds * 1e3:8.2f} ms"  # noqa: E731
@@ -32,6 +35,6 @@ def report(title: str, env_id: str, runtimes: list[float], episodes_per_update: 
     print(f"  compiler default   {ms(reference['default'])}")
     print(f"  HEFT               {ms(reference['heft'])}")
     print(f"  best found         {ms(result['best'])}")
-    print(f"  mean runtime, first update {ms(first)} -> last update {ms(last)}"
+    print(f"  mean runtime, first {window} episodes {ms(first)} -> last {window} {ms(last)}"
           f" ({'learned' if result['learned'] else 'did not improve'})")
     return result

@@ -22,7 +22,7 @@ from sb3_contrib import MaskablePPO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning_report import report  # noqa: E402
-from sb3_ppo import EpisodeRuntimes, add_common_arguments, episodes_per_update, make_env  # noqa: E402
+from sb3_ppo import EpisodeRuntimes, add_common_arguments, episodes_per_update, make_env, policy_for  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     options = {"cluster": args.cluster} if args.cluster else {}
     env = make_env(args.env, args.mode, args.grouped, **options)
-    model = MaskablePPO("MultiInputPolicy", env, n_steps=args.n_steps, batch_size=128, learning_rate=1e-3,
+    model = MaskablePPO(policy_for(args.mode), env, n_steps=args.n_steps, batch_size=128,
+                        learning_rate=args.learning_rate,
                         seed=args.seed, device="cpu", verbose=0)
     log = EpisodeRuntimes()
     model.learn(total_timesteps=args.steps, callback=log)

@@ -4,11 +4,12 @@
     python examples/sb3_ppo.py --env placement-transformer-xl-2 --steps 8192
 
 The env is used as any Gymnasium env: SB3's own check_env, then PPO with its
-MultiInputPolicy on the Dict observation. `--mode node` (default) places one node
-per step, Placeto-style (a Discrete action, a reward for every node's move);
+MlpPolicy or MultiInputPolicy. `--mode node` (default) places one node per step,
+Placeto-style (a Discrete action, a reward for every node's move), seeing the node to
+decide as one flat vector (goenv.wrappers.CurrentNodeObservation);
 `--mode graph` places every node at once (a MultiDiscrete action; SB3 builds one
 torch Categorical per dimension, so its steps are ~100x slower on a 200-node
-graph), one device per colocation group with `--grouped`
+graph) on the Dict observation, one device per colocation group with `--grouped`
 (goenv.wrappers.GroupedPlacement). Every action is a valid placement thanks to the
 env's colocation="follow".
 """
@@ -25,7 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_checker import check_env
 
 import goenv
-from goenv.wrappers import GroupedPlacement
+from goenv.wrappers import CurrentNodeObservation, GroupedPlacement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning_report import report  # noqa: E402
@@ -46,8 +47,16 @@ class EpisodeRuntimes(BaseCallback):
 
 
 def make_env(env_id: str, mode: str, grouped: bool, **options):
+    """Node mode: the node to decide now as one flat vector (an MLP policy's input); graph
+    mode: the Dict observation as it is, one decision per colocation group if `grouped`."""
     env = goenv.make(env_id, decision_mode=mode, **options)
-    return GroupedPlacement(env) if grouped and mode == "graph" else env
+    if mode == "node":
+        return CurrentNodeObservation(env)
+    return GroupedPlacement(env) if grouped else env
+
+
+def policy_for(mode: str) -> str:
+    return "MlpPolicy" if mode == "node" else "MultiInputPolicy"
 
 
 def episodes_per_update(env, n_steps: int) -> int:
@@ -63,6 +72,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one node per step (Discrete) or every node at once (MultiDiscrete)")
     parser.add_argument("--steps", type=int, default=8192, help="env steps")
     parser.add_argument("--n-steps", type=int, default=512, help="env steps per PPO update")
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--grouped", action=argparse.BooleanOptionalAction, default=True,
                         help="graph mode: one decision per colocation group (default) or per node")
@@ -76,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     env = make_env(args.env, args.mode, args.grouped)
     check_env(env, warn=False)  # Stable-Baselines3's own checker
-    model = PPO("MultiInputPolicy", env, n_steps=args.n_steps, batch_size=128, learning_rate=1e-3,
+    model = PPO(policy_for(args.mode), env, n_steps=args.n_steps, batch_size=128, learning_rate=args.learning_rate,
                 seed=args.seed, device="cpu", verbose=0)
     log = EpisodeRuntimes()
     model.learn(total_timesteps=args.steps, callback=log)

@@ -285,8 +285,10 @@ def test_act_with_colocation_keeps_groups_on_one_device():
             assert len(np.unique(action[colocation == group])) == 1
         assert not env.step(action)[4]["invalid"]
         env.reset(seed=seed)
-    # Per node, an untrained policy splits groups (the check above can fail).
-    assert env.step(agent.act(obs))[4]["invalid"]
+    # Per node, an untrained policy splits groups (the check above can fail): "strict" rejects that.
+    strict = goenv.make("placement-transformer-xl-2", colocation="strict")
+    strict_obs, _ = strict.reset(seed=0)
+    assert strict.step(agent.act(strict_obs))[4]["invalid"]
     # Vector batches take one colocation array per env.
     stacked = {k: np.stack([v, v]) for k, v in obs.items()}
     assert agent.act(stacked, colocation=colocation).shape == (2, len(colocation))

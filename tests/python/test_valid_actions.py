@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import goenv
-from goenv.wrappers import GroupedPlacement, decision_units
+from goenv.wrappers import CurrentNodeObservation, GroupedPlacement, decision_units
 
 # The five real training graphs on which uniformly random placements were 98-100% invalid
 # before colocation="follow" (each variable is colocated with its update op).
@@ -175,3 +175,21 @@ def test_stable_baselines3_check_env_passes():
     sb3_checker = pytest.importorskip("stable_baselines3.common.env_checker")
     sb3_checker.check_env(goenv.make("placement-transformer-xl-2"), warn=True)
     sb3_checker.check_env(GroupedPlacement(goenv.make("placement-transformer-xl-2")), warn=True)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # check_env on a wrapper, on purpose; unbounded Boxes
+def test_current_node_observation_is_the_row_to_decide():
+    env = CurrentNodeObservation(goenv.make("placement", graph=grouped_graph(), cluster="2xgpu-nvlink",
+                                            decision_mode="node"))
+    core = env.unwrapped.core
+    assert env.observation_space.shape == (core.node_feature_dim + core.node_state_dim + core.global_dim,)
+    obs, _ = env.reset(seed=0)
+    raw = env.unwrapped.core.reset(0)[0]
+    first = int(env.unwrapped.graph.topological_order[0])
+    np.testing.assert_array_equal(obs[:core.node_feature_dim], raw["node_features"][first])
+    obs, *_ = env.step(1)
+    assert env.action_masks().tolist() == [True, True]
+    check_env(CurrentNodeObservation(goenv.make("placement-transformer-xl-2", decision_mode="node")),
+              skip_render_check=True)
+    with pytest.raises(goenv.InvalidArgument, match="decision_mode='node'"):
+        CurrentNodeObservation(goenv.make("placement-transformer-xl-2"))

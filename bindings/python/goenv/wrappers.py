@@ -4,6 +4,9 @@
     env.action_space        # MultiDiscrete([devices] * decision units)
     env.action_masks()      # flat bool mask, the layout sb3-contrib's MaskablePPO expects
 
+    env = goenv.wrappers.CurrentNodeObservation(goenv.make("placement-inception", decision_mode="node"))
+    env.observation_space   # Box(F + S + G): the node to decide now, flat, for MLP policies
+
 GroupedPlacement makes one decision per colocation group (a group is one
 decision unit, every other node is a unit of its own), as TensorFlow's placer
 and GO do: a variable and its update op are placed together by construction,
@@ -17,10 +20,11 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from goenv import _core
 from goenv._core import InvalidAction, InvalidArgument
 from goenv.envs import GraphEnv
 
-__all__ = ["GroupedPlacement", "decision_units"]
+__all__ = ["CurrentNodeObservation", "GroupedPlacement", "decision_units"]
 
 
 def decision_units(colocation: np.ndarray) -> tuple[np.ndarray, int]:
@@ -86,3 +90,32 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         mask = np.ones((self.num_units, self.num_devices), dtype=bool)
         np.logical_and.at(mask, self.units, node_mask)
         self._mask = mask
+
+
+class CurrentNodeObservation(gymnasium.ObservationWrapper, gymnasium.utils.RecordConstructorArgs):
+    """decision_mode="node": the observation is the node to decide now, as one flat vector —
+    its features, its decision state (current device, priority, ...) and the globals (runtime
+    so far, progress, ...): Box(node_feature_dim + node_state_dim + global_dim). What an MLP
+    policy (Stable-Baselines3's "MlpPolicy") can use, where the whole graph's (N, F) arrays
+    flattened would bury the one row that matters. action_masks(): the env's."""
+
+    def __init__(self, env: gymnasium.Env):
+        gymnasium.utils.RecordConstructorArgs.__init__(self)
+        gymnasium.ObservationWrapper.__init__(self, env)
+        base = env.unwrapped
+        if not isinstance(base, GraphEnv) or not base.core.node_mode:
+            raise InvalidArgument("CurrentNodeObservation needs a goenv env made with decision_mode='node', got "
+                                  f"{base.core.id + ' in graph mode' if isinstance(base, GraphEnv) else type(base).__name__}")
+        core = base.core
+        self._current = core.num_devices + _core.node_state_names().index("current")
+        width = core.node_feature_dim + core.node_state_dim + core.global_dim
+        self.observation_space = spaces.Box(-np.inf, np.inf, (width,), np.float32)
+
+    def observation(self, obs: dict) -> np.ndarray:
+        rows = np.flatnonzero(obs["node_state"][:, self._current] == 1)
+        v = int(rows[0]) if len(rows) else 0  # after the last step of an episode no node is current
+        return np.concatenate([obs["node_features"][v], obs["node_state"][v], obs["globals"]]).astype(np.float32)
+
+    def action_masks(self) -> np.ndarray:
+        return self.env.unwrapped.action_masks()
+
