@@ -58,6 +58,11 @@ def _env_argument(env: Any):
     }
 
 
+def _title(env_arguments: list) -> str:
+    ids = [e if isinstance(e, str) else e["id"] for e in env_arguments]
+    return ids[0] if len(ids) == 1 else f"{len(ids)} graphs ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+
+
 def _env_list(envs: Any) -> list:
     if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped"):
         envs = [envs]
@@ -104,12 +109,17 @@ class Agent:
         best_runtime, mean_speedup, best_speedup, losses, ...)."""
         from tqdm.auto import tqdm
 
-        from goenv.agents.training_log import TrainingLog
+        from goenv.agents.training_log import TrainingLog, reference_runtimes
 
         if isinstance(total_steps, bool) or not isinstance(total_steps, (int, np.integer)) or total_steps < 1:
             raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
         env_arguments = _env_list(envs)
-        log = TrainingLog(log_dir) if log_dir is not None else None
+        log = None
+        if log_dir is not None:  # a single graph's curve is drawn against its default and heuristics
+            given = [envs] if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped") else envs
+            one = given[0] if len(given) == 1 else None
+            log = TrainingLog(log_dir, title=f"{type(self).__name__} on {_title(env_arguments)}",
+                              references=reference_runtimes(one) if one is not None else None)
         history: list[dict] = []
         bar = tqdm(total=int(total_steps), unit="step", disable=not progress, desc=type(self).__name__)
 

@@ -1,4 +1,6 @@
-"""Training logs: a metrics CSV written as training goes, and a PNG curve at the end."""
+"""Training logs: a metrics CSV written as training goes, and a PNG curve at the end, drawn
+against the runtimes that make it mean something (the compiler default, the best heuristic,
+the lower bound)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,47 @@ COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mea
            "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "seconds")
 
 
-class TrainingLog:
-    """Appends one CSV row per update to `log_dir/metrics.csv`; close() draws `log_dir/training_curve.png`."""
+# Heuristics that make one decision (one simulator call each), per task; the searches are left out.
+SEARCHES = ("random-search", "local-search")
 
-    def __init__(self, log_dir: str | os.PathLike):
+
+def reference_runtimes(env) -> dict[str, float]:
+    """Seconds: the compiler default, the best one-shot heuristic of the env's task (named) and
+    the lower bound, for the lines of the training curve and for reports."""
+    import goenv
+    from goenv import _core
+    from goenv.envs import GraphEnv
+
+    core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
+    if isinstance(env, str):
+        core = goenv.make(env, render_mode=None).core
+    elif core is not None:  # a fresh twin: the caller's episode stays untouched
+        config = core.config
+        core = _core.make_env_on_graph(core.task, core.graph, core.cluster,
+                                       **{key: config[key] for key in GraphEnv._OPTIONS})
+    else:
+        raise TypeError(f"expected an env id or a goenv env, got {type(env).__name__}")
+    core.reset(0)
+    best_name, best = None, float("inf")
+    for name in goenv.baselines.list(core.task):
+        if name in SEARCHES:
+            continue
+        result = goenv.baselines.solve(core, name)
+        if not (result["oom"] or result["invalid"]) and result["runtime"] < best:
+            best_name, best = name, result["runtime"]
+    references = {"default": core.initial_runtime, "lower bound": goenv.baselines.lower_bound(core)}
+    if best_name is not None:
+        references[f"best heuristic ({best_name})"] = best
+    return references
+
+
+class TrainingLog:
+    """Appends one CSV row per update to `log_dir/metrics.csv`; close() draws `log_dir/training_curve.png`
+    titled `title`, with a horizontal line per reference runtime (seconds, by label)."""
+
+    def __init__(self, log_dir: str | os.PathLike, title: str = "training", references: dict | None = None):
+        self.title = title
+        self.references = dict(references or {})
         self.log_dir = os.fspath(log_dir)
         os.makedirs(self.log_dir, exist_ok=True)
         self.csv_path = os.path.join(self.log_dir, "metrics.csv")
@@ -32,11 +71,13 @@ class TrainingLog:
             return
         self._file.close()
         if self.rows:
-            plot_training_curve(self.rows, self.png_path)
+            plot_training_curve(self.rows, self.png_path, self.title, self.references)
 
 
-def plot_training_curve(rows: list[dict], path: str) -> None:
-    """Reward, runtimes and losses against env steps (Agg canvas: no global matplotlib state)."""
+def plot_training_curve(rows: list[dict], path: str, title: str = "training",
+                        references: dict | None = None) -> None:
+    """Reward, runtimes (ms, with a dashed line per reference) and losses against env steps
+    (Agg canvas: no global matplotlib state)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -47,17 +88,21 @@ def plot_training_curve(rows: list[dict], path: str) -> None:
     reward.plot(steps, [r["mean_reward"] for r in rows], label="mean reward")
     reward.set_xlabel("env steps")
     reward.set_title("reward")
-    runtime.plot(steps, [r["mean_runtime"] for r in rows], label="mean")
-    runtime.plot(steps, [r["best_runtime"] for r in rows], label="best")
+    runtime.plot(steps, [r["mean_runtime"] * 1e3 for r in rows], label="mean sampled")
+    runtime.plot(steps, [r["best_runtime"] * 1e3 for r in rows], label="best found")
+    for (label, seconds), style in zip(sorted((references or {}).items()), ("--", "-.", ":")):
+        runtime.axhline(seconds * 1e3, color="gray", linestyle=style, linewidth=1,
+                        label=f"{label} {seconds * 1e3:.1f} ms")
     runtime.set_xlabel("env steps")
-    runtime.set_ylabel("seconds")
-    runtime.set_title("simulated runtime")
-    runtime.legend()
+    runtime.set_ylabel("ms")
+    runtime.set_title("simulated runtime of a step")
+    runtime.legend(fontsize=8)
     for key in ("policy_loss", "value_loss", "entropy"):
         losses.plot(steps, [r[key] for r in rows], label=key.replace("_", " "))
     losses.set_xlabel("env steps")
     losses.set_title("losses")
     losses.legend()
+    figure.suptitle(title)
     figure.tight_layout()
     tmp = f"{path}.tmp{os.getpid()}.png"
     figure.savefig(tmp)
