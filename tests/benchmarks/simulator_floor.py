@@ -13,6 +13,10 @@ do not: each simulator is called once under `valgrind --tool=callgrind`, after
 one warm-up call, counting only the measured call (--toggle-collect), so the
 counts repeat exactly and can be compared across commits (keep the JSON).
 
+The Python boundary (--python, on by default when goenv imports): goenv.simulate
+on gnmt-8 with the same placement, plus reading every result array, against the
+C++ run (BM_Full) of the same run; both CPU time, best of a few.
+
 Simulators: `floor` (bare list scheduler, makespan only), `full` (goenv's
 Simulator: validation, memory, transfers, critical path, per-node timeline;
 fusion off) and `fused` (goenv.simulate with the XLA-style fusion priorities:
@@ -31,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 GRAPHS = ["inception", "transformer-xl-8", "gnmt-8", "layered-1000", "layered-80000"]
@@ -48,7 +53,7 @@ def find_bench_binary() -> str | None:
 
 def wall_times(binary: str, graphs: list[str], min_time: float, repetitions: int) -> dict:
     """Seconds per call of each simulator on each graph: the best repetition."""
-    pattern = "^BM_(Floor|Full|Fused)/(" + "|".join(re.escape(g) for g in graphs) + ")$"
+    pattern = "^BM_(Floor|Full|Fused)/(" + "|".join(graphs) + ")$"
     proc = subprocess.run([binary, f"--benchmark_filter={pattern}", "--benchmark_format=json",
                            f"--benchmark_min_time={min_time}", f"--benchmark_repetitions={repetitions}"],
                           capture_output=True, text=True)
@@ -94,6 +99,39 @@ def instructions(binary: str, graph: str) -> dict:
     return counts
 
 
+def python_boundary(name: str, cpp_seconds: float, repeats: int) -> dict:
+    """CPU seconds of goenv.simulate (+ reading its arrays) on `name` vs the C++ run."""
+    import numpy as np
+
+    import goenv
+
+    graph = goenv.datasets.load(name)
+    cluster = goenv.datasets.info(name)["default_cluster"]
+    devices = goenv.clusters.get(cluster).num_devices
+    # The C++ benchmark's block placement: round robin over blocks of the topological order.
+    order = np.asarray(graph.topological_order)
+    block = max(1, graph.num_nodes // (devices * 4))
+    placement = np.empty(graph.num_nodes, dtype=np.int32)
+    placement[order] = (np.arange(graph.num_nodes) // block) % devices
+
+    def best(fn) -> float:
+        fn()  # warm-up (builds and caches the simulator)
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            fn()
+            times.append(time.process_time() - start)
+        return min(times)
+
+    result = goenv.simulate(graph, cluster, placement=placement)
+    call = best(lambda: goenv.simulate(graph, cluster, placement=placement))
+    arrays = best(lambda: (result.start, result.finish, result.device, result.critical, result.kernel,
+                           result.device_busy, result.peak_memory, result.transfers))
+    return {"graph": name, "module": goenv.__file__, "call_seconds": call, "arrays_seconds": arrays,
+            "cpp_seconds": cpp_seconds, "boundary_seconds": call + arrays - cpp_seconds,
+            "boundary_fraction": (call + arrays - cpp_seconds) / cpp_seconds}
+
+
 def git_commit() -> str:
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -119,6 +157,12 @@ def markdown(report: dict, previous: dict | None) -> str:
             old = previous.get("graphs", {}).get(graph, {}).get("instructions_per_element")
             cells.append(f"{old['full'] / ins['full']:.2f}x fewer" if old and ins else "-")
         lines.append("| " + " | ".join(cells) + " |")
+    b = report.get("python")
+    if b:
+        lines += ["", f"Python boundary on {b['graph']} (CPU time, best of a few): goenv.simulate "
+                  f"{b['call_seconds'] * 1e3:.2f} ms + reading every result array {b['arrays_seconds'] * 1e3:.2f} ms "
+                  f"vs the C++ run {b['cpp_seconds'] * 1e3:.2f} ms: boundary {b['boundary_fraction'] * 100:+.1f}% "
+                  f"({b['module']})"]
     return "\n".join(lines)
 
 
@@ -130,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--no-callgrind", action="store_true", help="wall time only")
     parser.add_argument("--compare", default=None, help="an earlier JSON of this script: instruction ratios")
+    parser.add_argument("--python", default="gnmt-8", help="graph for the Python boundary ('' to skip)")
     parser.add_argument("--json", default=os.path.join("out", "simulator_floor.json"))
     args = parser.parse_args(argv)
 
@@ -146,8 +191,15 @@ def main(argv: list[str] | None = None) -> int:
         for name, r in graphs.items():
             r["instructions"] = instructions(binary, name)
             r["instructions_per_element"] = {s: c / r["elements"] for s, c in r["instructions"].items()}
+    python = None
+    if args.python and args.python in graphs:
+        try:
+            python = python_boundary(args.python, graphs[args.python]["seconds"]["full"], repeats=5)
+        except ImportError as error:
+            print(f"(no Python boundary: {error})", file=sys.stderr)
     report = {"commit": git_commit(), "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
-              "binary": os.path.relpath(binary, ROOT), "graphs": graphs}
+              "binary": os.path.relpath(binary, ROOT), "graphs": graphs,
+              "python": python}
     previous = None
     if args.compare:
         with open(args.compare) as f:
