@@ -10,8 +10,10 @@
 // How the hot loop is laid out (issue 13; tests/benchmarks/simulator_floor.py
 // measures it against a bare list scheduler):
 //  * Everything immutable per (graph, cluster) is flattened once into Tables and
-//    shared by copies: cost and op gap per (node, device), int32 consumers and
-//    double bytes per out-edge, producers per in-edge, link constants per pair.
+//    shared by copies: costs device-major (a device runs nodes in roughly
+//    increasing id order, so its costs are read nearly sequentially), int32
+//    consumers and double bytes per out-edge, producers per in-edge, link
+//    constants per pair.
 //  * Events live in a hand-written binary heap keyed by (time bits, kind, id):
 //    times are never negative, so their IEEE bits order like the values.
 //  * Without priorities (FIFO) a device's ready kernels form a queue, not a heap:
@@ -47,7 +49,8 @@ double bits_time(std::uint64_t bits) {
 struct Simulator::Tables {
   int num_devices = 0, num_channels = 0;
   bool has_colocation = false, has_kind_limits = false;  // any colocation group; any allowed-kinds mask
-  std::vector<double> cost, gap;               // per node * D + device; gap: op_gap if the cost is nonzero
+  std::vector<double> cost;                    // per device * N + node
+  std::vector<double> op_gap;                  // per device
   std::vector<NodeId> in_source;               // producer of each in-edge, in in_edges() order
   std::vector<NodeId> out_target;              // consumer of each out-edge
   std::vector<double> out_bytes, node_bytes;   // per out-edge; output bytes per node
@@ -145,6 +148,7 @@ struct Simulator::Workspace {
   std::vector<std::int32_t> head, tail, same_time_begin, per_device;
   std::vector<double> last_ready;           // per device: time of the last append
   std::vector<std::uint8_t> running, candidate, unsorted;
+  std::vector<double> run_cost;             // per device: the cost of the kernel it runs
   std::vector<std::int32_t> candidates, unsorted_list;
   std::vector<NodeId> last_on_device;
   std::vector<double> free_at, channel_free;
@@ -152,7 +156,7 @@ struct Simulator::Workspace {
   std::vector<Event> events;
   std::vector<double> send_bytes;           // per destination device: largest edge to it; -1 = none
   std::vector<std::int32_t> send_edges, send_list;
-  std::vector<std::int32_t> transfer_of;    // per node * D + dst: transfer id or -1
+  std::vector<std::int32_t> first_transfer;  // per node: id of its first transfer (its others follow, by dst)
   std::vector<std::int32_t> group_node;     // validation scratch
   NodeId last_finisher = kNone;             // latest finish; the lowest id among equal ones
   double last_finish_time = 0;
@@ -174,13 +178,14 @@ Simulator::Workspace::Workspace(const Graph& g, const Tables& t) : graph(&g), ta
   heap.resize(d);
   for (auto* v : {&head, &tail, &same_time_begin, &per_device, &send_edges, &alloc_epoch}) v->resize(d);
   for (auto* v : {&running, &candidate, &unsorted}) v->resize(d);
+  run_cost.resize(d);
   last_ready.resize(d);
   last_on_device.resize(d);
   free_at.resize(d);
   send_bytes.assign(d, -1.0);
   live.resize(d);
   peak.resize(d);
-  transfer_of.assign(static_cast<std::size_t>(n) * d, -1);
+  first_transfer.resize(n);
 }
 
 Simulator::Simulator(GraphPtr graph, Cluster cluster) : graph_(std::move(graph)), cluster_(std::move(cluster)) {
@@ -192,13 +197,11 @@ Simulator::Simulator(GraphPtr graph, Cluster cluster) : graph_(std::move(graph))
   t->num_channels = cluster_.num_channels();
   const std::vector<double> touched = bytes_touched(g);
   t->cost.resize(static_cast<std::size_t>(n) * num_devices);
-  t->gap.resize(t->cost.size());
-  for (NodeId v = 0; v < n; ++v)
-    for (int d = 0; d < num_devices; ++d) {
-      const std::size_t i = static_cast<std::size_t>(v) * num_devices + d;
-      t->cost[i] = op_cost(g, touched, v, cluster_.device(d));
-      t->gap[i] = t->cost[i] > 0 ? cluster_.device(d).op_gap : 0.0;  // nonzero cost, even if it rounds away
-    }
+  for (int d = 0; d < num_devices; ++d) {
+    t->op_gap.push_back(cluster_.device(d).op_gap);
+    for (NodeId v = 0; v < n; ++v)
+      t->cost[static_cast<std::size_t>(d) * n + v] = op_cost(g, touched, v, cluster_.device(d));
+  }
   t->in_source.resize(g.num_edges());
   for (int i = 0; i < g.num_edges(); ++i) t->in_source[i] = static_cast<NodeId>(g.edge_src()[g.in_edges()[i]]);
   t->out_target.assign(g.edge_dst().begin(), g.edge_dst().end());
@@ -242,7 +245,7 @@ Simulator& Simulator::operator=(Simulator&& other) noexcept = default;
 Simulator::~Simulator() = default;
 
 double Simulator::cost(NodeId v, int device) const {
-  return tables_->cost[static_cast<std::size_t>(v) * tables_->num_devices + device];
+  return tables_->cost[static_cast<std::size_t>(device) * graph_->num_nodes() + v];
 }
 
 namespace {
@@ -329,6 +332,7 @@ void Simulator::Workspace::dispatch(double t, SimulationResult& r) {
   for (const std::int32_t d : unsorted_list) sort_new_ready(d);
   unsorted_list.clear();
   const double* cost = tables->cost.data();
+  const std::size_t num_nodes = tables->in_degree.size();
   // Devices start independently of each other, so the order of candidates does not matter.
   for (const std::int32_t d : candidates) {
     candidate[d] = 0;
@@ -343,7 +347,7 @@ void Simulator::Workspace::dispatch(double t, SimulationResult& r) {
       if (head[d] == tail[d]) continue;
       v = queue[head[d]++];
     }
-    const double c = cost[static_cast<std::size_t>(v) * num_devices + d];
+    const double c = cost[static_cast<std::size_t>(d) * num_nodes + v];
     const double f = t + c;
     r.start[v] = t;
     r.finish[v] = f;
@@ -351,6 +355,7 @@ void Simulator::Workspace::dispatch(double t, SimulationResult& r) {
     if (t > ready_time[v]) binding[v] = last_on_device[d];
     last_on_device[d] = v;
     running[d] = 1;
+    run_cost[d] = c;
     allocate(d, tables->node_bytes[v]);
     push_event(f, kFinish, v);
   }
@@ -368,7 +373,7 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
     last_finish_time = t;
   }
   running[d] = 0;
-  const double gap = tb.gap[static_cast<std::size_t>(v) * num_devices + d];
+  const double gap = run_cost[d] > 0 ? tb.op_gap[d] : 0.0;  // nonzero cost, even if it rounds away
   free_at[d] = t + gap;
   if (gap > 0) push_event(free_at[d], kDeviceFree, d);
   wake(d);
@@ -379,7 +384,8 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
     if (placement[u] == d) {
       if (--uses_left[u] == 0) release(d, tb.node_bytes[u]);
     } else {
-      const std::int32_t id = transfer_of[static_cast<std::size_t>(u) * num_devices + d];
+      std::int32_t id = first_transfer[u];
+      while (r.transfers[id].dst != d) ++id;
       if (--transfer_uses_left[id] == 0) release(d, r.transfers[id].bytes);
     }
   }
@@ -415,7 +421,6 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
     const auto id = static_cast<std::int32_t>(r.transfers.size());
     r.transfers.push_back({v, d, dst, bytes, start, end});
     r.bytes_moved += bytes;
-    transfer_of[static_cast<std::size_t>(v) * num_devices + dst] = id;
     transfer_uses_left.push_back(1 + send_edges[dst]);
     queued_next.push_back(-1);
     // The copy is allocated when the transfer starts: now, or when the one ahead of it arrives.
@@ -427,6 +432,7 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
     send_edges[dst] = 0;
     ++uses;
   }
+  first_transfer[v] = static_cast<std::int32_t>(r.transfers.size()) - static_cast<std::int32_t>(send_list.size());
   send_list.clear();
   uses_left[v] = uses;
 }
@@ -451,7 +457,6 @@ void Simulator::Workspace::run(const Graph& g, const Tables& tb, const Decisions
   placement = r.device.data();
 
   // Reset (no allocation after the first run).
-  for (const Transfer& tr : r.transfers) transfer_of[static_cast<std::size_t>(tr.node) * num_devices + tr.dst] = -1;
   r.transfers.clear();
   transfer_uses_left.clear();
   queued_next.clear();

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-binary", default=None, help="goenv_bench (default: build/dev, else build/*)")
     parser.add_argument("--graphs", nargs="+", default=GRAPHS)
     parser.add_argument("--min-time", type=float, default=0.3, help="seconds per benchmark repetition")
-    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--no-callgrind", action="store_true", help="wall time only")
     parser.add_argument("--compare", default=None, help="an earlier JSON of this script: instruction ratios")
     parser.add_argument("--python", default="gnmt-8", help="graph for the Python boundary ('' to skip)")
