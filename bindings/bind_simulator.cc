@@ -1,5 +1,7 @@
 #include <pybind11/stl.h>
 
+#include <memory>
+
 #include "bindings/numpy_helpers.h"
 #include "core/fusion.h"
 #include "core/lower_bound.h"
@@ -10,6 +12,34 @@ namespace goenv::bindings {
 namespace {
 
 std::shared_ptr<Graph> as_graph(py::handle g) { return g.cast<std::shared_ptr<Graph>>(); }
+
+bool same_cluster(const Cluster& a, const Cluster& b) {
+  if (a.num_devices() != b.num_devices() || a.links().size() != b.links().size()) return false;
+  for (int d = 0; d < a.num_devices(); ++d) {
+    const Device &x = a.device(d), &y = b.device(d);
+    if (x.kind != y.kind || x.peak_flops != y.peak_flops || x.memory_bandwidth != y.memory_bandwidth ||
+        x.memory_bytes != y.memory_bytes || x.launch_overhead != y.launch_overhead || x.op_gap != y.op_gap)
+      return false;
+  }
+  for (std::size_t i = 0; i < a.links().size(); ++i) {
+    const Link &x = a.links()[i], &y = b.links()[i];
+    if (x.src != y.src || x.dst != y.dst || x.bandwidth != y.bandwidth || x.latency != y.latency ||
+        x.channel != y.channel)
+      return false;
+  }
+  return true;
+}
+
+// goenv.simulate in a loop on one graph must not rebuild the simulator (cost
+// table, adjacency: as long as a run on gnmt-8) every call, so each thread keeps
+// its last one, reused for the same graph object and an equal cluster. It holds
+// that graph until the thread simulates another one.
+Simulator& cached_simulator(const GraphPtr& graph, const Cluster& cluster) {
+  thread_local std::unique_ptr<Simulator> last;
+  if (!last || &last->graph() != graph.get() || !same_cluster(last->cluster(), cluster))
+    last = std::make_unique<Simulator>(graph, cluster);
+  return *last;
+}
 
 }  // namespace
 
@@ -78,8 +108,8 @@ void bind_simulator(py::module_& m) {
           }
           const Decisions decisions{p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()};
           py::gil_scoped_release release;
-          return f.empty() ? simulate(g, cluster, decisions)
-                           : simulate_fused(g, cluster, decisions, f.data(), max_fusion_size);
+          if (!f.empty()) return simulate_fused(g, cluster, decisions, f.data(), max_fusion_size);
+          return SimulationResult(cached_simulator(g, cluster).run(decisions));
         },
         py::arg("graph"), py::arg("cluster"), py::arg("placement") = py::none(), py::arg("priority") = py::none(),
         py::arg("fusion") = py::none(), py::arg("max_fusion_size") = 16,

@@ -71,72 +71,28 @@ std::string validate_decisions(const Graph& graph, const Cluster& cluster, const
 
 // Reusable workspace: construct once per (graph, cluster), call run() per step
 // without allocating after the first call. Not thread-safe; use one per thread.
+// Copies share the immutable tables (costs, flat adjacency) and own their scratch.
 class Simulator {
  public:
   Simulator(GraphPtr graph, Cluster cluster);
+  Simulator(const Simulator& other);
+  Simulator& operator=(const Simulator& other);
+  Simulator(Simulator&& other) noexcept;
+  Simulator& operator=(Simulator&& other) noexcept;
+  ~Simulator();
   const SimulationResult& run(const Decisions& decisions);
   const Graph& graph() const { return *graph_; }
   const Cluster& cluster() const { return cluster_; }
   double cost(NodeId v, int device) const;  // seconds of node v on a device
 
  private:
-  struct Event {
-    double time;
-    int kind;  // 0 = node finish, 1 = transfer arrival, 2 = device free
-    std::int32_t id;
-    bool operator>(const Event& o) const {
-      if (time != o.time) return time > o.time;
-      if (kind != o.kind) return kind > o.kind;
-      return id > o.id;
-    }
-  };
-  struct Ready {
-    double priority, ready_time;
-    NodeId node;
-  };
-  struct MemoryChange {
-    int device;
-    double bytes;  // + allocation, - release
-  };
-  void check_and_flag(const Decisions& d);
-  void make_ready(NodeId v, double t, NodeId because);
-  void compute_memory();
-  void mark_critical_path();
-
+  struct Tables;     // immutable per (graph, cluster), shared by copies (simulator.cc)
+  struct Workspace;  // per-run scratch (simulator.cc)
   GraphPtr graph_;
   Cluster cluster_;
-  std::vector<NodeId> in_source_;  // producer of each in-edge, in in_edges() order (one lookup, not two)
-  // cost(v, d) for every node and device, node-major; immutable, so copies of a
-  // simulator (the envs of a VectorEnv) share it.
-  std::shared_ptr<const std::vector<double>> cost_table_;
+  std::shared_ptr<const Tables> tables_;
+  std::unique_ptr<Workspace> work_;
   SimulationResult result_;
-  // Workspace.
-  const double* priority_ = nullptr;
-  std::vector<std::int32_t> pending_;
-  std::vector<double> ready_time_;
-  std::vector<NodeId> binding_;  // what made each node ready or start last
-  std::vector<std::vector<Ready>> ready_;
-  std::vector<std::uint8_t> running_;
-  std::vector<NodeId> last_on_device_;
-  std::vector<double> free_at_, channel_free_;
-  std::vector<Event> events_;
-  std::vector<double> send_bytes_;
-  std::vector<std::int32_t> send_stamp_;
-  std::vector<std::int32_t> transfer_of_;  // per (node * D + dst): transfer id or -1
-  std::vector<std::int32_t> group_node_;   // validation scratch: first node of each colocation group
-  // Memory bookkeeping in epochs: epoch k is the k-th distinct event time, so
-  // comparing epochs compares times exactly and the memory sweep is a counting
-  // sort instead of a comparison sort.
-  std::int32_t epoch_ = 0;
-  std::vector<std::int32_t> start_epoch_, use_epoch_;  // per node: start; end of local uses and sends
-  std::vector<std::int32_t> arrival_epoch_;            // per transfer
-  std::vector<std::int32_t> transfer_start_epoch_;     // per transfer; -1: the arrival of transfer_after_
-  std::vector<std::int32_t> transfer_after_;           // per transfer: the one it queued behind, or -1
-  std::vector<std::int32_t> remote_use_epoch_;         // per transfer: last consumer finish on dst
-  std::vector<std::int32_t> channel_last_;             // per channel: last transfer scheduled
-  std::vector<std::int32_t> bucket_;                   // counting sort offsets, per epoch
-  std::vector<MemoryChange> changes_;
-  std::vector<double> live_, peak_;
 };
 
 // One-shot convenience: builds a Simulator and runs it.

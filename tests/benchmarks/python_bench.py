@@ -6,6 +6,7 @@ built) the C++ simulator cost per node+edge on the largest graph.
     python tests/benchmarks/python_bench.py                 # ~1-2 minutes on 2 cores
     python tests/benchmarks/python_bench.py --quick         # a smoke run
     python tests/benchmarks/python_bench.py --json out.json --markdown out.md
+    python tests/benchmarks/python_bench.py --simulator-floor   # simulator vs floor (simulator_floor.py)
 
 Every number in one report comes from one run on one machine; ratios are what
 to compare across machines. Steps are whole-graph placement decisions on random
@@ -278,7 +279,14 @@ def markdown(report: dict) -> str:
 
 
 def main() -> None:
+    if "--simulator-floor" in sys.argv[1:]:  # goenv bench --simulator-floor [its options]: simulator_floor.py
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import simulator_floor
+        sys.exit(simulator_floor.main([a for a in sys.argv[1:] if a != "--simulator-floor"]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--simulator-floor", action="store_true",
+                        help="instead: goenv's simulator vs a bare list scheduler, wall time and instruction "
+                             "counts (tests/benchmarks/simulator_floor.py; the other options go to it)")
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=0.6, help="per measurement (best of 3)")
     parser.add_argument("--memory-envs", type=int, default=64)

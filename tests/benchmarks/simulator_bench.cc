@@ -7,20 +7,31 @@
 // GraphBuilder, plus the registered families `inception` and, when registered,
 // `gnmt-8` (80k+ nodes). Counter `per_element` is seconds per (node + edge)
 // (printed with an SI prefix: "85n" = 85 ns); `elements` is N + E.
+//
+// Floor comparison (issue 13): BM_Floor/<graph>, BM_Full/<graph> and
+// BM_Fused/<graph> run the bare list scheduler (floor_simulator.h), goenv's
+// Simulator and the fusion path on the same graph, cluster and placement.
+// tests/benchmarks/simulator_floor.py turns them into ratios and adds
+// instruction counts from one call each under callgrind:
+//   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*measured_*' \
+//       build/dev/goenv_bench --count_instructions=gnmt-8
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/fusion.h"
 #include "core/graph.h"
 #include "core/simulator.h"
 #include "datasets/registry.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
+#include "tests/benchmarks/floor_simulator.h"
 
 namespace goenv {
 namespace {
@@ -163,13 +174,140 @@ void register_family_benchmarks() {
   }
 }
 
+// The floor comparison's graphs: registered families on their default cluster,
+// layered DAGs on 4xgpu-nvlink; block placement; XLA-style fusion priorities.
+const std::vector<std::string> kFloorGraphs = {"inception", "transformer-xl-8", "gnmt-8", "layered-1000",
+                                               "layered-80000"};
+
+struct Workload {
+  GraphPtr graph;
+  Cluster cluster;
+  std::vector<std::int32_t> placement, fusion;
+};
+
+const Workload& floor_workload(const std::string& name) {
+  static std::map<std::string, Workload> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  Workload w;
+  if (name.rfind("layered-", 0) == 0) {
+    w.graph = layered_dag(std::stoi(name.substr(8)));
+    w.cluster = Cluster::preset("4xgpu-nvlink");
+  } else {
+    w.graph = build_graph(name);
+    w.cluster = Cluster::preset(graph_family(name).default_cluster);
+  }
+  w.placement = block_placement(*w.graph, w.cluster.num_devices());
+  w.fusion = xla_fusion_priorities(*w.graph);
+  return cache.emplace(name, std::move(w)).first->second;
+}
+
+constexpr int kMaxFusionSize = 16;
+
+// One call each, not inlined, so callgrind can count exactly these (--toggle-collect='*measured_*').
+__attribute__((noinline)) double measured_floor(bench::FloorSimulator& floor, const Workload& w) {
+  return floor.run(w.placement.data());
+}
+__attribute__((noinline)) double measured_full(Simulator& simulator, const Workload& w) {
+  return simulator.run({w.placement.data(), nullptr}).runtime;
+}
+__attribute__((noinline)) double measured_fused(const Workload& w) {
+  return simulate_fused(w.graph, w.cluster, {w.placement.data(), nullptr}, w.fusion.data(), kMaxFusionSize).runtime;
+}
+
+void register_floor_benchmarks() {
+  const auto names = graph_family_names();
+  for (const std::string& name : kFloorGraphs) {
+    if (name.rfind("layered-", 0) != 0 && std::find(names.begin(), names.end(), name) == names.end()) continue;
+    benchmark::RegisterBenchmark(("BM_Floor/" + name).c_str(), [name](benchmark::State& state) {
+      const Workload& w = floor_workload(name);
+      bench::FloorSimulator floor(w.graph, w.cluster);
+      Simulator simulator(w.graph, w.cluster);
+      // The floor must simulate the same thing: same makespan, bit for bit.
+      const double full = simulator.run({w.placement.data(), nullptr}).runtime;
+      if (floor.run(w.placement.data()) != full) state.SkipWithError("floor and full makespans differ");
+      for (auto _ : state) benchmark::DoNotOptimize(floor.run(w.placement.data()));
+      set_element_counters(state, *w.graph);
+    })->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_Full/" + name).c_str(), [name](benchmark::State& state) {
+      const Workload& w = floor_workload(name);
+      Simulator simulator(w.graph, w.cluster);
+      for (auto _ : state) benchmark::DoNotOptimize(simulator.run({w.placement.data(), nullptr}).runtime);
+      set_element_counters(state, *w.graph);
+    })->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_Fused/" + name).c_str(), [name](benchmark::State& state) {
+      const Workload& w = floor_workload(name);
+      for (auto _ : state) benchmark::DoNotOptimize(measured_fused(w));
+      set_element_counters(state, *w.graph);
+    })->Unit(benchmark::kMicrosecond);
+  }
+}
+
+// FNV-1a over every output of a run, bit for bit: equal digests across commits
+// mean the simulator's results did not change.
+std::uint64_t digest(const SimulationResult& r) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto add = [&h](const void* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  };
+  auto add_vector = [&add](const auto& v) { add(v.data(), v.size() * sizeof(v[0])); };
+  add(&r.runtime, sizeof r.runtime);
+  add(&r.bytes_moved, sizeof r.bytes_moved);
+  add(&r.oom, sizeof r.oom);
+  add_vector(r.device_busy);
+  add_vector(r.peak_memory);
+  add_vector(r.start);
+  add_vector(r.finish);
+  add_vector(r.device);
+  add_vector(r.critical);
+  for (const Transfer& t : r.transfers) {
+    add(&t.node, sizeof t.node);
+    add(&t.src, sizeof t.src);
+    add(&t.dst, sizeof t.dst);
+    add(&t.bytes, sizeof t.bytes);
+    add(&t.start, sizeof t.start);
+    add(&t.end, sizeof t.end);
+  }
+  return h;
+}
+
+// --count_instructions=<graph>: build everything, warm each simulator up with one
+// call, then make one measured call each (what callgrind counts). Prints the
+// makespans and digests of the full results (FIFO and with seeded random priorities).
+int count_instructions(const std::string& name) {
+  const Workload& w = floor_workload(name);
+  bench::FloorSimulator floor(w.graph, w.cluster);
+  Simulator simulator(w.graph, w.cluster);
+  floor.run(w.placement.data());
+  simulator.run({w.placement.data(), nullptr});
+  const double a = measured_floor(floor, w), b = measured_full(simulator, w), c = measured_fused(w);
+  const std::uint64_t fifo = digest(simulator.run({w.placement.data(), nullptr}));
+  std::mt19937 rng(7);
+  std::vector<double> priority(w.graph->num_nodes());
+  for (double& p : priority) p = static_cast<double>(rng() % 5);  // few levels: many ties
+  const std::uint64_t prioritized = digest(simulator.run({w.placement.data(), priority.data()}));
+  // Placeto's K80 box: an op gap after every kernel and one outgoing bus per device (queued transfers).
+  Simulator k80(w.graph, Cluster::preset("placeto-k80"));
+  const auto k80_placement = block_placement(*w.graph, k80.cluster().num_devices());
+  const std::uint64_t bus = digest(k80.run({k80_placement.data(), priority.data()}));
+  std::printf("%s nodes=%d edges=%d floor=%.17g full=%.17g fused=%.17g digests=%016llx,%016llx,%016llx\n",
+              name.c_str(), w.graph->num_nodes(), w.graph->num_edges(), a, b, c,
+              static_cast<unsigned long long>(fifo), static_cast<unsigned long long>(prioritized),
+              static_cast<unsigned long long>(bus));
+  return a == b ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace goenv
 
 int main(int argc, char** argv) {
+  const std::string count_flag = "--count_instructions=";
+  if (argc == 2 && std::string(argv[1]).rfind(count_flag, 0) == 0)
+    return goenv::count_instructions(std::string(argv[1]).substr(count_flag.size()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   goenv::register_family_benchmarks();
+  goenv::register_floor_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
