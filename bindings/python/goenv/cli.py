@@ -143,10 +143,21 @@ def _baselines(args: argparse.Namespace) -> None:
 def _train(args: argparse.Namespace) -> None:
     import goenv.agents
 
-    make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
-    agent = make(seed=args.seed)
     env = _make(args.id, args.cluster)
-    agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
+    if args.workers > 0 or args.address:
+        import goenv.distributed
+
+        result = goenv.distributed.train([env], algorithm=args.agent, num_workers=max(1, args.workers),
+                                         total_steps=args.steps, address=args.address, seed=args.seed,
+                                         log_dir=args.log_dir)
+        agent = result.agent
+        print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
+              f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
+              f"{result.dropped_rollouts} stale rollouts dropped")
+    else:
+        make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
+        agent = make(seed=args.seed)
+        agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
     result = agent.evaluate([env])[env.core.id]
     print(f"{args.agent} after {args.steps} steps on {args.id}: {result['runtime'] * MS:.3f} ms "
           f"(default {result['initial_runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x, "
@@ -246,6 +257,11 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
     train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
     train.add_argument("--save", help="checkpoint path")
+    train.add_argument("--workers", type=int, default=0,
+                       help="Ray rollout workers (goenv.distributed; needs ray); 0 trains in this process "
+                            "(default: %(default)s)")
+    train.add_argument("--address", help="join the Ray cluster at ADDR (`ray start --head` prints it) "
+                                         "instead of starting a local Ray")
     train.set_defaults(run=_train)
 
     from goenv import dataset_files
