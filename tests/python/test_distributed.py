@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import time
 
 import numpy as np
@@ -95,21 +96,30 @@ def test_two_workers_beat_random_placement_with_bounded_lag(tmp_path):
     np.testing.assert_array_equal(loaded.weights, result.agent.weights)
 
 
-def test_a_killed_worker_is_replaced_and_training_finishes():
+def test_killed_and_crashed_workers_are_replaced_and_training_finishes():
     env = placement_env(seed=0)
     trainer = goenv.distributed.Trainer([env], "ppo", 2, max_lag=2, seed=0, hidden=32, envs_per_graph=8,
                                         num_threads=1)
-    killed = []
+    events = []
 
-    def kill_once(metrics):
-        if metrics["update"] == 2 and not killed:
-            killed.append(trainer.workers[0])
+    def fail(metrics):
+        if metrics["update"] == 2:  # ray.kill
+            events.append("kill")
             ray.kill(trainer.workers[0], no_restart=True)
+        elif metrics["update"] == 4:  # a crash inside the worker process (as a segfault in an env would)
+            events.append("crash")
+            os.kill(ray.get(trainer.workers[1].info.remote())["pid"], signal.SIGSEGV)
 
-    result = trainer.run(total_steps=8 * 8, callback=kill_once, progress=False)
-    assert killed and result.worker_restarts >= 1
-    assert result.history[-1]["step"] >= 64 and result.history[-1]["worker_restarts"] >= 1
+    result = trainer.run(total_steps=16 * 8, callback=fail, progress=False)
+    assert events == ["kill", "crash"] and result.worker_restarts == 2
+    assert result.history[-1]["step"] >= 128 and result.history[-1]["worker_restarts"] == 2
     assert trainer.workers == [None, None]  # stopped at the end
+
+    fragile = goenv.distributed.Trainer([env], "ppo", 1, seed=0, hidden=32, envs_per_graph=8, num_threads=1,
+                                        max_worker_restarts=0)
+    with pytest.raises(RuntimeError, match="max_worker_restarts=0"):
+        fragile.run(total_steps=10 * 8, callback=lambda m: ray.kill(fragile.workers[0]), progress=False)
+    assert fragile.workers == [None]
 
 
 def test_bad_addresses_are_refused_before_any_worker_starts():
@@ -139,3 +149,15 @@ def test_mismatched_env_specs_and_bad_options_are_refused():
 def test_shares_cover_every_env():
     assert goenv.distributed.shares(5, 2) == [[0, 2, 4], [1, 3]]
     assert goenv.distributed.shares(1, 3) == [[0], [0], [0]]
+
+
+def test_cli_train_with_workers(tmp_path, capsys):
+    from goenv import cli
+
+    assert cli.main(["train", "placement-random-layered", "--agent", "ppo", "--steps", "32", "--workers", "2",
+                     "--log-dir", str(tmp_path), "--save", str(tmp_path / "a.agent")]) == 0
+    out = capsys.readouterr().out
+    assert "with 2 rollout workers" in out and "speedup" in out
+    assert (tmp_path / "distributed_metrics.csv").exists() and agents.load(tmp_path / "a.agent").steps_trained >= 32
+    assert cli.main(["train", "placement-random-layered", "--workers", "1", "--address", "nowhere"]) == 2
+    assert "bad Ray address" in capsys.readouterr().err

@@ -144,12 +144,17 @@ def _train(args: argparse.Namespace) -> None:
     import goenv.agents
 
     env = _make(args.id, args.cluster)
+    if args.workers < 0:
+        raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
     if args.workers > 0 or args.address:
         import goenv.distributed
 
-        result = goenv.distributed.train([env], algorithm=args.agent, num_workers=max(1, args.workers),
-                                         total_steps=args.steps, address=args.address, seed=args.seed,
-                                         log_dir=args.log_dir)
+        try:
+            result = goenv.distributed.train([env], algorithm=args.agent, num_workers=max(1, args.workers),
+                                             total_steps=args.steps, address=args.address, seed=args.seed,
+                                             log_dir=args.log_dir)
+        except ValueError as error:  # a malformed address or option: one line, like other bad input
+            raise goenv.InvalidArgument(str(error)) from error
         agent = result.agent
         print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
               f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
@@ -163,7 +168,7 @@ def _train(args: argparse.Namespace) -> None:
           f"(default {result['initial_runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x, "
           f"lower bound {result['lower_bound'] * MS:.3f} ms)")
     if args.log_dir:
-        print(f"metrics and training curve: {args.log_dir}")
+        print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
     if args.save:
         agent.save(args.save)
         print(f"agent saved to {args.save}")
