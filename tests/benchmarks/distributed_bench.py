@@ -60,6 +60,7 @@ def sampling_throughput(env_id: str, workers: int, cpus_per_worker: float, secon
             for i in range(workers):
                 trainer._request(i)
         warm, samples, start = True, 0, time.perf_counter()
+        wall, cpu, answers = 0.0, 0.0, 0
         while True:
             (ref,), _ = ray.wait(list(trainer._pending), num_returns=1)
             index, _ = trainer._pending.pop(ref)
@@ -67,12 +68,20 @@ def sampling_throughput(env_id: str, workers: int, cpus_per_worker: float, secon
             now = time.perf_counter()
             if warm and now - start > min(3.0, seconds / 3):  # first rollouts include lazy setup
                 warm, samples, start = False, 0, now
+                load = os.getloadavg()[0]
             elif not warm:
                 samples += answer["samples"]
+                wall += answer["sample_seconds"]
+                cpu += answer["sample_cpu_seconds"]
+                answers += 1
                 if now - start >= seconds:
                     break
             trainer._request(index)
-        return {"workers": workers, "cpus_per_worker": cpus_per_worker, "samples_per_second": samples / (now - start)}
+        return {"workers": workers, "cpus_per_worker": cpus_per_worker, "samples_per_second": samples / (now - start),
+                "collect_wall_ms": 1e3 * wall / answers, "collect_cpu_ms": 1e3 * cpu / answers,
+                # Share of the window the workers spent inside collect(): 1.0 = never waiting on the learner.
+                "workers_busy": wall / (workers * (now - start)),
+                "load_average": (load + os.getloadavg()[0]) / 2}
     finally:
         trainer._stop()
 
@@ -196,6 +205,23 @@ def weight_distribution(worker_counts: list[int], versions: int, fetchers: int =
     return rows
 
 
+def registry_rate(calls: int = 4000) -> dict:
+    """How many 'anything newer?' questions the one registry actor answers per second: the
+    part of weight distribution that grows with workers (no weights travel)."""
+    import ray
+
+    from goenv.distributed.registry import WeightRegistry
+
+    registry = WeightRegistry.remote()
+    ray.get(registry.publish.remote(1, [ray.put(np.zeros(4, np.float32))]))
+    ray.get([registry.latest.remote(1) for _ in range(200)])
+    start = time.perf_counter()
+    ray.get([registry.latest.remote(1) for _ in range(calls)])
+    seconds = time.perf_counter() - start
+    ray.kill(registry)
+    return {"calls": calls, "answers_per_second": calls / seconds}
+
+
 # -- 3. simulated multi-node cluster ---------------------------------------------------------------
 def multi_node(nodes: int, fetchers_per_node: int) -> dict:
     import ray
@@ -241,16 +267,26 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short windows (a smoke run)")
     parser.add_argument("--env", default="placement-inception")
-    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--json", help="write the results here (merged into the file if it exists)")
     parser.add_argument("--plot", help="samples/s against workers (PNG)")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: sampling,training,weights,nodes")
     args = parser.parse_args(argv)
     import ray
 
     skip = set(filter(None, args.skip.split(",")))
+
+    def save() -> None:  # after every part: a crash later keeps what was measured
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2)
+
     seconds = 5.0 if args.quick else 20.0
     options = dict(algorithm="go", seed=0, envs_per_graph=16)
-    out: dict = {"env": args.env, "options": options, "cpus": os.cpu_count()}
+    out: dict = {}
+    if args.json and os.path.exists(args.json):  # parts run separately (--skip) add to one file
+        with open(args.json) as f:
+            out = json.load(f)
+    out.update({"env": args.env, "options": options, "cpus": os.cpu_count()})
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         if "sampling" not in skip:
@@ -260,10 +296,13 @@ def main(argv=None) -> int:
                 row = sampling_throughput(args.env, workers, cpus, seconds, options)
                 out["sampling"].append(row)
                 print(f"  {workers} workers x {cpus:.2f} CPU: {row['samples_per_second']:8.1f} samples/s "
-                      f"({row['samples_per_second'] / out['sampling'][0]['samples_per_second']:.2f}x one worker)",
-                      flush=True)
+                      f"({row['samples_per_second'] / out['sampling'][0]['samples_per_second']:.2f}x one worker); "
+                      f"one collect: {row['collect_wall_ms']:.0f} ms wall, {row['collect_cpu_ms']:.0f} ms CPU; "
+                      f"workers busy {row['workers_busy']:.0%}; "
+                      f"load average {row['load_average']:.1f}", flush=True)
+                save()
         if "training" not in skip:
-            steps = 512 if args.quick else 4096
+            steps = 256 if args.quick else 1024
             print(f"1b. full training, learner updating in this process ({steps} steps)", flush=True)
             out["training"] = []
             for workers in (1, 2):
@@ -273,9 +312,14 @@ def main(argv=None) -> int:
                       f"{row['wait_seconds_per_update'] * 1e3:.0f} ms/update, updates in "
                       f"{row['update_seconds'] * 1e3:.0f} ms, publishes in {row['publish_seconds'] * 1e3:.1f} ms",
                       flush=True)
+                save()
         if "weights" not in skip:
             print(f"2. weight distribution, {WEIGHTS_MB} MB model", flush=True)
             out["weights"] = weight_distribution([1, 4, 16, 64], versions=2 if args.quick else 5)
+            out["registry"] = registry_rate()
+            print(f"  the registry actor answers {out['registry']['answers_per_second']:.0f} version questions/s",
+                  flush=True)
+            save()
     finally:
         ray.shutdown()
     if "nodes" not in skip:
@@ -291,9 +335,7 @@ def main(argv=None) -> int:
         plot_scaling([r["workers"] for r in rows], [r["samples_per_second"] for r in rows], args.plot,
                      f"goenv.distributed sampling, {args.env} (2 CPUs)",
                      labels=["" if r["cpus_per_worker"] >= 1 else f"{r['cpus_per_worker']:.2f} CPU each" for r in rows])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+    save()
     return 0
 
 

@@ -44,9 +44,9 @@ class RolloutWorker:
             self.client.wait_for(min_version)
             self._apply(self.client.take())
             waited = time.perf_counter() - start
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         rollouts = self.agent.collect()
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         self.client.poll()  # fetch a newer version, if any, while the learner consumes this one
         self.rollouts += 1
         return {
@@ -55,6 +55,7 @@ class RolloutWorker:
             "rollouts": rollouts,
             "samples": int(sum(r["copies"] * r["steps"] for r in rollouts)),
             "sample_seconds": seconds,
+            "sample_cpu_seconds": cpu_seconds,  # all of this process's threads
             "weight_wait_seconds": waited,
         }
 
