@@ -91,7 +91,8 @@ def training_throughput(env_id: str, workers: int, steps: int, options: dict) ->
 
     result = goenv.distributed.train([env_id], num_workers=workers, total_steps=steps, progress=False, **options)
     late = result.history[len(result.history) // 3:]
-    return {"workers": workers, "samples_per_second": float(np.mean([m["samples_per_second"] for m in late])),
+    return {"env": env_id, "workers": workers,
+            "samples_per_second": float(np.mean([m["samples_per_second"] for m in late])),
             "updates": len(result.history),
             "wait_seconds_per_update": float(np.mean([m["wait_seconds"] for m in late])),
             "update_seconds": float(np.mean([m["update_seconds"] for m in late])),
@@ -286,7 +287,9 @@ def main(argv=None) -> int:
     if args.json and os.path.exists(args.json):  # parts run separately (--skip) add to one file
         with open(args.json) as f:
             out = json.load(f)
-    out.update({"env": args.env, "options": options, "cpus": os.cpu_count()})
+    out.update({"options": options, "cpus": os.cpu_count()})
+    if "sampling" not in skip:
+        out["env"] = args.env
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         if "sampling" not in skip:
@@ -303,7 +306,7 @@ def main(argv=None) -> int:
                 save()
         if "training" not in skip:
             steps = 256 if args.quick else 1024
-            print(f"1b. full training, learner updating in this process ({steps} steps)", flush=True)
+            print(f"1b. full training on {args.env}, learner updating in this process ({steps} steps)", flush=True)
             out["training"] = []
             for workers in (1, 2):
                 row = training_throughput(args.env, workers, steps, options)
@@ -334,7 +337,8 @@ def main(argv=None) -> int:
         rows = out["sampling"]
         plot_scaling([r["workers"] for r in rows], [r["samples_per_second"] for r in rows], args.plot,
                      f"goenv.distributed sampling, {args.env} (2 CPUs)",
-                     labels=["" if r["cpus_per_worker"] >= 1 else f"{r['cpus_per_worker']:.2f} CPU each" for r in rows])
+                     labels=["" if r["cpus_per_worker"] >= 1 else f"{r['cpus_per_worker']:.2f} CPU each" for r in rows],
+                     cores=2)
     save()
     return 0
 

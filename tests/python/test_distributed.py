@@ -161,3 +161,23 @@ def test_cli_train_with_workers(tmp_path, capsys):
     assert (tmp_path / "distributed_metrics.csv").exists() and agents.load(tmp_path / "a.agent").steps_trained >= 32
     assert cli.main(["train", "placement-random-layered", "--workers", "1", "--address", "nowhere"]) == 2
     assert "bad Ray address" in capsys.readouterr().err
+
+
+def test_registry_long_polls_and_hands_out_the_reference_unresolved():
+    from goenv.distributed.registry import WeightRegistry
+
+    registry = WeightRegistry.remote()
+    assert ray.get(registry.latest.remote(-1)) is None
+    waiting = registry.latest.remote(-1, 30.0)  # a worker asking before the first publish
+    time.sleep(0.3)
+    weights = np.arange(5, dtype=np.float32)
+    ray.get(registry.publish.remote(0, [ray.put(weights)]))
+    version, (reference,) = ray.get(waiting, timeout=10)  # woken by the publish, not the timeout
+    assert version == 0 and isinstance(reference, ray.ObjectRef)
+    np.testing.assert_array_equal(ray.get(reference), weights)
+    start = time.monotonic()
+    assert ray.get(registry.latest.remote(0, 0.3)) is None  # nothing newer: answers after the wait
+    assert time.monotonic() - start >= 0.25
+    ray.get(registry.publish.remote(0, [None]))  # versions only move forward
+    assert ray.get(registry.stats.remote()) == {"version": 0, "publishes": 1, "answers": 1}
+    ray.kill(registry)

@@ -37,8 +37,8 @@ class MetricsLog:
 
 
 def plot_scaling(workers: list[float], samples_per_second: list[float], path: str, title: str,
-                 labels: list[str] | None = None) -> None:
-    """samples/s against workers, with the ideal linear line from one worker."""
+                 labels: list[str] | None = None, cores: int | None = None) -> None:
+    """samples/s against workers, with the ideal line from one worker (linear up to `cores`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -47,7 +47,8 @@ def plot_scaling(workers: list[float], samples_per_second: list[float], path: st
     axes = figure.subplots()
     axes.plot(workers, samples_per_second, "o-", label="measured")
     if workers and workers[0] == 1:
-        axes.plot(workers, [samples_per_second[0] * w for w in workers], "--", color="gray", label="linear")
+        ideal = [samples_per_second[0] * (min(w, cores) if cores else w) for w in workers]
+        axes.plot(workers, ideal, "--", color="gray", label=f"linear up to {cores} cores" if cores else "linear")
     for x, y, label in zip(workers, samples_per_second, labels or []):
         if label:
             axes.annotate(label, (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)

@@ -193,7 +193,7 @@ class Trainer:
             bar.close()
             if log is not None:
                 log.close()
-            if checkpoint is not None:
+            if checkpoint is not None and result.history:
                 self.agent.save(checkpoint)  # the learner's state survives any ending
             self._stop()
             session.shutdown(started)

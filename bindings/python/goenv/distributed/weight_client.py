@@ -1,7 +1,8 @@
 """A rollout worker's view of the learner's weights (Acme's VariableClient).
 
 poll() starts a background fetch and returns at once (a fetch already running
-is left to finish), so sampling never waits for the learner; take() hands the
+is left to finish; it long-polls the registry, so it asks about once per
+version), so sampling never waits for the learner; take() hands the
 newest fetched weights to the sampling thread, which copies them into its
 policy between rollouts. wait_for() blocks only when the worker's version is
 older than the learner allows (bounded policy lag).
@@ -16,8 +17,9 @@ import ray
 
 
 class WeightClient:
-    def __init__(self, registry) -> None:
+    def __init__(self, registry, wait: float = 2.0) -> None:
         self._registry = registry
+        self._wait = wait  # seconds a background question waits at the registry for a new version
         self._lock = threading.Lock()
         self._pending: tuple[int, object] | None = None
         self._thread: threading.Thread | None = None
@@ -25,8 +27,8 @@ class WeightClient:
         self.known_version = -1  # newest version fetched (applied or pending)
         self.fetches = 0
 
-    def _fetch_once(self, known: int) -> tuple[int, object] | None:
-        answer = ray.get(self._registry.latest.remote(known))
+    def _fetch_once(self, known: int, wait: float) -> tuple[int, object] | None:
+        answer = ray.get(self._registry.latest.remote(known, wait))
         if answer is None:
             return None
         version, (reference,) = answer
@@ -43,7 +45,7 @@ class WeightClient:
 
     def _background(self, known: int) -> None:
         try:
-            self._store(self._fetch_once(known))
+            self._store(self._fetch_once(known, self._wait))
         except BaseException as error:  # noqa: BLE001 (re-raised on the sampling thread)
             self._error = error
 
@@ -70,9 +72,7 @@ class WeightClient:
         if self._thread is not None:
             self._thread.join(timeout)
         while self.known_version < min_version:
-            self._store(self._fetch_once(self.known_version))
-            if self.known_version >= min_version:
-                break
-            if time.monotonic() > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise TimeoutError(f"weights version {min_version} was not published within {timeout:.0f} s")
-            time.sleep(0.005)
+            self._store(self._fetch_once(self.known_version, min(1.0, remaining)))
