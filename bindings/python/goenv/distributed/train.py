@@ -54,7 +54,7 @@ class Trainer:
     handles, by index) and `restarts` are public so that callers can watch or test them."""
 
     def __init__(self, envs, algorithm: str = "go", num_workers: int = 2, *, address: str | None = None,
-                 max_lag: int = 1, requests_per_worker: int = 2, batches_per_update: int | None = None,
+                 max_lag: int = 2, requests_per_worker: int = 2, batches_per_update: int | None = None,
                  cpus_per_worker: float = 1.0, num_cpus: float | None = None, max_worker_restarts: int = 8,
                  connect_timeout: float = 25.0, **options) -> None:
         from goenv.agents.agent import _CLASSES, _env_list
@@ -217,7 +217,7 @@ class Trainer:
 
 
 def train(env_ids, algorithm: str = "go", num_workers: int = 2, total_steps: int = 10_000,
-          address: str | None = None, *, max_lag: int = 1, requests_per_worker: int = 2,
+          address: str | None = None, *, max_lag: int = 2, requests_per_worker: int = 2,
           batches_per_update: int | None = None, cpus_per_worker: float = 1.0, num_cpus: float | None = None,
           max_worker_restarts: int = 8, connect_timeout: float = 25.0, log_dir=None, checkpoint=None,
           checkpoint_every: int = 0, callback=None, progress: bool = True, **options) -> TrainingResult:
@@ -225,7 +225,9 @@ def train(env_ids, algorithm: str = "go", num_workers: int = 2, total_steps: int
     `agent` is the trained learner agent. `address=None` starts a local Ray on this
     machine (num_cpus: its CPUs, default all); otherwise joins the cluster at `address`
     (`ray start --head` prints it). `max_lag`: rollouts older than this many versions are
-    dropped. Other keywords are agent options (seed, hidden, envs_per_graph, ...)."""
+    dropped; a worker answers a request from a queue of `requests_per_worker`, so lags reach
+    requests_per_worker when the learner is slower than sampling (keep max_lag >= it;
+    max_lag=0 makes training synchronous). Other keywords are agent options (seed, hidden, envs_per_graph, ...)."""
     trainer = Trainer(env_ids, algorithm, num_workers, address=address, max_lag=max_lag,
                       requests_per_worker=requests_per_worker, batches_per_update=batches_per_update,
                       cpus_per_worker=cpus_per_worker, num_cpus=num_cpus, max_worker_restarts=max_worker_restarts,
