@@ -94,30 +94,26 @@ Batch stack(const std::vector<const DynamicObservation*>& observations, const Po
   return {state.to(device), mask.to(device).to(torch::kBool), globals.to(device)};
 }
 
-struct Sample {
-  int unique = 0;  // index into the slot's unique observations
-  float reward = 0, value = 0;
-  double log_prob = 0;
-  bool done = false, invalid = false;
-  double runtime = 0, speedup = 0;
-  double advantage = 0, value_target = 0;
+// One graph the agent learns on: its static observation as tensors on the device.
+struct GraphEntry {
+  std::string id;
+  int num_nodes = 0;
+  GraphTensors graph;
 };
 
-// One graph being trained on: env copies, their current observations, the rollout.
+// One sampled graph: env copies (a small vector env stepped with OpenMP) and their current observations.
 struct Slot {
-  std::string id;
+  int graph = 0;  // index into Impl::graphs
   std::vector<std::unique_ptr<Env>> envs;
   std::vector<DynamicObservation> current;
   std::vector<std::int64_t> episodes;  // per copy, for reset seeds
-  GraphTensors graph;
-  int num_nodes = 0;
   double best_runtime = std::numeric_limits<double>::infinity(), initial_runtime = 0;
-  // Rollout: samples in (step, copy) order; actions per head, one (copies, N) tensor per step.
-  std::vector<DynamicObservation> uniques;
-  std::vector<Sample> samples;
-  std::vector<std::vector<torch::Tensor>> actions;
-  std::vector<float> bootstrap;
 };
+
+template <typename T>
+void append(std::vector<T>& out, const std::vector<T>& values) {
+  out.insert(out.end(), values.begin(), values.end());
+}
 
 }  // namespace
 
@@ -128,8 +124,14 @@ struct Agent::Impl {
   torch::Device device = torch::kCPU;
   Policy policy;
   std::unique_ptr<torch::optim::Adam> optimizer;
-  torch::Generator generator;
-  std::int64_t steps_trained = 0;
+  // sampler: actions (collect, act, evaluate); shuffler: minibatch permutations (update).
+  torch::Generator sampler, shuffler;
+  torch::Tensor flat;          // every parameter, one contiguous float32 buffer on the device
+  torch::Tensor host_weights;  // CUDA: the host copy weights() hands out
+  std::int64_t version = 0, updates = 0, steps_trained = 0;
+  std::vector<GraphEntry> graphs;
+  std::vector<Slot> slots;
+  std::uint64_t stream = 0;
   std::size_t next_slot = 0;
   // act(): the last graph's tensors, by content hash.
   std::uint64_t act_graph_key = 0;
@@ -138,7 +140,8 @@ struct Agent::Impl {
   explicit Impl(AgentConfig c) : config(std::move(c)) {
     validate(config);
     device = choose_device(config.device);
-    generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(config.seed));
+    sampler = at::detail::createCPUGenerator(static_cast<std::uint64_t>(config.seed));
+    shuffler = at::detail::createCPUGenerator(mix(static_cast<std::uint64_t>(config.seed) ^ 0x5348554646ULL));
   }
 
   // Sets torch's intra-op threads to config.num_threads for one call, then
@@ -164,8 +167,32 @@ struct Agent::Impl {
     policy = std::move(p);
     spec = s;
     ready = true;
+    flatten();
     optimizer = std::make_unique<torch::optim::Adam>(policy->parameters(),
                                                      torch::optim::AdamOptions(config.learning_rate));
+  }
+
+  // Moves every parameter into one contiguous buffer and makes each a view of
+  // its slice (the optimizer keeps the same tensors), so that weights travel
+  // as one array without packing. Loading a checkpoint replaces parameter
+  // storage, so it is called again after a load.
+  void flatten() {
+    torch::NoGradGuard no_grad;
+    std::int64_t total = 0;
+    for (const auto& p : policy->parameters()) {
+      GOENV_CHECK(p.scalar_type() == torch::kFloat32, Error, "policy parameters must be float32");
+      total += p.numel();
+    }
+    torch::Tensor buffer = torch::empty({total}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    std::int64_t offset = 0;
+    for (auto& p : policy->parameters()) {
+      torch::Tensor view = buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      view.copy_(p.detach());
+      p.set_data(view);
+      offset += p.numel();
+    }
+    flat = buffer;
+    host_weights = torch::Tensor();
   }
 
   void check_spec(const PolicySpec& s, const std::string& what) const {
@@ -202,17 +229,57 @@ struct Agent::Impl {
     return a.to(torch::kCPU).contiguous();
   }
 
-  std::uint64_t reset_seed(std::size_t slot, std::size_t copy, std::int64_t episode) const {
-    return mix(mix(mix(static_cast<std::uint64_t>(config.seed)) ^ slot) ^ (copy << 20)) ^ static_cast<std::uint64_t>(episode);
+  // Stream 0 keeps the seeds of a single-process run; workers use their own streams.
+  std::uint64_t reset_seed(std::size_t graph, std::size_t copy, std::int64_t episode, std::uint64_t s) const {
+    std::uint64_t base = mix(static_cast<std::uint64_t>(config.seed));
+    if (s != 0) base = mix(base ^ mix(s));
+    return mix(mix(base ^ graph) ^ (copy << 20)) ^ static_cast<std::uint64_t>(episode);
   }
 
   std::unique_ptr<Env> copy_env(const Env& prototype) const {
     return make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), prototype.config());
   }
 
-  // One step of every env copy of a slot: act on the current observations, step, record.
-  void collect(Slot& slot, std::size_t slot_index) {
-    const int copies = static_cast<int>(slot.envs.size()), n = slot.num_nodes;
+  void set_envs(const std::vector<const Env*>& prototypes, const std::vector<int>& sampled, std::uint64_t s) {
+    GOENV_CHECK(!prototypes.empty(), InvalidArgument, "set_envs needs at least one env");
+    for (std::size_t i = 0; i < prototypes.size(); ++i) {
+      GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
+      check_env(*prototypes[i]);
+    }
+    const std::vector<int>& chosen = sampled;
+    for (const int i : chosen)
+      GOENV_CHECK(i >= 0 && static_cast<std::size_t>(i) < prototypes.size(), InvalidArgument,
+                  "sampled env index " << i << " is out of range for " << prototypes.size() << " envs");
+    std::vector<GraphEntry> fresh_graphs(prototypes.size());
+    for (std::size_t i = 0; i < prototypes.size(); ++i) {
+      const Env& prototype = *prototypes[i];
+      const StaticObservation& so = prototype.static_observation();
+      fresh_graphs[i] = {prototype.id(), prototype.graph().num_nodes(),
+                         graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
+                                       so.edge_index.data(), device, prototype.graph().colocation().data())};
+    }
+    std::vector<Slot> fresh_slots(chosen.size());
+    for (std::size_t j = 0; j < chosen.size(); ++j) {
+      Slot& slot = fresh_slots[j];
+      slot.graph = chosen[j];
+      slot.episodes.assign(config.envs_per_graph, 0);
+      for (int k = 0; k < config.envs_per_graph; ++k) {
+        slot.envs.push_back(copy_env(*prototypes[chosen[j]]));
+        slot.current.push_back(slot.envs.back()->reset(reset_seed(chosen[j], k, 0, s)));
+      }
+      slot.initial_runtime = slot.envs.front()->initial_runtime();
+    }
+    if (s != 0) sampler = at::detail::createCPUGenerator(mix(static_cast<std::uint64_t>(config.seed) ^ mix(s)));
+    graphs = std::move(fresh_graphs);
+    slots = std::move(fresh_slots);
+    stream = s;
+    if (next_slot >= slots.size()) next_slot = 0;
+  }
+
+  // One step of every env copy of a slot: act on the current observations, step, record into `out`.
+  void collect_step(Slot& slot, Rollout& out) {
+    const GraphEntry& entry = graphs[slot.graph];
+    const int copies = static_cast<int>(slot.envs.size()), n = entry.num_nodes;
     std::vector<int> unique_of(copies);
     std::vector<int> fresh;  // copies whose observation is new this step
     for (int k = 0; k < copies; ++k) {
@@ -225,28 +292,33 @@ struct Agent::Impl {
       }
       unique_of[k] = found;
     }
-    const int base = static_cast<int>(slot.uniques.size());
+    const int base = out.num_observations;
     std::vector<const DynamicObservation*> pointers;
     for (int k : fresh) {
-      slot.uniques.push_back(slot.current[k]);
+      append(out.node_state, slot.current[k].node_state);
+      append(out.action_mask, slot.current[k].action_mask);
+      append(out.globals, slot.current[k].globals);
       pointers.push_back(&slot.current[k]);
     }
-    std::vector<torch::Tensor> actions, per_node;  // per head: as sampled (units), as the env takes them
+    out.num_observations += static_cast<int>(fresh.size());
+    std::vector<torch::Tensor> per_node;  // per head, as the env takes them
     torch::Tensor log_probs, values;
     {
       torch::NoGradGuard no_grad;
-      auto [logits, value] = run(slot.graph, stack(pointers, spec, n, device));
+      auto [logits, value] = run(entry.graph, stack(pointers, spec, n, device));
       const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(unique_of.begin(), unique_of.end()),
                                                 torch::kInt64).to(device);
+      std::vector<torch::Tensor> actions;
       for (auto& l : logits) {
         l = l.index_select(0, index);
-        actions.push_back(sample_actions(l, false, generator));
+        actions.push_back(sample_actions(l, false, sampler));
       }
-      log_probs = log_prob(logits, actions).to(torch::kCPU);
-      values = value.index_select(0, index).to(torch::kFloat32).to(torch::kCPU);
+      log_probs = log_prob(logits, actions).to(torch::kCPU).contiguous();
+      values = value.index_select(0, index).to(torch::kFloat32).to(torch::kCPU).contiguous();
       for (std::size_t h = 0; h < actions.size(); ++h) {
-        per_node.push_back(env_actions(slot.graph, h, actions[h]));
-        actions[h] = actions[h].to(torch::kCPU).contiguous();
+        per_node.push_back(env_actions(entry.graph, h, actions[h]));
+        const torch::Tensor a = actions[h].to(torch::kCPU).contiguous();
+        out.actions[h].insert(out.actions[h].end(), a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
       }
     }
     std::vector<StepResult> results(copies);
@@ -259,7 +331,7 @@ struct Agent::Impl {
         for (const auto& a : per_node) parts.push_back(a.data_ptr<std::int64_t>() + static_cast<std::int64_t>(k) * n);
         results[k] = slot.envs[k]->step(parts);
         if (results[k].terminated)
-          results[k].observation = slot.envs[k]->reset(reset_seed(slot_index, k, ++slot.episodes[k]));
+          results[k].observation = slot.envs[k]->reset(reset_seed(slot.graph, k, ++slot.episodes[k], stream));
       } catch (...) {
         errors[k] = std::current_exception();
       }
@@ -268,93 +340,166 @@ struct Agent::Impl {
       if (e) std::rethrow_exception(e);
     for (int k = 0; k < copies; ++k) {
       const StepResult& r = results[k];
-      Sample s;
-      s.unique = base + unique_of[k];
-      s.reward = static_cast<float>(r.reward);
-      s.value = values[k].item<float>();
-      s.log_prob = log_probs[k].item<double>();
-      s.done = r.terminated;
-      s.invalid = r.info.oom || r.info.invalid;
-      s.runtime = r.info.runtime;
-      s.speedup = r.info.speedup;
+      const bool invalid = r.info.oom || r.info.invalid;
+      out.observation.push_back(base + unique_of[k]);
+      out.reward.push_back(static_cast<float>(r.reward));
+      out.value.push_back(values[k].item<float>());
+      out.log_prob.push_back(log_probs[k].item<double>());
+      out.done.push_back(r.terminated ? 1 : 0);
+      out.invalid.push_back(invalid ? 1 : 0);
+      out.runtime.push_back(r.info.runtime);
+      out.speedup.push_back(r.info.speedup);
       slot.initial_runtime = r.info.initial_runtime;
-      if (!s.invalid) slot.best_runtime = std::min(slot.best_runtime, r.info.runtime);
-      slot.samples.push_back(s);
+      if (!invalid) slot.best_runtime = std::min(slot.best_runtime, r.info.runtime);
       slot.current[k] = std::move(results[k].observation);
     }
-    slot.actions.push_back(std::move(actions));
+    ++out.steps;
   }
 
   // Value of each copy's current observation, for rollouts that end mid-episode.
-  void bootstrap(Slot& slot) {
+  void bootstrap(Slot& slot, Rollout& out) {
     const int copies = static_cast<int>(slot.envs.size());
-    slot.bootstrap.assign(copies, 0.f);
+    out.bootstrap.assign(copies, 0.f);
     bool needed = false;
-    for (int k = 0; k < copies; ++k) needed |= !slot.samples[slot.samples.size() - copies + k].done;
+    for (int k = 0; k < copies; ++k) needed |= out.done[out.done.size() - copies + k] == 0;
     if (!needed) return;
     torch::NoGradGuard no_grad;
     std::vector<const DynamicObservation*> pointers;
     for (const auto& o : slot.current) pointers.push_back(&o);
-    const torch::Tensor values = run(slot.graph, stack(pointers, spec, slot.num_nodes, device)).second.to(torch::kCPU);
-    for (int k = 0; k < copies; ++k) slot.bootstrap[k] = values[k].item<float>();
+    const torch::Tensor values =
+        run(graphs[slot.graph].graph, stack(pointers, spec, graphs[slot.graph].num_nodes, device)).second.to(torch::kCPU);
+    for (int k = 0; k < copies; ++k) out.bootstrap[k] = values[k].item<float>();
   }
 
-  void advantages(Slot& slot) const {
-    const int copies = static_cast<int>(slot.envs.size());
-    const int steps = static_cast<int>(slot.samples.size()) / copies;
+  Rollout collect_slot(Slot& slot) {
+    Rollout out;
+    out.env_id = graphs[slot.graph].id;
+    out.graph = slot.graph;
+    out.policy_version = version;
+    out.copies = static_cast<int>(slot.envs.size());
+    out.num_nodes = graphs[slot.graph].num_nodes;
+    out.node_state_dim = spec.node_state_dim;
+    out.action_mask_width = spec.action_mask_width();
+    out.global_dim = spec.global_dim;
+    out.actions.resize(spec.heads.size());
+    const int length = config.rollout_length > 0 ? config.rollout_length : slot.envs.front()->config().horizon;
+    for (int t = 0; t < length; ++t) collect_step(slot, out);
+    bootstrap(slot, out);
+    out.initial_runtime = slot.initial_runtime;
+    out.best_runtime = std::isfinite(slot.best_runtime) ? slot.best_runtime : slot.initial_runtime;
+    return out;
+  }
+
+  std::vector<Rollout> collect() {
+    GOENV_CHECK(!slots.empty(), InvalidArgument, "collect has no envs to sample: call set_envs with sampled envs first");
+    const ThreadScope threads(config.num_threads);
+    const std::size_t per_update = config.graphs_per_update > 0
+                                       ? std::min<std::size_t>(config.graphs_per_update, slots.size())
+                                       : slots.size();
+    std::vector<Rollout> out;
+    for (std::size_t j = 0; j < per_update; ++j) out.push_back(collect_slot(slots[(next_slot + j) % slots.size()]));
+    next_slot = (next_slot + per_update) % slots.size();
+    return out;
+  }
+
+  // A rollout from elsewhere (another process) must match the graphs and the spec.
+  void check_rollout(const Rollout& r, std::size_t index) const {
+    GOENV_CHECK(r.graph >= 0 && static_cast<std::size_t>(r.graph) < graphs.size(), InvalidArgument,
+                "rollout " << index << ": graph " << r.graph << " is out of range; set_envs holds " << graphs.size()
+                           << " graphs");
+    const GraphEntry& g = graphs[r.graph];
+    GOENV_CHECK(r.env_id == g.id && r.num_nodes == g.num_nodes, InvalidArgument,
+                "rollout " << index << " is of " << r.env_id << " (" << r.num_nodes << " nodes), but graph " << r.graph
+                           << " is " << g.id << " (" << g.num_nodes << " nodes)");
+    GOENV_CHECK(r.node_state_dim == spec.node_state_dim && r.action_mask_width == spec.action_mask_width() &&
+                    r.global_dim == spec.global_dim && r.actions.size() == spec.heads.size(),
+                InvalidArgument, "rollout " << index << " does not fit the policy's spec " << spec.describe());
+    const std::int64_t m = r.samples(), o = r.num_observations, n = r.num_nodes;
+    GOENV_CHECK(m >= 1 && o >= 1 && r.copies >= 1, InvalidArgument, "rollout " << index << " is empty");
+    auto size_is = [&](std::size_t size, std::int64_t expected, const char* what) {
+      GOENV_CHECK(static_cast<std::int64_t>(size) == expected, InvalidArgument,
+                  "rollout " << index << ": " << what << " has " << size << " values, expected " << expected);
+    };
+    size_is(r.node_state.size(), o * n * r.node_state_dim, "node_state");
+    size_is(r.action_mask.size(), o * n * r.action_mask_width, "action_mask");
+    size_is(r.globals.size(), o * r.global_dim, "globals");
+    for (const auto* v : {&r.log_prob}) size_is(v->size(), m, "log_prob");
+    size_is(r.observation.size(), m, "observation");
+    size_is(r.value.size(), m, "value");
+    size_is(r.reward.size(), m, "reward");
+    size_is(r.done.size(), m, "done");
+    size_is(r.invalid.size(), m, "invalid");
+    size_is(r.runtime.size(), m, "runtime");
+    size_is(r.speedup.size(), m, "speedup");
+    size_is(r.bootstrap.size(), r.copies, "bootstrap");
+    for (const std::int32_t i : r.observation)
+      GOENV_CHECK(i >= 0 && i < o, InvalidArgument, "rollout " << index << ": observation index " << i << " out of range");
+    for (std::size_t h = 0; h < r.actions.size(); ++h)
+      GOENV_CHECK(!r.actions[h].empty() && r.actions[h].size() % m == 0, InvalidArgument,
+                  "rollout " << index << ": actions of head " << h << " are not (samples, width)");
+  }
+
+  // GAE(lambda) per copy, then normalized per rollout (one graph).
+  void advantages(const Rollout& r, std::vector<double>& advantage, std::vector<double>& target) const {
+    const int copies = r.copies, steps = r.steps;
+    advantage.assign(r.samples(), 0);
+    target.assign(r.samples(), 0);
     for (int k = 0; k < copies; ++k) {
-      double next_value = slot.bootstrap[k], gae = 0;
+      double next_value = r.bootstrap[k], gae = 0;
       for (int t = steps - 1; t >= 0; --t) {
-        Sample& s = slot.samples[static_cast<std::size_t>(t) * copies + k];
-        const double continues = s.done ? 0.0 : 1.0;
-        const double delta = s.reward + config.gamma * next_value * continues - s.value;
+        const std::size_t i = static_cast<std::size_t>(t) * copies + k;
+        const double continues = r.done[i] ? 0.0 : 1.0;
+        const double delta = r.reward[i] + config.gamma * next_value * continues - r.value[i];
         gae = delta + config.gamma * config.gae_lambda * continues * gae;
-        s.advantage = gae;
-        s.value_target = gae + s.value;
-        next_value = s.value;
+        advantage[i] = gae;
+        target[i] = gae + r.value[i];
+        next_value = r.value[i];
       }
     }
-    if (config.normalize_advantages && slot.samples.size() > 1) {
+    if (config.normalize_advantages && advantage.size() > 1) {
       double mean = 0, square = 0;
-      for (const Sample& s : slot.samples) mean += s.advantage;
-      mean /= static_cast<double>(slot.samples.size());
-      for (const Sample& s : slot.samples) square += (s.advantage - mean) * (s.advantage - mean);
-      const double deviation = std::sqrt(square / static_cast<double>(slot.samples.size() - 1));
-      for (Sample& s : slot.samples) s.advantage = (s.advantage - mean) / (deviation + 1e-8);
+      for (const double a : advantage) mean += a;
+      mean /= static_cast<double>(advantage.size());
+      for (const double a : advantage) square += (a - mean) * (a - mean);
+      const double deviation = std::sqrt(square / static_cast<double>(advantage.size() - 1));
+      for (double& a : advantage) a = (a - mean) / (deviation + 1e-8);
     }
   }
 
-  // PPO epochs over the rollouts of `slots`; fills the loss fields of `metrics`.
-  void update(std::vector<Slot*>& slots, UpdateMetrics& metrics) {
+  // PPO epochs over the rollouts; fills the loss fields of `metrics`.
+  void ppo(const std::vector<Rollout>& rollouts, UpdateMetrics& metrics) {
     struct Prepared {
-      Slot* slot;
-      Batch uniques;
-      torch::Tensor unique_index, old_log_prob, advantage, value_target;  // (M,) on the device
-      std::vector<torch::Tensor> actions;                               // per head (M, N or U) on the device
-      std::vector<std::int64_t> unique_of;                              // per sample
+      const GraphTensors* graph;
+      Batch observations;
+      torch::Tensor old_log_prob, advantage, value_target;  // (M,) on the device
+      std::vector<torch::Tensor> actions;                   // per head (M, N or U) on the device
+      std::vector<std::int64_t> observation_of;             // per sample
+      std::int64_t num_observations = 0;
     };
     std::vector<Prepared> prepared;
-    for (Slot* slot : slots) {
+    for (const Rollout& r : rollouts) {
       Prepared p;
-      p.slot = slot;
-      std::vector<const DynamicObservation*> pointers;
-      for (const auto& o : slot->uniques) pointers.push_back(&o);
-      p.uniques = stack(pointers, spec, slot->num_nodes, device);
-      std::vector<double> old_log_prob, advantage, target;
-      for (const Sample& s : slot->samples) {
-        p.unique_of.push_back(s.unique);
-        old_log_prob.push_back(s.log_prob);
-        advantage.push_back(s.advantage);
-        target.push_back(s.value_target);
-      }
+      p.graph = &graphs[r.graph].graph;
+      const std::int64_t o = r.num_observations, n = r.num_nodes, m = r.samples();
+      p.num_observations = o;
+      p.observations = {
+          torch::from_blob(const_cast<float*>(r.node_state.data()), {o, n, r.node_state_dim}, torch::kFloat32)
+              .to(device),
+          torch::from_blob(const_cast<std::int8_t*>(r.action_mask.data()), {o, n, r.action_mask_width}, torch::kInt8)
+              .to(device)
+              .to(torch::kBool),
+          torch::from_blob(const_cast<float*>(r.globals.data()), {o, r.global_dim}, torch::kFloat32).to(device)};
+      p.observation_of.assign(r.observation.begin(), r.observation.end());
+      std::vector<double> advantage, target;
+      advantages(r, advantage, target);
       const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-      p.old_log_prob = torch::tensor(old_log_prob, f64).to(device);
+      p.old_log_prob = torch::tensor(r.log_prob, f64).to(device);
       p.advantage = torch::tensor(advantage, f64).to(device);
       p.value_target = torch::tensor(target, f64).to(torch::kFloat32).to(device);
-      for (std::size_t h = 0; h < spec.heads.size(); ++h) {
-        std::vector<torch::Tensor> steps;
-        for (const auto& step_actions : slot->actions) steps.push_back(step_actions[h]);
-        p.actions.push_back(torch::cat(steps, 0).to(device));
+      for (const auto& a : r.actions) {
+        const std::int64_t width = static_cast<std::int64_t>(a.size()) / m;
+        p.actions.push_back(
+            torch::from_blob(const_cast<std::int64_t*>(a.data()), {m, width}, torch::kInt64).to(device).clone());
       }
       prepared.push_back(std::move(p));
     }
@@ -363,7 +508,8 @@ struct Agent::Impl {
     for (int epoch = 0; epoch < config.epochs; ++epoch) {
       std::vector<torch::Tensor> permutations;
       for (const Prepared& p : prepared)
-        permutations.push_back(torch::randperm(static_cast<std::int64_t>(p.unique_of.size()), generator, torch::kInt64));
+        permutations.push_back(
+            torch::randperm(static_cast<std::int64_t>(p.observation_of.size()), shuffler, torch::kInt64));
       double epoch_kl = 0, epoch_count = 0;
       for (int mb = 0; mb < config.minibatches; ++mb) {
         optimizer->zero_grad();
@@ -383,10 +529,10 @@ struct Agent::Impl {
           if (size == 0) continue;
           // Forward each distinct observation of the chunk once.
           std::vector<std::int64_t> distinct, local;
-          std::vector<std::int64_t> slot_of(p.slot->uniques.size(), -1);
+          std::vector<std::int64_t> slot_of(p.num_observations, -1);
           const auto* ids = chunk.data_ptr<std::int64_t>();
           for (std::int64_t j = 0; j < size; ++j) {
-            const std::int64_t u = p.unique_of[ids[j]];
+            const std::int64_t u = p.observation_of[ids[j]];
             if (slot_of[u] < 0) {
               slot_of[u] = static_cast<std::int64_t>(distinct.size());
               distinct.push_back(u);
@@ -396,7 +542,7 @@ struct Agent::Impl {
           const torch::Tensor distinct_index = torch::tensor(distinct, torch::kInt64).to(device);
           const torch::Tensor local_index = torch::tensor(local, torch::kInt64).to(device);
           const torch::Tensor sample_index = chunk.to(device);
-          auto [logits, value] = run(p.slot->graph, p.uniques.select(distinct_index));
+          auto [logits, value] = run(*p.graph, p.observations.select(distinct_index));
           torch::Tensor decision_entropy = entropy({logits[0]}) / static_cast<double>(logits[0].size(1));
           for (std::size_t h = 1; h < logits.size(); ++h)
             decision_entropy = decision_entropy + entropy({logits[h]}) / static_cast<double>(logits[h].size(1));
@@ -407,6 +553,8 @@ struct Agent::Impl {
             sample_actions.push_back(p.actions[h].index_select(0, sample_index));
           }
           const torch::Tensor new_log_prob = log_prob(sample_logits, sample_actions);
+          // The ratio to the sampling policy's probability is PPO's importance weight;
+          // it also corrects for bounded policy lag in distributed training.
           const torch::Tensor log_ratio = new_log_prob - p.old_log_prob.index_select(0, sample_index);
           const torch::Tensor ratio = torch::exp(log_ratio);
           const torch::Tensor advantage = p.advantage.index_select(0, sample_index);
@@ -447,77 +595,73 @@ struct Agent::Impl {
     }
   }
 
+  UpdateMetrics update(const std::vector<Rollout>& rollouts) {
+    GOENV_CHECK(ready, InvalidArgument, "update needs a policy: call set_envs first");
+    GOENV_CHECK(!rollouts.empty(), InvalidArgument, "update needs at least one rollout");
+    for (std::size_t i = 0; i < rollouts.size(); ++i) check_rollout(rollouts[i], i);
+    const ThreadScope threads(config.num_threads);
+    UpdateMetrics metrics;
+    double reward = 0, runtime = 0, speedup = 0, invalid = 0, samples = 0, best = 0, best_speedup = 0;
+    for (const Rollout& r : rollouts) {
+      for (std::int64_t i = 0; i < r.samples(); ++i) {
+        reward += r.reward[i];
+        runtime += r.runtime[i];
+        speedup += r.speedup[i];
+        invalid += r.invalid[i] ? 1 : 0;
+      }
+      samples += static_cast<double>(r.samples());
+      best += r.best_runtime;
+      best_speedup += r.best_runtime > 0 ? r.initial_runtime / r.best_runtime : 1.0;
+    }
+    ppo(rollouts, metrics);
+    ++version;
+    ++updates;
+    steps_trained += static_cast<std::int64_t>(samples);
+    metrics.step = steps_trained;
+    metrics.update = updates;
+    metrics.mean_reward = reward / samples;
+    metrics.mean_runtime = runtime / samples;
+    metrics.mean_speedup = speedup / samples;
+    metrics.invalid_fraction = invalid / samples;
+    metrics.best_runtime = best / static_cast<double>(rollouts.size());
+    metrics.best_speedup = best_speedup / static_cast<double>(rollouts.size());
+    return metrics;
+  }
+
   void train(const std::vector<const Env*>& prototypes, std::int64_t total_steps, const Callback& callback) {
     GOENV_CHECK(!prototypes.empty(), InvalidArgument, "train needs at least one env");
     GOENV_CHECK(total_steps > 0, InvalidArgument, "total_steps must be > 0, got " << total_steps);
     const ThreadScope threads(config.num_threads);
-    std::vector<Slot> slots(prototypes.size());
-    for (std::size_t i = 0; i < prototypes.size(); ++i) {
-      GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
-      const Env& prototype = *prototypes[i];
-      check_env(prototype);
-      Slot& slot = slots[i];
-      slot.id = prototype.id();
-      slot.num_nodes = prototype.graph().num_nodes();
-      const StaticObservation& s = prototype.static_observation();
-      slot.graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
-                                 s.edge_index.data(), device, prototype.graph().colocation().data());
-      slot.episodes.assign(config.envs_per_graph, 0);
-      for (int k = 0; k < config.envs_per_graph; ++k) {
-        slot.envs.push_back(copy_env(prototype));
-        slot.current.push_back(slot.envs.back()->reset(reset_seed(i, k, 0)));
-      }
-      slot.initial_runtime = slot.envs.front()->initial_runtime();
-    }
+    std::vector<int> all(prototypes.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    set_envs(prototypes, all, 0);
     const auto start = std::chrono::steady_clock::now();
-    if (next_slot >= slots.size()) next_slot = 0;
-    const std::size_t per_update = config.graphs_per_update > 0
-                                       ? std::min<std::size_t>(config.graphs_per_update, slots.size())
-                                       : slots.size();
-    std::int64_t steps = 0, updates = 0;
-    while (steps < total_steps) {
-      std::vector<Slot*> chosen;
-      for (std::size_t j = 0; j < per_update; ++j) chosen.push_back(&slots[(next_slot + j) % slots.size()]);
-      std::vector<std::size_t> chosen_index;
-      for (std::size_t j = 0; j < per_update; ++j) chosen_index.push_back((next_slot + j) % slots.size());
-      next_slot = (next_slot + per_update) % slots.size();
-      UpdateMetrics metrics;
-      double reward = 0, runtime = 0, speedup = 0, invalid = 0, samples = 0, best = 0, best_speedup = 0;
-      for (std::size_t j = 0; j < chosen.size(); ++j) {
-        Slot& slot = *chosen[j];
-        slot.uniques.clear();
-        slot.samples.clear();
-        slot.actions.clear();
-        const int length = config.rollout_length > 0 ? config.rollout_length : slot.envs.front()->config().horizon;
-        for (int t = 0; t < length; ++t) collect(slot, chosen_index[j]);
-        bootstrap(slot);
-        advantages(slot);
-        for (const Sample& s : slot.samples) {
-          reward += s.reward;
-          runtime += s.runtime;
-          speedup += s.speedup;
-          invalid += s.invalid ? 1 : 0;
-        }
-        samples += static_cast<double>(slot.samples.size());
-        const double slot_best = std::isfinite(slot.best_runtime) ? slot.best_runtime : slot.initial_runtime;
-        best += slot_best;
-        best_speedup += slot_best > 0 ? slot.initial_runtime / slot_best : 1.0;
-      }
-      update(chosen, metrics);
-      steps += static_cast<std::int64_t>(samples);
-      steps_trained += static_cast<std::int64_t>(samples);
-      ++updates;
-      metrics.step = steps;
-      metrics.update = updates;
-      metrics.mean_reward = reward / samples;
-      metrics.mean_runtime = runtime / samples;
-      metrics.mean_speedup = speedup / samples;
-      metrics.invalid_fraction = invalid / samples;
-      metrics.best_runtime = best / static_cast<double>(chosen.size());
-      metrics.best_speedup = best_speedup / static_cast<double>(chosen.size());
+    const std::int64_t before = steps_trained;
+    std::int64_t count = 0;
+    while (steps_trained - before < total_steps) {
+      UpdateMetrics metrics = update(collect());
+      metrics.step = steps_trained - before;
+      metrics.update = ++count;
       metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (callback && !callback(metrics)) break;
     }
+  }
+
+  const float* weights() {
+    GOENV_CHECK(ready, InvalidArgument, "the agent has no policy yet, so no weights");
+    if (!flat.is_cuda()) return flat.data_ptr<float>();
+    host_weights = flat.to(torch::kCPU).contiguous();
+    return host_weights.data_ptr<float>();
+  }
+
+  void set_weights(const float* data, std::int64_t size, std::int64_t new_version) {
+    GOENV_CHECK(ready, InvalidArgument, "the agent has no policy yet: set_envs (or setup) before set_weights");
+    GOENV_CHECK(size == flat.numel(), InvalidArgument,
+                "weights have " << size << " values, the policy has " << flat.numel() << " parameters ("
+                                << spec.describe() << ", hidden " << config.hidden << ")");
+    torch::NoGradGuard no_grad;
+    flat.copy_(torch::from_blob(const_cast<float*>(data), {size}, torch::kFloat32));
+    version = new_version;
   }
 
   GraphTensors& graph_for(const ObservationBatch& o) {
@@ -560,7 +704,7 @@ struct Agent::Impl {
     auto logits = run(graph, batch).first;
     std::vector<std::vector<std::int64_t>> out;
     for (std::size_t h = 0; h < logits.size(); ++h) {
-      const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, generator));
+      const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, sampler));
       out.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
     }
     return out;
@@ -581,14 +725,14 @@ struct Agent::Impl {
     double runtime = 0, invalid = 0;
     torch::NoGradGuard no_grad;
     for (int e = 0; e < episodes; ++e) {
-      DynamicObservation obs = env->reset(reset_seed(~std::size_t{0}, 0, e));
+      DynamicObservation obs = env->reset(reset_seed(~std::size_t{0}, 0, e, 0));
       StepResult r;
       do {
         auto logits = run(graph, stack({&obs}, spec, s.num_nodes, device)).first;
         std::vector<torch::Tensor> actions;
         std::vector<const std::int64_t*> parts;
         for (std::size_t h = 0; h < logits.size(); ++h) {
-          actions.push_back(env_actions(graph, h, sample_actions(logits[h], deterministic, generator)));
+          actions.push_back(env_actions(graph, h, sample_actions(logits[h], deterministic, sampler)));
           parts.push_back(actions.back().data_ptr<std::int64_t>());
         }
         r = env->step(parts);
@@ -746,6 +890,22 @@ std::string Agent::device() const { return impl_->device.is_cuda() ? "cuda" : "c
 void Agent::train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback) {
   guarded([&] { impl_->train(envs, total_steps, callback); });
 }
+void Agent::set_envs(const std::vector<const Env*>& envs, const std::vector<int>& sampled, std::uint64_t stream) {
+  guarded([&] { impl_->set_envs(envs, sampled, stream); });
+}
+std::vector<Rollout> Agent::collect() {
+  return guarded([&] { return impl_->collect(); });
+}
+UpdateMetrics Agent::update(const std::vector<Rollout>& rollouts) {
+  return guarded([&] { return impl_->update(rollouts); });
+}
+const float* Agent::weights() {
+  return guarded([&] { return impl_->weights(); });
+}
+std::int64_t Agent::weights_version() const { return impl_->version; }
+void Agent::set_weights(const float* data, std::int64_t size, std::int64_t version) {
+  guarded([&] { impl_->set_weights(data, size, version); });
+}
 std::vector<std::vector<std::int64_t>> Agent::act(const ObservationBatch& observation, bool deterministic) {
   return guarded([&] { return impl_->act(observation, deterministic); });
 }
@@ -793,6 +953,7 @@ void Agent::from_bytes(const std::string& bytes) {
         torch::serialize::InputArchive archive;
         archive.load_from(c.payload.data(), c.payload.size(), fresh->device);
         fresh->policy->load(archive);
+        fresh->flatten();  // loading replaced the parameters' storage
       } catch (const c10::Error& e) {
         GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: parameters do not load: " << e.what_without_backtrace());
       }

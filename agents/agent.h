@@ -21,6 +21,14 @@
 //    torch thread (num_threads=1); env stepping may use any thread count.
 //  * Errors are goenv's typed exceptions (InvalidArgument, NotFound, ...);
 //    torch's own errors are rethrown as goenv::Error.
+//  * One trainer (DESIGN §6): train() is set_envs(), then collect() and
+//    update() in turn. A distributed run splits the same calls: rollout
+//    workers set_weights() and collect(), the learner update()s and hands out
+//    weights(). Sampling (collect, act, evaluate) and updating (minibatch
+//    shuffles) draw from two separate generators, so a worker and a learner
+//    seeded alike reproduce train() exactly.
+//  * The parameters live in one contiguous float32 buffer (weights()); every
+//    update() advances the weight version by one.
 #pragma once
 
 #include <cstdint>
@@ -122,6 +130,32 @@ struct UpdateMetrics {
   double seconds = 0;        // wall time since training started (after the env copies were made)
 };
 
+// One graph's rollout: copies x steps whole-graph decisions, as plain arrays.
+// Samples are in (step, copy) order; observations are stored once per distinct
+// observation (one-shot episodes restart from the same reset observation).
+struct Rollout {
+  std::string env_id;
+  int graph = 0;                      // index of the env in set_envs()'s list
+  std::int64_t policy_version = 0;    // weight version that chose the actions
+  int copies = 0, steps = 0, num_nodes = 0;
+  int num_observations = 0;           // distinct observations, O
+  int node_state_dim = 0, action_mask_width = 0, global_dim = 0;
+  std::vector<float> node_state;          // (O, N, S)
+  std::vector<std::int8_t> action_mask;   // (O, N, A)
+  std::vector<float> globals;             // (O, G)
+  std::vector<std::int32_t> observation;  // (M,) index of each sample's observation, M = steps * copies
+  // Per head, (M, D) as sampled: D = N, or the placement units (colocation groups as one).
+  std::vector<std::vector<std::int64_t>> actions;
+  std::vector<double> log_prob;           // (M,) under the sampling policy
+  std::vector<float> value, reward;       // (M,)
+  std::vector<std::uint8_t> done, invalid;  // (M,)
+  std::vector<double> runtime, speedup;   // (M,) seconds, initial / runtime
+  std::vector<float> bootstrap;           // (copies,) value after the last step (0 when it ended an episode)
+  double initial_runtime = 0;
+  double best_runtime = 0;  // best valid runtime the sampler has seen on this graph (initial if none)
+  std::int64_t samples() const { return static_cast<std::int64_t>(steps) * copies; }
+};
+
 struct EvaluationResult {
   std::string env_id;
   int episodes = 0;
@@ -153,8 +187,33 @@ class Agent {
   std::string device() const;          // "cpu" or "cuda"
 
   // PPO on copies of the given envs (config().envs_per_graph per env), about
-  // `total_steps` env steps in all (whole updates).
+  // `total_steps` env steps in all (whole updates): set_envs(envs), then
+  // collect() and update() until done.
   void train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback = {});
+
+  // The graphs collect() samples and update() learns on (checked against the
+  // policy's spec; builds the policy on first use). `sampled`: indices of the
+  // envs this agent steps (config().envs_per_graph copies each); the others
+  // only lend their graph to update() (a learner samples none). `stream` != 0 reseeds the
+  // sampling generator and the env resets from (seed, stream): rollout
+  // workers sharing a graph then draw different samples.
+  void set_envs(const std::vector<const Env*>& envs, const std::vector<int>& sampled, std::uint64_t stream = 0);
+  // One rollout of each of the next config().graphs_per_update sampled graphs
+  // (round robin), rollout_length steps per copy, with the current policy.
+  std::vector<Rollout> collect();
+  // One PPO update (config().epochs passes) on the rollouts; their graphs must be
+  // the ones of set_envs(). Advances the weight version. metrics.step and
+  // metrics.update count over the agent's life.
+  UpdateMetrics update(const std::vector<Rollout>& rollouts);
+
+  // The parameters, one contiguous float32 buffer in parameters() order. On
+  // CPU a live view of the policy (valid until the next build or load; copy it
+  // to keep a snapshot); on CUDA a host copy made by this call.
+  const float* weights();
+  std::int64_t weights_version() const;
+  // Copies `size` floats into the parameters and sets the version;
+  // InvalidArgument when the size differs from num_parameters().
+  void set_weights(const float* data, std::int64_t size, std::int64_t version);
   // One action per observation: per head, batch * num_nodes values (row-major (B, N)).
   std::vector<std::vector<std::int64_t>> act(const ObservationBatch& observation, bool deterministic = false);
   // Runs `episodes` episodes on a copy of `env` (greedy actions when deterministic).

@@ -229,6 +229,40 @@ TEST(Agent, TrainingIsSeededAndCheckpointsRoundTrip) {
   }
 }
 
+// DESIGN §6: train() is collect() then update(); a sampler and a learner that
+// exchange the flat weight buffer reproduce it bit for bit (GO, with a horizon of 2).
+TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {
+  auto env = env_on("placement", 24, 4);
+  AgentConfig config = small_config("go");
+  config.rollout_length = 2;
+  Agent reference(config);
+  std::vector<double> losses;
+  reference.train({env.get()}, 3 * 2 * config.envs_per_graph, [&](const UpdateMetrics& m) {
+    losses.push_back(m.policy_loss);
+    return true;
+  });
+  Agent learner(config), sampler(config);
+  learner.set_envs({env.get()}, {});
+  sampler.set_envs({env.get()}, {0});
+  EXPECT_THROW(learner.collect(), InvalidArgument);  // samples nothing
+  for (std::size_t u = 0; u < losses.size(); ++u) {
+    sampler.set_weights(learner.weights(), learner.num_parameters(), learner.weights_version());
+    const std::vector<Rollout> rollouts = sampler.collect();
+    ASSERT_EQ(rollouts.size(), 1u);
+    EXPECT_EQ(rollouts[0].policy_version, static_cast<std::int64_t>(u));
+    EXPECT_EQ(rollouts[0].steps, 2);
+    EXPECT_EQ(learner.update(rollouts).policy_loss, losses[u]);
+  }
+  EXPECT_EQ(learner.weights_version(), 3);
+  const std::vector<float> a(learner.weights(), learner.weights() + learner.num_parameters());
+  const std::vector<float> b(reference.weights(), reference.weights() + reference.num_parameters());
+  EXPECT_EQ(a, b);
+  EXPECT_THROW(sampler.set_weights(a.data(), 5, 0), InvalidArgument);
+  std::vector<Rollout> bad = sampler.collect();
+  bad[0].reward.pop_back();
+  EXPECT_THROW(learner.update(bad), InvalidArgument);
+}
+
 TEST(Agent, LongerHorizonsUseGaeAndSeveralGraphsTakeTurns) {
   EnvConfig three_steps;
   three_steps.horizon = 3;

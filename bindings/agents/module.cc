@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <type_traits>
 
 #include "agents/agent.h"
 #include "bindings/env_options.h"
@@ -197,6 +198,101 @@ py::dict act(Agent& agent, const py::dict& obs, bool deterministic, py::handle c
   return out;
 }
 
+// A rollout as a dict of numpy arrays that own the C++ vectors (no copy);
+// rollout_from is its inverse (one copy into C++ vectors).
+py::dict rollout_dict(agents::Rollout&& r, const agents::PolicySpec& spec) {
+  const py::ssize_t m = r.samples(), o = r.num_observations, n = r.num_nodes;
+  py::dict d;
+  d["env_id"] = r.env_id;
+  d["graph"] = r.graph;
+  d["policy_version"] = r.policy_version;
+  d["copies"] = r.copies;
+  d["steps"] = r.steps;
+  d["initial_runtime"] = r.initial_runtime;
+  d["best_runtime"] = r.best_runtime;
+  d["node_state"] = to_numpy(std::move(r.node_state), {o, n, r.node_state_dim});
+  d["action_mask"] = to_numpy(std::move(r.action_mask), {o, n, r.action_mask_width});
+  d["globals"] = to_numpy(std::move(r.globals), {o, r.global_dim});
+  d["observation"] = to_numpy(std::move(r.observation), {m});
+  py::dict actions;
+  for (std::size_t h = 0; h < r.actions.size(); ++h) {
+    const py::ssize_t width = m > 0 ? static_cast<py::ssize_t>(r.actions[h].size()) / m : 0;
+    actions[head_name(spec.heads[h])] = to_numpy(std::move(r.actions[h]), {m, width});
+  }
+  d["actions"] = actions;
+  d["log_prob"] = to_numpy(std::move(r.log_prob), {m});
+  d["value"] = to_numpy(std::move(r.value), {m});
+  d["reward"] = to_numpy(std::move(r.reward), {m});
+  d["done"] = to_numpy(std::move(r.done), {m}).attr("view")("bool");
+  d["invalid"] = to_numpy(std::move(r.invalid), {m}).attr("view")("bool");
+  d["runtime"] = to_numpy(std::move(r.runtime), {m});
+  d["speedup"] = to_numpy(std::move(r.speedup), {m});
+  d["bootstrap"] = to_numpy(std::move(r.bootstrap), {static_cast<py::ssize_t>(r.copies)});
+  return d;
+}
+
+template <typename T>
+std::vector<T> rollout_array(const py::dict& d, const char* key, int ndim, std::vector<py::ssize_t>* shape = nullptr) {
+  GOENV_CHECK(d.contains(key), InvalidArgument, "rollout has no '" << key << "' entry");
+  py::array a = py::array::ensure(d[key]);
+  GOENV_CHECK(a && a.ndim() == ndim, InvalidArgument,
+              "rollout['" << key << "'] must be a " << ndim << "-d array");
+  if (std::is_same_v<T, std::uint8_t> && a.dtype().kind() == 'b') a = a.attr("view")("uint8");
+  auto typed = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  GOENV_CHECK(typed, InvalidArgument, "rollout['" << key << "'] has the wrong dtype");
+  if (shape != nullptr) shape->assign(typed.shape(), typed.shape() + typed.ndim());
+  return std::vector<T>(typed.data(), typed.data() + typed.size());
+}
+
+agents::Rollout rollout_from(py::handle value, const agents::PolicySpec& spec) {
+  GOENV_CHECK(py::isinstance<py::dict>(value), InvalidArgument, "a rollout must be a dict (from Agent.collect)");
+  const py::dict d = py::reinterpret_borrow<py::dict>(value);
+  for (const char* key : {"env_id", "graph", "policy_version", "copies", "steps", "initial_runtime", "best_runtime", "actions"})
+    GOENV_CHECK(d.contains(key), InvalidArgument, "rollout has no '" << key << "' entry");
+  agents::Rollout r;
+  r.env_id = d["env_id"].cast<std::string>();
+  r.graph = d["graph"].cast<int>();
+  r.policy_version = d["policy_version"].cast<std::int64_t>();
+  r.copies = d["copies"].cast<int>();
+  r.steps = d["steps"].cast<int>();
+  r.initial_runtime = d["initial_runtime"].cast<double>();
+  r.best_runtime = d["best_runtime"].cast<double>();
+  std::vector<py::ssize_t> shape;
+  r.node_state = rollout_array<float>(d, "node_state", 3, &shape);
+  r.num_observations = static_cast<int>(shape[0]);
+  r.num_nodes = static_cast<int>(shape[1]);
+  r.node_state_dim = static_cast<int>(shape[2]);
+  r.action_mask = rollout_array<std::int8_t>(d, "action_mask", 3, &shape);
+  r.action_mask_width = static_cast<int>(shape[2]);
+  r.globals = rollout_array<float>(d, "globals", 2, &shape);
+  r.global_dim = static_cast<int>(shape[1]);
+  r.observation = rollout_array<std::int32_t>(d, "observation", 1);
+  const py::dict actions = d["actions"].cast<py::dict>();
+  for (Head h : spec.heads) {
+    const char* name = head_name(h);
+    GOENV_CHECK(actions.contains(name), InvalidArgument, "rollout['actions'] has no '" << name << "' head");
+    r.actions.push_back(rollout_array<std::int64_t>(actions, name, 2));
+  }
+  r.log_prob = rollout_array<double>(d, "log_prob", 1);
+  r.value = rollout_array<float>(d, "value", 1);
+  r.reward = rollout_array<float>(d, "reward", 1);
+  r.done = rollout_array<std::uint8_t>(d, "done", 1);
+  r.invalid = rollout_array<std::uint8_t>(d, "invalid", 1);
+  r.runtime = rollout_array<double>(d, "runtime", 1);
+  r.speedup = rollout_array<double>(d, "speedup", 1);
+  r.bootstrap = rollout_array<float>(d, "bootstrap", 1);
+  return r;
+}
+
+std::vector<std::unique_ptr<Env>> env_arguments(const py::list& envs, std::vector<const Env*>& pointers) {
+  std::vector<std::unique_ptr<Env>> owned;
+  for (py::handle e : envs) {
+    owned.push_back(env_argument(e));
+    pointers.push_back(owned.back().get());
+  }
+  return owned;
+}
+
 }  // namespace
 
 }  // namespace goenv::bindings
@@ -250,12 +346,8 @@ PYBIND11_MODULE(_agents, m) {
         a.setup(agents::PolicySpec::of(*env_argument(env)));
       }, py::arg("env"), "Builds the policy for this env's features and heads.")
       .def("train", [](agents::Agent& a, const py::list& envs, std::int64_t total_steps, py::object callback) {
-        std::vector<std::unique_ptr<Env>> owned;
         std::vector<const Env*> pointers;
-        for (py::handle e : envs) {
-          owned.push_back(env_argument(e));
-          pointers.push_back(owned.back().get());
-        }
+        auto owned = env_arguments(envs, pointers);
         agents::Agent::Callback on_update = [&callback](const agents::UpdateMetrics& metrics) {
           py::gil_scoped_acquire gil;
           if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops training
@@ -266,6 +358,47 @@ PYBIND11_MODULE(_agents, m) {
         py::gil_scoped_release release;
         a.train(pointers, total_steps, on_update);
       }, py::arg("envs"), py::arg("total_steps"), py::arg("callback") = py::none())
+      .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
+        std::vector<const Env*> pointers;
+        auto owned = env_arguments(envs, pointers);
+        py::gil_scoped_release release;
+        a.set_envs(pointers, sampled, stream);
+      }, py::arg("envs"), py::arg("sampled"), py::arg("stream") = 0)
+      .def("collect", [](agents::Agent& a) {
+        std::vector<agents::Rollout> rollouts;
+        {
+          py::gil_scoped_release release;
+          rollouts = a.collect();
+        }
+        py::list out;
+        for (auto& r : rollouts) out.append(rollout_dict(std::move(r), a.spec()));
+        return out;
+      })
+      .def("update", [](agents::Agent& a, const py::list& rollouts) {
+        GOENV_CHECK(a.has_policy(), InvalidArgument, "update needs a policy: call set_envs first");
+        std::vector<agents::Rollout> native;
+        for (py::handle r : rollouts) native.push_back(rollout_from(r, a.spec()));
+        agents::UpdateMetrics m;
+        {
+          py::gil_scoped_release release;
+          m = a.update(native);
+        }
+        return metrics_dict(m);
+      }, py::arg("rollouts"))
+      .def_property_readonly("weights", [](py::object self) {
+        auto& a = self.cast<agents::Agent&>();
+        const float* data = a.weights();
+        return readonly_view(data, {static_cast<py::ssize_t>(a.num_parameters())}, self);
+      })
+      .def_property_readonly("weights_version", &agents::Agent::weights_version)
+      .def("set_weights", [](agents::Agent& a, py::handle weights, std::int64_t version) {
+        auto w = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(weights);
+        GOENV_CHECK(w && w.ndim() == 1, InvalidArgument, "weights must be a 1-d float32 array");
+        const float* data = w.data();
+        const auto size = static_cast<std::int64_t>(w.size());
+        py::gil_scoped_release release;
+        a.set_weights(data, size, version);
+      }, py::arg("weights"), py::arg("version"))
       .def("act", &act, py::arg("observation"), py::arg("deterministic") = false,
            py::arg("colocation") = py::none(),
            "Actions for an observation dict (or a batch of one graph's): {head: (N,) or (B, N) int64}; "

@@ -294,3 +294,64 @@ def test_act_with_colocation_keeps_groups_on_one_device():
     assert agent.act(stacked, colocation=colocation).shape == (2, len(colocation))
     with pytest.raises(ValueError, match="shape"):
         agent.act(obs, colocation=colocation[:-1])
+
+
+def test_train_is_collect_then_update_and_splits_across_agents():
+    """train() == set_envs + collect/update in turn, also when a second agent (a
+    rollout worker) samples with the first one's published weights."""
+    env = placement_env(seed=2)
+    reference = small(seed=4)
+    reference.train(env, 3 * 8, progress=False)
+
+    learner, worker = small(seed=4), small(seed=4)
+    learner.set_envs(env, sampled=[])
+    worker.set_envs(env)
+    assert learner.weights_version == 0 and learner.weights.dtype == np.float32
+    assert learner.weights.size == learner.num_parameters and not learner.weights.flags.writeable
+    for version in range(3):
+        worker.set_weights(learner.weights, learner.weights_version)
+        rollouts = worker.collect()
+        assert [r["policy_version"] for r in rollouts] == [version]
+        r = rollouts[0]
+        assert r["node_state"].shape[1:] == (env.core.num_nodes, learner.spec["node_state_dim"])
+        assert r["log_prob"].shape == r["reward"].shape == (8,) and r["done"].dtype == np.bool_
+        metrics = learner.update(rollouts)
+        assert metrics["update"] == version + 1 and learner.weights_version == version + 1
+    np.testing.assert_array_equal(learner.weights, reference.weights)
+    assert learner.steps_trained == reference.steps_trained == 24
+
+
+def test_weights_are_a_live_view_and_set_weights_checks_size():
+    env = placement_env()
+    a, b = small(seed=1, env=env), small(seed=2, env=env)
+    view = a.weights
+    assert not np.array_equal(view, b.weights)
+    b.set_weights(np.array(view), 7)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert b.weights_version == 7
+    obs, _ = env.reset(seed=0)
+    assert np.array_equal(a.act(obs, deterministic=True), b.act(obs, deterministic=True))
+    before = np.array(view)
+    a.set_envs(env)
+    a.update(a.collect())
+    assert not np.array_equal(view, before)  # the view follows the update (no copy)
+    with pytest.raises(goenv.InvalidArgument, match="parameters"):
+        b.set_weights(np.zeros(3, np.float32), 1)
+    with pytest.raises(goenv.InvalidArgument, match="set_envs"):
+        small(seed=1, env=env).collect()
+
+
+def test_update_refuses_rollouts_of_other_graphs():
+    env = placement_env(seed=0)
+    learner = small(seed=0)
+    learner.set_envs([env], sampled=[])
+    sampler = small(seed=0)
+    sampler.set_envs([goenv.GraphEnv.from_graph("placement", branchy_graph(3, depth=5), "2xgpu-pcie")])
+    with pytest.raises(goenv.InvalidArgument, match="nodes"):
+        learner.update(sampler.collect())
+    rollout = small(seed=0, env=env)
+    rollout.set_envs(env)
+    bad = rollout.collect()
+    bad[0]["reward"] = bad[0]["reward"][:3]
+    with pytest.raises(goenv.InvalidArgument, match="reward"):
+        learner.update(bad)

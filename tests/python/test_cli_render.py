@@ -178,5 +178,36 @@ def test_cli_train_reports_and_saves(tmp_path, capsys):
     assert main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "16", "--save", str(checkpoint),
                  "--log-dir", str(tmp_path / "log")]) == 0
     out = capsys.readouterr().out
-    assert "ppo after 16 steps on placement-transformer-xl-2" in out and "speedup" in out
+    assert "ppo after 16 steps on placement-transformer-xl-2" in out
+    for label in ("default", "best heuristic", "lower bound", "ppo (greedy)", "result:"):
+        assert label in out, out
     assert checkpoint.exists() and (tmp_path / "log" / "metrics.csv").exists()
+
+
+def test_cli_train_never_returns_a_decision_worse_than_the_default(tmp_path, capsys):
+    """An untrained (2-step) policy's greedy placement is worse than the default here: the
+    result and the saved decision are the default's."""
+    pytest.importorskip("torch")
+    decision = tmp_path / "decision.npz"
+    assert main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "2", "--option", "hidden=8",
+                 "--option", "envs_per_graph=2", "--decision", str(decision)]) == 0
+    out = capsys.readouterr().out
+    env = goenv.make("placement-transformer-xl-2")
+    _, info = env.reset(seed=0)
+    saved = np.load(decision)
+    assert saved["runtime"] <= info["initial_runtime"]
+    runtime = goenv.simulate(env.graph, env.cluster, placement=saved["placement"]).runtime
+    assert runtime == pytest.approx(float(saved["runtime"]))
+    assert "result:" in out
+    assert main(["train", "placement-transformer-xl-2", "--option", "hidden=big"]) == 2
+    assert main(["train", "placement-transformer-xl-2", "--option", "no_such=1"]) == 2
+    assert "KEY one of" in capsys.readouterr().err
+
+
+def test_cli_train_help_lists_the_agent_options(capsys):
+    pytest.importorskip("torch")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    for option in ("learning_rate", "hidden", "entropy_coef", "--option KEY=VALUE"):
+        assert option in out

@@ -20,7 +20,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -161,19 +161,91 @@ def _baselines(args: argparse.Namespace) -> None:
     print(goenv.baselines.format_table(rows))
 
 
-def _train(args: argparse.Namespace) -> None:
+def _agent_options(items: Sequence[str]) -> dict:
+    """--option KEY=VALUE pairs, typed by the agent's option table (goenv.agents.options())."""
     import goenv.agents
 
-    make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
-    agent = make(seed=args.seed)
+    types = {name: kind for name, kind, _, _ in goenv.agents.options()}
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in types:
+            raise goenv.InvalidArgument(f"--option takes KEY=VALUE with KEY one of {', '.join(sorted(types))}; "
+                                        f"got {item!r}")
+        try:
+            options[key] = {"i": int, "d": float, "s": str,
+                            "b": lambda v: {"1": True, "true": True, "0": False, "false": False}[v.lower()]}[
+                types[key]](value)
+        except (ValueError, KeyError):
+            raise goenv.InvalidArgument(f"--option {key}: {value!r} is not a valid "
+                                        f"{ {'i': 'integer', 'd': 'number', 's': 'string', 'b': 'bool'}[types[key]]}")
+    return options
+
+
+def _agent_options_help() -> str:
+    """The agent options, for `goenv train --help` (made only when help is shown: it loads torch)."""
+    try:
+        import goenv.agents
+
+        fields = goenv.agents.options()
+    except ImportError as error:
+        return f"\nagent options: unavailable ({error})\n"
+    width = max(len(name) for name, *_ in fields)
+    lines = [f"  {name:<{width}}  {default!s:>8}  {meaning}" for name, _, default, meaning in fields]
+    return "\nagent options (--option KEY=VALUE, repeatable; default, meaning):\n" + "\n".join(lines) + "\n"
+
+
+def _train(args: argparse.Namespace) -> None:
+    import goenv.agents
+    from goenv.agents.training_log import reference_runtimes
+
     env = _make(args.id, args.cluster, args.task)
-    agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
-    result = agent.evaluate([env])[env.core.id]
-    print(f"{args.agent} after {args.steps} steps on {args.id}: {result['runtime'] * MS:.3f} ms "
-          f"(default {result['initial_runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x, "
-          f"lower bound {result['lower_bound'] * MS:.3f} ms)")
+    options = _agent_options(args.option)
+    if args.workers < 0:
+        raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
+    if args.workers > 0 or args.address:
+        import goenv.distributed
+
+        try:
+            result = goenv.distributed.train([env], algorithm=args.agent, num_workers=max(1, args.workers),
+                                             total_steps=args.steps, address=args.address,
+                                             log_dir=args.log_dir, **{"seed": args.seed, **options})
+        except ValueError as error:  # a malformed address or option: one line, like other bad input
+            raise goenv.InvalidArgument(str(error)) from error
+        agent = result.agent
+        print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
+              f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
+              f"{result.dropped_rollouts} stale rollouts dropped")
+    else:
+        make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
+        agent = make(**{"seed": args.seed, **options})
+        agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
+    # The result: the policy's greedy decision, unless the compiler default is better (never worse).
+    obs, _ = env.reset(seed=0)
+    colocation = env.graph.colocation if "placement" in env.core.heads else None
+    _, _, _, _, info = env.step(agent.act(obs, deterministic=True, colocation=colocation))
+    references = reference_runtimes(env)
+    policy = info["rejected_runtime"] if info["invalid"] else info["runtime"]
+    kept_default = info["invalid"] or info["runtime"] > references["default"]
+    if kept_default:
+        env.reset(seed=0)  # the default's decisions are the ones in force
+    final = references["default"] if kept_default else info["runtime"]
+    rows = [[label, f"{seconds * MS:.3f}"] for label, seconds in references.items()]
+    rows.append([f"{args.agent} (greedy){' [invalid]' if info['invalid'] else ''}", f"{policy * MS:.3f}"])
+    print(f"\n{args.agent} after {args.steps} steps on {args.id}:\n")
+    _print_table(["decisions", "runtime ms"], rows, align="lr")
+    print(f"\nresult: {final * MS:.3f} ms, " + ("the compiler default (the policy's decision is not better)"
+                                                  if kept_default else
+                                                  f"the policy's decision ({references['default'] / final:.3f}x "
+                                                  f"the default)"))
+    if args.decision:
+        core = env.core
+        np.savez(args.decision, placement=core.placement, priority=core.priority, fusion=core.fusion,
+                 runtime=final)
+        print(f"decision saved to {args.decision} (placement, priority, fusion per node)")
     if args.log_dir:
-        print(f"metrics and training curve: {args.log_dir}")
+        print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
     if args.save:
         agent.save(args.save)
         print(f"agent saved to {args.save}")
@@ -227,10 +299,21 @@ def _demo(args: argparse.Namespace) -> None:
     print(f"\nbest valid placement: {best}; Gantt chart: {path}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """A subcommand parser whose help may end with text made only when help is shown."""
+
+    def __init__(self, *args, extra_help: Callable[[], str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra_help = extra_help
+
+    def format_help(self) -> str:
+        return super().format_help() + (self.extra_help() if self.extra_help else "")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="goenv", description="RL environments for ML-compiler graph optimization.")
     parser.add_argument("--version", action="version", version=f"goenv {goenv.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--cluster", help="cluster preset instead of the graph's default (goenv.clusters.list())")
     options.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
@@ -267,12 +350,22 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     bench.add_argument("--markdown", metavar="FILE", help="also write the README tables as Markdown")
     bench.set_defaults(run=_bench)
-    train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env")
+    train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env",
+                                extra_help=_agent_options_help)
     train.add_argument("id", help=ID_HELP)
     train.add_argument("--agent", choices=["go", "ppo"], default="go", help="GO policy or the PPO baseline policy")
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
     train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
     train.add_argument("--save", help="checkpoint path")
+    train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                       help="an agent option, repeatable (listed below)")
+    train.add_argument("--decision", metavar="FILE",
+                       help="save the result's decisions (.npz: placement, priority, fusion per node)")
+    train.add_argument("--workers", type=int, default=0,
+                       help="Ray rollout workers (goenv.distributed; needs ray); 0 trains in this process "
+                            "(default: %(default)s)")
+    train.add_argument("--address", help="join the Ray cluster at ADDR (`ray start --head` prints it) "
+                                         "instead of starting a local Ray")
     train.set_defaults(run=_train)
 
     from goenv import dataset_files

@@ -45,6 +45,8 @@ def _env_argument(env: Any):
     rebuilds it from bytes and never touches goenv._core's C++ objects."""
     if isinstance(env, str):
         return _strip_gym_id(env)
+    if isinstance(env, dict) and {"task", "graph", "cluster", "options"} <= env.keys():
+        return env  # already described (e.g. sent to a rollout worker)
     core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
     if not isinstance(core, _core.Env):
         raise TypeError(f"expected an env id, a goenv GraphEnv or goenv._core.Env, got {type(env).__name__}")
@@ -141,6 +143,45 @@ class Agent:
             if log is not None:
                 log.close()
         return history
+
+    # -- the trainer's two halves (DESIGN §6) ---------------------------------
+    def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
+        """The graphs collect() samples and update() learns on. `sampled`: indices of the
+        envs this agent steps (envs_per_graph copies each; default all), the others only
+        lend their graph to update() (a learner passes []). `stream` != 0 gives this
+        sampler its own random stream (rollout workers that share a graph)."""
+        env_arguments = _env_list(envs)
+        sampled = list(range(len(env_arguments))) if sampled is None else [int(i) for i in sampled]
+        if isinstance(stream, bool) or int(stream) < 0:
+            raise ValueError(f"stream must be a non-negative integer, got {stream!r}")
+        self._agent.set_envs(env_arguments, sampled, int(stream))
+
+    def collect(self) -> list[dict]:
+        """One rollout per graph (graphs_per_update of the sampled ones, round robin) with
+        the current policy: dicts of numpy arrays (distinct observations, per-sample
+        observation index, actions per head, log_prob, value, reward, done, ...) tagged
+        with `policy_version` and the env's index `graph`."""
+        return self._agent.collect()
+
+    def update(self, rollouts: list[dict]) -> dict:
+        """One PPO update on rollouts from collect() (of this agent or of another with the
+        same set_envs); advances weights_version. Returns the update's metrics."""
+        return self._agent.update(list(rollouts))
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Every parameter as one read-only float32 array. On CPU it is a live view of the
+        policy (no copy; np.array(...) to keep a snapshot), on CUDA a host copy."""
+        return self._agent.weights
+
+    @property
+    def weights_version(self) -> int:
+        """Updates the weights went through (set by set_weights on a rollout worker)."""
+        return self._agent.weights_version
+
+    def set_weights(self, weights: np.ndarray, version: int) -> None:
+        """Copies a weights() buffer (of an agent with the same options and spec) into the policy."""
+        self._agent.set_weights(weights, int(version))
 
     # -- acting ------------------------------------------------------------
     def act(self, obs: dict, deterministic: bool = False, colocation=None):
