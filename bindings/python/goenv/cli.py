@@ -256,8 +256,13 @@ def _bench(args: argparse.Namespace) -> None:
     script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "benchmarks", "python_bench.py")
     if not os.path.exists(script):
         raise OSError(2, "the benchmarks live in a source checkout (pip install -e .)", os.path.abspath(script))
-    forwarded = (["--quick"] if args.quick else []) + (["--json", args.json] if args.json else []) + \
-                (["--markdown", args.markdown] if args.markdown else [])
+    if args.distributed:  # Ray scale-out: samples/s per worker count, weight distribution cost
+        script = os.path.join(os.path.dirname(script), "distributed_bench.py")
+        forwarded = ["--json", args.json] if args.json else []
+    else:
+        forwarded = (["--quick"] if args.quick else []) + (["--json", args.json] if args.json else []) + \
+                    (["--markdown", args.markdown] if args.markdown else []) + \
+                    (["--simulator-floor"] if args.simulator_floor else [])
     done = subprocess.run([sys.executable, os.path.abspath(script), *forwarded])
     if done.returncode:
         raise goenv.Error(f"benchmark failed with exit status {done.returncode}")
@@ -349,6 +354,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="a smoke run: small sizes, few repeats")
     bench.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     bench.add_argument("--markdown", metavar="FILE", help="also write the README tables as Markdown")
+    bench.add_argument("--simulator-floor", action="store_true",
+                       help="the simulator against a bare list scheduler: wall time and callgrind instructions")
+    bench.add_argument("--distributed", action="store_true",
+                       help="Ray scale-out: samples/s against workers, weight distribution cost (needs ray)")
     bench.set_defaults(run=_bench)
     train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env",
                                 extra_help=_agent_options_help)
