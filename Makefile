@@ -12,9 +12,11 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 BUILD_DIR := build/dev
 STAMPS := .make
-SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' -o -name '*.in' -o -name CMakeLists.txt \) 2>/dev/null) \
+SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' \
+                -o -name '*.in' -o -name CMakeLists.txt \) 2>/dev/null) \
            $(wildcard tests/cpp/*.cc tests/benchmarks/*.cc) CMakeLists.txt pyproject.toml
-APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv libboost-graph-dev libcereal-dev libgtest-dev libbenchmark-dev libmetis-dev
+APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv \
+                libboost-graph-dev libcereal-dev libgtest-dev libbenchmark-dev libmetis-dev
 # What the --no-build-isolation build needs in .venv: pyproject.toml's build-system.requires.
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
 BUILD_REQUIRES := "scikit-build-core>=0.10" "pybind11==3.1.0" "torch==2.13.0"

@@ -45,10 +45,11 @@ def _check_torch_abi() -> None:
             return  # no torch at all: creating an agent says how to install it
     if _public_version(str(found)) == _public_version(_torch_build.TORCH_VERSION):
         return
+    pinned = _public_version(_torch_build.TORCH_VERSION)
     raise ImportError(
         f"goenv's agents were built against torch {_torch_build.TORCH_VERSION}, but torch {found} is {how}; "
-        f"one process can hold only one torch. Install the pinned one (pip install 'torch=={_public_version(_torch_build.TORCH_VERSION)}') "
-        "or rebuild goenv against yours (pip install --no-build-isolation . with that torch installed).")
+        f"one process can hold only one torch. Install the pinned one (pip install 'torch=={pinned}') "
+        "or rebuild goenv against yours (its torch pins in pyproject.toml, then pip install .).")
 
 
 _check_torch_abi()
