@@ -1,20 +1,32 @@
 # The two commands of the README:
-#   make demo   set up everything (system packages, Python packages, build) and run the main job
+#   make demo   set up everything (system packages, the .venv virtual environment, build) and run the main job
 #   make test   the same setup, then the C++ tests (ctest) and the Python tests (pytest)
 # Both are idempotent: a second run with nothing changed rebuilds nothing.
+# Everything Python goes into the project virtual environment .venv (never the
+# global interpreter, PEP 668); afterwards `. .venv/bin/activate` gives goenv.
+#   make smoke  build the sdist and wheel (python -m build) and run tests/smoke in a fresh venv with the wheel
 
-PYTHON ?= python3
+# The interpreter that creates .venv; every later step uses $(PYTHON), the venv's.
+BASE_PYTHON ?= python3
+VENV := .venv
+PYTHON := $(VENV)/bin/python
 BUILD_DIR := build/dev
 STAMPS := .make
-SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' \) 2>/dev/null) \
+SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.cc' -o -name '*.h' -o -name '*.py' \
+                -o -name '*.in' -o -name CMakeLists.txt \) 2>/dev/null) \
            $(wildcard tests/cpp/*.cc tests/benchmarks/*.cc) CMakeLists.txt pyproject.toml
-APT_PACKAGES := libboost-graph-dev libcereal-dev libgtest-dev libbenchmark-dev libmetis-dev
+APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv \
+                libboost-graph-dev libcereal-dev libgtest-dev libbenchmark-dev libmetis-dev
+# What the --no-build-isolation build needs in .venv: pyproject.toml's build-system.requires.
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
-PIP_PACKAGES := "scikit-build-core>=0.10" "pybind11==3.1.0" "numpy>=1.24" "gymnasium>=1.0" "matplotlib>=3.7" \
-                "tqdm>=4.60" "pytest>=7" "hypothesis>=6" "onnx>=1.15" "torch==2.13.0"
+BUILD_REQUIRES := "scikit-build-core>=0.10" "pybind11==3.1.0" "torch==2.13.0"
+# The extras `make test` installs (pyproject.toml [project.optional-dependencies]) and the wheel tools.
+EXTRAS := test,agents,onnx,sb3,distributed
+PIP_PACKAGES := $(BUILD_REQUIRES) "build==1.6.1"
+PIP := $(PYTHON) -m pip --disable-pip-version-check
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test setup build test-cpp test-python bench clean
+.PHONY: demo test setup build test-cpp test-python bench smoke wheel clean
 
 demo: build
 	$(PYTHON) -m goenv.cli demo
@@ -40,17 +52,36 @@ $(STAMPS)/apt:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); fi
 	@touch $@
 
-$(STAMPS)/pip: pyproject.toml Makefile
+# The project virtual environment, reused by every later run (delete .venv to start over).
+$(PYTHON): | $(STAMPS)/apt
+	$(BASE_PYTHON) -m venv $(VENV)
+
+$(STAMPS)/pip: $(PYTHON) pyproject.toml Makefile
 	@mkdir -p $(STAMPS)
-	$(PYTHON) -m pip install -q --disable-pip-version-check $(PIP_PACKAGES)
+	$(PIP) install -q $(PIP_PACKAGES)
 	@touch $@
 
 # One CMake build serves both ctest and the Python package (scikit-build-core,
-# editable install, persistent build directory: incremental rebuilds).
+# editable install into .venv with the extras, persistent build directory:
+# incremental rebuilds). Dependencies already present are not fetched again.
 $(STAMPS)/build: $(STAMPS)/pip $(SOURCES)
-	$(PYTHON) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
-	  -Cbuild-dir=$(BUILD_DIR) -Ccmake.define.GOENV_BUILD_TESTS=ON -Ceditable.rebuild=false -e .
+	$(PIP) install -q --no-build-isolation \
+	  -Cbuild-dir=$(BUILD_DIR) -Ccmake.define.GOENV_BUILD_TESTS=ON -Ceditable.rebuild=false -e ".[$(EXTRAS)]"
 	@touch $@
 
+# The wheel as users get it: sdist and wheel from `python -m build` (isolated
+# build, torch from build-system.requires), installed into a fresh venv with no
+# other packages, then tests/smoke/smoke_test.py run there (outside the source tree).
+SMOKE_VENV := build/smoke-venv
+wheel: $(STAMPS)/pip
+	rm -rf dist
+	$(PYTHON) -m build --outdir dist .
+
+smoke: wheel
+	rm -rf $(SMOKE_VENV)
+	$(BASE_PYTHON) -m venv $(SMOKE_VENV)
+	$(SMOKE_VENV)/bin/python -m pip install -q --disable-pip-version-check "$$(ls dist/goenv-*.whl)[agents,onnx]"
+	cd $(SMOKE_VENV) && bin/python $(CURDIR)/tests/smoke/smoke_test.py
+
 clean:
-	rm -rf build $(STAMPS)
+	rm -rf build dist $(STAMPS)

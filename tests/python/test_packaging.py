@@ -1,0 +1,72 @@
+"""Packaging: one torch pin everywhere, and a clear error when another torch is in the process."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+import tomllib
+import types
+
+import pytest
+
+import goenv.agents
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _pyproject() -> dict:
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)
+
+
+def _torch_pins(requirements) -> set[str]:
+    return {r.replace(" ", "") for r in requirements if re.match(r"torch\b", r)}
+
+
+def test_one_torch_pin_for_build_runtime_and_extras():
+    project = _pyproject()
+    build = _torch_pins(project["build-system"]["requires"])
+    assert build == {"torch==2.13.0"}
+    assert _torch_pins(project["project"]["dependencies"]) == build
+    for extra in ("agents", "torch"):
+        assert _torch_pins(project["project"]["optional-dependencies"][extra]) == build
+    # No extra may widen the pin (an unpinned torch pulls gigabytes of CUDA).
+    for extra, requirements in project["project"]["optional-dependencies"].items():
+        assert _torch_pins(requirements) <= build, extra
+
+
+def test_makefile_builds_with_the_build_requirements():
+    makefile = (ROOT / "Makefile").read_text()
+    line = re.search(r"^BUILD_REQUIRES := (.*)$", makefile, re.M).group(1)
+    assert sorted(re.findall(r'"([^"]+)"', line)) == sorted(_pyproject()["build-system"]["requires"])
+    extras = re.search(r"^EXTRAS := (.*)$", makefile, re.M).group(1).split(",")
+    assert set(extras) <= set(_pyproject()["project"]["optional-dependencies"])
+
+
+def _with(monkeypatch, built: str, torch_version: str | None):
+    monkeypatch.setattr(goenv.agents, "_torch_build", types.SimpleNamespace(TORCH_VERSION=built), raising=False)
+    monkeypatch.setitem(sys.modules, "goenv.agents._torch_build", goenv.agents._torch_build)
+    if torch_version is None:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+    else:
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__=torch_version, __file__="/x/torch"))
+
+
+def test_another_torch_imported_first_is_a_clear_import_error(monkeypatch):
+    _with(monkeypatch, built="2.13.0+cpu", torch_version="2.12.1")
+    with pytest.raises(ImportError, match=r"built against torch 2\.13\.0\+cpu, but torch 2\.12\.1 is imported"):
+        goenv.agents._check_torch_abi()
+
+
+def test_same_release_other_local_build_is_accepted(monkeypatch):
+    _with(monkeypatch, built="2.13.0+cpu", torch_version="2.13.0")
+    goenv.agents._check_torch_abi()
+
+
+def test_installed_torch_is_checked_without_importing_it(monkeypatch):
+    _with(monkeypatch, built="2.13.0+cpu", torch_version=None)
+    monkeypatch.setattr(goenv.agents.importlib.metadata, "version", lambda name: "9.9.9")
+    with pytest.raises(ImportError, match=r"torch 9\.9\.9 is installed"):
+        goenv.agents._check_torch_abi()
+    assert "torch" not in sys.modules
