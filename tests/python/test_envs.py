@@ -112,8 +112,8 @@ def test_there_are_envs_for_every_task():
 @pytest.mark.parametrize("env_id", env_id_params(ENV_IDS, slow_unless=REPRESENTATIVE_IDS))
 def test_check_env(env_id):
     """Gymnasium's own check_env, unmodified."""
-    env = gymnasium.make(f"goenv/{env_id}-v0")
-    assert env.spec.id == f"goenv/{env_id}-v0"
+    env = gymnasium.make(f"goenv/{env_id}-v1")
+    assert env.spec.id == f"goenv/{env_id}-v1"
     assert isinstance(env.unwrapped, goenv.GraphEnv)
     env_checker.check_env(env.unwrapped, skip_render_check=False)
     env.close()
@@ -143,7 +143,7 @@ def test_random_rollout_is_deterministic(env_id, slow_enabled):
     skip_if_large(env_id, slow_enabled)
     horizon = 3
     runs = []
-    for make in (lambda: gymnasium.make(f"goenv/{env_id}-v0", horizon=horizon),
+    for make in (lambda: gymnasium.make(f"goenv/{env_id}-v1", horizon=horizon),
                  lambda: goenv.make(env_id, horizon=horizon)):
         env = make()
         env.action_space.seed(7)
@@ -165,12 +165,12 @@ def test_random_rollout_is_deterministic(env_id, slow_enabled):
 
 
 def test_gymnasium_make_passes_options_and_goenv_accepts_gym_ids():
-    env = gymnasium.make("goenv/placement-inception-v0", cluster="4xgpu-nvlink", horizon=2)
+    env = gymnasium.make("goenv/placement-inception-v1", cluster="4xgpu-nvlink", horizon=2)
     assert env.unwrapped.cluster.name == "4xgpu-nvlink"
     assert env.action_space.nvec.tolist() == [4] * env.unwrapped.core.num_nodes
     env.reset(seed=0)
     assert env.step(env.action_space.sample())[2] is False  # horizon 2
-    assert goenv.make("goenv/placement-inception-v0").core.id == "placement-inception"
+    assert goenv.make("goenv/placement-inception-v1").core.id == "placement-inception"
 
 
 def test_render_is_an_rgb_image():

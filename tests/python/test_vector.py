@@ -96,14 +96,14 @@ def test_make_vec_on_one_graph_stacks_the_single_spaces():
 
 
 def test_gymnasium_make_vec_uses_the_cpp_engine():
-    venv = gymnasium.make_vec("goenv/placement-transformer-xl-2-v0", num_envs=4, num_threads=2)
+    venv = gymnasium.make_vec("goenv/placement-transformer-xl-2-v1", num_envs=4, num_threads=2)
     assert isinstance(venv.unwrapped, GraphVectorEnv)
     assert venv.num_envs == 4 and venv.num_threads == 2
     obs, _ = venv.reset(seed=1)
     assert obs["node_state"].shape[0] == 4
     venv.step(venv.action_space.sample())
     # Options reach the envs like goenv.make's.
-    venv = gymnasium.make_vec("goenv/placement-transformer-xl-2-v0", num_envs=2, horizon=3, cluster="4xgpu-nvlink")
+    venv = gymnasium.make_vec("goenv/placement-transformer-xl-2-v1", num_envs=2, horizon=3, cluster="4xgpu-nvlink")
     assert venv.unwrapped.core.num_devices == 4
     venv.reset(seed=0)
     for _ in range(2):

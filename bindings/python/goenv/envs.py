@@ -14,7 +14,7 @@ from goenv import _core
 from goenv._core import Cluster, Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
 
-VERSION = 0  # bump, with a note in README's version history, whenever dynamics change
+VERSION = 1  # bump, with a note in README's version history, whenever dynamics change
 
 
 def list_envs() -> list[str]:
@@ -30,7 +30,7 @@ def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | s
     """Creates an environment, e.g. make("placement-inception", cluster="4xgpu-nvlink", batch_size=32).
 
     env_id: "<task>-<graph>" (goenv.list_envs()), its Gymnasium id
-      ("goenv/placement-inception-v0"), or just a task ("placement") together with
+      ("goenv/placement-inception-v1"), or just a task ("placement") together with
       `graph=`: a goenv.Graph (Graph.from_arrays, datasets.from_torch, ...) or the
       path of a graph file (.goenv binary or .json), on `cluster` (default
       "2xgpu-nvlink").
