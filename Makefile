@@ -87,7 +87,8 @@ sanitize-build: setup
 	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
 	  -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" \
-	  -DGOENV_BUILD_TESTS=ON -DGOENV_BUILD_AGENTS=OFF -DPython_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null
+	  -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF -DGOENV_BUILD_TESTS=ON -DGOENV_BUILD_AGENTS=OFF \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null
 	cmake --build $(SANITIZE_DIR) -j $${SANITIZE_JOBS:-2} --target goenv_tests _core
 	rm -rf $(SANITIZE_DIR)/python && mkdir -p $(SANITIZE_DIR)/python
 	cp -r bindings/python/goenv $(SANITIZE_DIR)/python/ && rm -f $(SANITIZE_DIR)/python/goenv/*.so

@@ -90,6 +90,7 @@ class BoundedBinaryInput {
     GOENV_CHECK(size <= remaining(), InvalidGraph,
                 what_ << ": truncated (needs " << size << " more bytes at offset " << pos_ << ", "
                       << remaining() << " left)");
+    if (size == 0) return;  // an empty vector's data() may be null: memcpy(nullptr, ..., 0) is UB
     std::memcpy(out, data_.data() + pos_, size);
     pos_ += size;
   }

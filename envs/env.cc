@@ -61,7 +61,7 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
     for (int v = 0; v < n; ++v)
       GOENV_CHECK(std::isfinite(config_.initial_priority[v]) && std::fabs(config_.initial_priority[v]) <= kMaxPriority,
                   InvalidArgument, "priority of node " << v << " is " << config_.initial_priority[v]
-                                                       << "; priorities are finite and within +-" << kMaxPriority);
+                                                       << ": not finite, or beyond +-" << kMaxPriority);
     initial_priority_ = config_.initial_priority;
   }
   initial_fusion_ = fuses_ ? xla_fusion_priorities(*graph_) : std::vector<std::int32_t>(n, 0);

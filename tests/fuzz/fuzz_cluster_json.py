@@ -11,7 +11,7 @@ import pickle
 
 import numpy as np
 
-from fuzz_common import CLUSTER_MAGIC, goenv, rich_graph, run, seal
+from fuzz_common import CLUSTER_MAGIC, goenv, note, rich_graph, run, seal
 
 GRAPH = rich_graph()
 
@@ -30,8 +30,10 @@ def test_one_input(data: bytes) -> None:
     try:
         cluster = goenv.Cluster.from_json(data[1:]) if data[0] % 2 == 0 else unpickle(data[1:])
     except goenv.Error as error:
+        note(error)
         assert not isinstance(error, goenv.InvalidGraph), "a cluster error raised InvalidGraph"
         return
+    note(f"accepted {data[0] % 2} {min(cluster.num_devices, 8)}")
     repr(cluster), [repr(d) for d in cluster.devices], cluster.links
     assert goenv.Cluster.from_json(cluster.to_json()).num_devices == cluster.num_devices
     pickle.loads(pickle.dumps(cluster))

@@ -14,7 +14,7 @@ import sys
 import atheris
 import numpy as np
 
-from fuzz_common import check_finite, goenv, rich_graph, run
+from fuzz_common import check_finite, goenv, note, rich_graph, run
 
 GRAPH = rich_graph()
 N = GRAPH.num_nodes
@@ -86,8 +86,10 @@ def test_one_input(data: bytes) -> None:
     try:
         env = goenv.GraphEnv.from_graph(task, GRAPH, cluster, **options(fdp))
         obs, info = env.reset(seed=fdp.ConsumeIntInRange(0, 2**32))
-    except goenv.Error:
+    except goenv.Error as error:
+        note(error)
         return
+    note(f"env {task} {env.core.node_mode}")
     check_finite(obs, None, info)
     for _ in range(fdp.ConsumeIntInRange(1, 6)):
         try:
@@ -95,8 +97,10 @@ def test_one_input(data: bytes) -> None:
         except goenv.ResetNeeded:
             env.reset(seed=0)
             continue
-        except goenv.Error:
+        except goenv.Error as error:
+            note(error)
             continue
+        note("stepped")
         check_finite(obs, reward, info)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fuzz_common import check_finite, goenv, rich_graph, run
+from fuzz_common import check_finite, goenv, note, rich_graph, run
 
 GRAPH = rich_graph()
 CONFIGS = [("placement", {}), ("scheduling", {"horizon": 3}), ("fusion", {"horizon": 2}),
@@ -27,8 +27,11 @@ def test_one_input(data: bytes) -> None:
         env.set_state(state)
     except goenv.InvalidAction as error:
         raise AssertionError(f"a bad state raised InvalidAction: {error}") from error
-    except goenv.InvalidArgument:
+    except goenv.InvalidArgument as error:
+        note(error)
+        note(str(error).split("'")[1] if "field '" in str(error) else "other")
         return
+    note(f"accepted {data[0] % len(ENVS)}")
     assert env.get_state() == state, "an accepted state does not round-trip"
     try:
         env.action_space.seed(len(state))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from fuzz_common import GRAPH_MAGIC, goenv, run, seal
+from fuzz_common import GRAPH_MAGIC, goenv, note, run, seal
 
 _TMP = tempfile.mkdtemp(prefix="goenv-fuzz-")
 
@@ -36,8 +36,10 @@ def test_one_input(data: bytes) -> None:
         return
     try:
         graph = load(data)
-    except goenv.Error:
+    except goenv.Error as error:
+        note(error)
         return
+    note(f"accepted {data[0] % 4} {min(graph.num_nodes, 8)} {min(graph.num_edges, 8)}")
     # Accepted: a valid graph, every accessor works (names are str), it round-trips.
     repr(graph), graph.names, graph.shapes, graph.op_type_names, graph.cost_us, graph.edge_index
     assert graph.total_flops >= 0 and graph.total_param_bytes >= 0
