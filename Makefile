@@ -69,6 +69,8 @@ SANITIZE_DIR := build/sanitize
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 SANITIZE_FUZZ_SECONDS ?= 15
 SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Python is not built with ASan: its runtime (and libstdc++, for the __cxa_throw interceptor) must load first.
+SANITIZE_PRELOAD = LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so) $$($(CXX) -print-file-name=libstdc++.so)"
 
 .PHONY: fuzz fuzz-setup test-sanitize sanitize-build
 
@@ -94,16 +96,16 @@ sanitize-build: setup
 	cp -r bindings/python/goenv $(SANITIZE_DIR)/python/ && rm -f $(SANITIZE_DIR)/python/goenv/*.so
 	cp $(SANITIZE_DIR)/_core*.so $(SANITIZE_DIR)/python/goenv/
 
-# Python loads the ASan runtime first (LD_PRELOAD); leaks are not checked there (CPython keeps its objects).
+# Leaks are checked in the C++ tests only (CPython keeps its objects); pytest runs with -s so that a
+# sanitizer report, which ends the process, is not swallowed by pytest's output capture.
 test-sanitize: sanitize-build fuzz-setup
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./goenv_tests --gtest_brief=1
-	env $(SANITIZE_ENV) LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
-	  GOENV_PACKAGE_DIR=$(SANITIZE_DIR)/python PYTHONPATH=tests/fuzz \
-	  $(PYTHON) -m pytest -q -p local_goenv tests/python/test_hardening.py tests/python/test_graph.py
+	env $(SANITIZE_ENV) $(SANITIZE_PRELOAD) GOENV_PACKAGE_DIR=$(SANITIZE_DIR)/python PYTHONPATH=tests/fuzz \
+	  $(PYTHON) -m pytest -q -s -p local_goenv tests/python/test_hardening.py tests/python/test_graph.py
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(SANITIZE_DIR)/fuzz/$$t; echo "== fuzz $$t (sanitized, $(SANITIZE_FUZZ_SECONDS) s)"; \
-	  env $(SANITIZE_ENV) LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
+	  env $(SANITIZE_ENV) $(SANITIZE_PRELOAD) \
 	    GOENV_PACKAGE_DIR=$(SANITIZE_DIR)/python $(PYTHON) tests/fuzz/fuzz_$$t.py $(SANITIZE_DIR)/fuzz/$$t \
 	    tests/fuzz/corpus/$$t -max_total_time=$(SANITIZE_FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
 	done
