@@ -97,12 +97,14 @@ sanitize-build: setup
 	cp $(SANITIZE_DIR)/_core*.so $(SANITIZE_DIR)/python/goenv/
 
 # Leaks are checked in the C++ tests only (CPython keeps its objects); pytest runs with -s so that a
-# sanitizer report, which ends the process, is not swallowed by pytest's output capture.
+# sanitizer report, which ends the process, is not swallowed by pytest's output capture. The deselected
+# test caps its child's address space at 1 GiB, which ASan's shadow memory cannot live with.
 test-sanitize: sanitize-build fuzz-setup
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./goenv_tests --gtest_brief=1
 	env $(SANITIZE_ENV) $(SANITIZE_PRELOAD) GOENV_PACKAGE_DIR=$(SANITIZE_DIR)/python PYTHONPATH=tests/fuzz \
-	  $(PYTHON) -m pytest -q -s -p local_goenv tests/python/test_hardening.py tests/python/test_graph.py
+	  $(PYTHON) -m pytest -q -s -p local_goenv tests/python/test_hardening.py tests/python/test_graph.py \
+	  --deselect tests/python/test_graph.py::test_corrupt_payload_with_valid_checksum_never_crashes
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(SANITIZE_DIR)/fuzz/$$t; echo "== fuzz $$t (sanitized, $(SANITIZE_FUZZ_SECONDS) s)"; \
 	  env $(SANITIZE_ENV) $(SANITIZE_PRELOAD) \
