@@ -69,7 +69,14 @@ std::vector<std::vector<std::int64_t>> action_parts(const Env& env, py::handle a
       GOENV_CHECK(d.contains(head_name(h)), InvalidAction, env.id() << ": action has no '" << head_name(h) << "' entry");
       part = d[head_name(h)];
     }
-    if (env.node_mode()) part = py::module_::import("numpy").attr("reshape")(part, py::make_tuple(1));
+    if (env.node_mode()) {  // a scalar or a one-element array; any other size is an InvalidAction below
+      refuse_masked(part, env.id() + " action");
+      try {
+        part = py::module_::import("numpy").attr("ravel")(part);
+      } catch (const py::error_already_set& e) {
+        GOENV_FAIL(InvalidAction, env.id() << " action is not an array of integers: " << e.what());
+      }
+    }
     parts.push_back(integer_array(part, count, env.id() + " action" + (single ? "" : std::string("['") + head_name(h) + "']")));
   }
   return parts;

@@ -84,8 +84,12 @@ GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_
     GOENV_CHECK(static_cast<std::int64_t>(py::len(names)) == n, InvalidArgument, "names must have " << n << " entries");
   for (std::int64_t v = 0; v < n; ++v) {
     NodeSpec& s = nodes[v];
-    s.name = names.is_none() ? "n" + std::to_string(v)
-                             : std::string(py::str(py::reinterpret_borrow<py::sequence>(names)[v]));
+    try {
+      s.name = names.is_none() ? "n" + std::to_string(v)
+                               : std::string(py::str(py::reinterpret_borrow<py::sequence>(names)[v]));
+    } catch (const py::error_already_set& e) {  // e.g. a lone surrogate: not encodable as UTF-8
+      GOENV_FAIL(InvalidGraph, "names[" << v << "] is not UTF-8 text: " << e.what());
+    }
     s.op_type = ops[v];
     s.flops = flops_column.at(v);
     s.output_bytes = out_bytes[v];
@@ -137,6 +141,11 @@ void bind_graph(py::module_& m) {
         save_graph(g, path);
       }, py::arg("path"), "Saves atomically: cereal binary, or JSON when the path ends in .json.")
       .def("to_bytes", [](const Graph& g) { return py::bytes(graph_to_bytes(g)); })
+      .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The JSON form (as saved to .json files).")
+      .def_static("from_json", [](const std::string& text) {
+        py::gil_scoped_release release;
+        return hold(graph_from_json(text));
+      }, py::arg("text"), "Parses and validates the JSON form (str or bytes).")
       .def_static("from_bytes", [](const py::bytes& b) { return hold(graph_from_bytes(std::string(b))); })
       .def(py::pickle([](const Graph& g) { return py::bytes(graph_to_bytes(g)); },
                       [](const py::bytes& b) { return hold(graph_from_bytes(std::string(b))); }))

@@ -188,6 +188,7 @@ class PyVectorEnv {
     const VectorEnv& e = *engine_;
     const py::ssize_t b = e.num_envs();
     py::array a;
+    refuse_masked(value, what);
     if (py::isinstance<py::array>(value)) a = py::reinterpret_borrow<py::array>(value);
     else a = py::array::ensure(value);
     GOENV_CHECK(a, InvalidAction, what << " must be an array of integers");
@@ -224,6 +225,12 @@ class PyVectorEnv {
       if (descr->type_num == py::detail::npy_api::NPY_INT64_ &&
           (proxy->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) && descr->byteorder != '>')
         return a;  // no copy
+      if (kind == 'u' && a.itemsize() == 8) {  // uint64 beyond int64 would wrap to negative numbers
+        auto unsigned_values = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+        for (py::ssize_t k = 0; k < unsigned_values.size(); ++k)
+          GOENV_CHECK(unsigned_values.data()[k] <= static_cast<std::uint64_t>(INT64_MAX), InvalidAction,
+                      what << " holds " << unsigned_values.data()[k] << " at flat index " << k << ", outside int64");
+      }
       return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
     }
     GOENV_CHECK(kind == 'f', InvalidAction,
@@ -233,8 +240,8 @@ class PyVectorEnv {
     const double* x = doubles.data();
     std::int64_t* y = ints.mutable_data();
     for (py::ssize_t k = 0; k < doubles.size(); ++k) {
-      GOENV_CHECK(std::isfinite(x[k]) && x[k] == std::floor(x[k]), InvalidAction,
-                  what << " holds " << x[k] << " at flat index " << k << ", not an integer");
+      GOENV_CHECK(std::isfinite(x[k]) && x[k] == std::floor(x[k]) && std::fabs(x[k]) < 9.2e18, InvalidAction,
+                  what << " holds " << x[k] << " at flat index " << k << ", not an integer in int64 range");
       y[k] = static_cast<std::int64_t>(x[k]);
     }
     return ints;

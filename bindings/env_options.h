@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <string>
 
 #include "bindings/numpy_helpers.h"
@@ -18,18 +19,36 @@ namespace py = pybind11;
 
 // Env options by name; any other keyword is a graph-builder parameter.
 // `placement` is a rule name or one device per node; `priority` one value per node.
+// An int option: a Python or numpy integer (not a bool, not a float), in int range.
+inline int int_option(py::handle value, const std::string& key) {
+  const bool integer = (py::isinstance<py::int_>(value) || py::hasattr(value, "__index__")) &&
+                       !py::isinstance<py::bool_>(value) && !py::isinstance(value, py::module_::import("numpy").attr("bool_"));
+  GOENV_CHECK(integer, InvalidArgument,
+              "option '" << key << "' must be an int, got " << std::string(py::str(py::type::of(value).attr("__name__"))));
+  const py::int_ number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+  if (!number) throw py::error_already_set();
+  int overflow = 0;  // beyond long long: reported as out of range below
+  const long long x = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+  GOENV_CHECK(overflow == 0 && x >= INT_MIN && x <= INT_MAX, InvalidArgument,
+              "option '" << key << "' is " << std::string(py::str(number)) << ", outside the int range");
+  return static_cast<int>(x);
+}
+
 inline EnvConfig config_from(const py::dict& options) {
   EnvConfig c;
   for (auto [key_handle, value] : options) {
     const std::string key = py::str(key_handle);
     try {
       if (key == "cluster") c.cluster = value.cast<std::string>();
-      else if (key == "horizon") c.horizon = value.cast<int>();
+      else if (key == "horizon") c.horizon = int_option(value, key);
       else if (key == "decision_mode") c.decision_mode = value.cast<std::string>();
-      else if (key == "invalid_penalty") c.invalid_penalty = value.cast<double>();
-      else if (key == "priority_levels") c.priority_levels = value.cast<int>();
-      else if (key == "fusion_levels") c.fusion_levels = value.cast<int>();
-      else if (key == "max_fusion_size") c.max_fusion_size = value.cast<int>();
+      else if (key == "invalid_penalty") {
+        GOENV_CHECK(!py::isinstance<py::bool_>(value), InvalidArgument, "option 'invalid_penalty' must be a number, got bool");
+        c.invalid_penalty = value.cast<double>();
+      }
+      else if (key == "priority_levels") c.priority_levels = int_option(value, key);
+      else if (key == "fusion_levels") c.fusion_levels = int_option(value, key);
+      else if (key == "max_fusion_size") c.max_fusion_size = int_option(value, key);
       else if (key == "colocation") c.colocation = value.cast<std::string>();
       else if (key == "placement" && py::isinstance<py::str>(value)) c.placement = value.cast<std::string>();
       else if (key == "placement") {  // explicit device per node

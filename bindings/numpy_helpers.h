@@ -68,7 +68,15 @@ inline py::array_t<std::int64_t> integer_values(py::handle value, const std::str
 
 // An integer array of shape (expected,). Float arrays are accepted only when
 // every value is integral; NaN, fractions, bools and out-of-range values are errors.
+// numpy.ma arrays are refused: converting one silently drops its mask.
+inline void refuse_masked(py::handle value, const std::string& what) {
+  static const py::handle masked_array = py::object(py::module_::import("numpy.ma").attr("MaskedArray")).release();
+  GOENV_CHECK(!py::isinstance(value, masked_array), InvalidAction,
+              what << " is a masked array; pass plain values (numpy.ma.filled) so no mask is ignored");
+}
+
 inline std::vector<std::int64_t> integer_array(py::handle value, std::int64_t expected, const std::string& what) {
+  refuse_masked(value, what);
   py::array array = py::array::ensure(value);
   GOENV_CHECK(array, InvalidAction, what << " must be an array of integers");
   GOENV_CHECK(array.ndim() == 1 && array.shape(0) == expected, InvalidAction,

@@ -5,14 +5,16 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/graph.h"  // is_valid_utf8, kMaxNameBytes
 #include "core/suggest.h"
 
 namespace goenv {
 
 namespace {
 
-bool positive(double x) { return std::isfinite(x) && x > 0; }
-bool non_negative(double x) { return std::isfinite(x) && x >= 0; }
+bool rate(double x) { return std::isfinite(x) && x >= kMinRate; }
+bool delay(double x) { return std::isfinite(x) && x >= 0 && x <= kMaxDelaySeconds; }
+bool text(const std::string& s) { return s.size() <= kMaxNameBytes && is_valid_utf8(s); }
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGB = 1e9;
@@ -78,22 +80,35 @@ const std::map<std::string, std::function<Cluster()>>& presets() {
 
 Cluster::Cluster(std::string name, std::vector<Device> devices, std::vector<Link> links)
     : name_(std::move(name)), devices_(std::move(devices)), links_(std::move(links)) {
+  GOENV_CHECK(text(name_), InvalidArgument, "the cluster name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
+  GOENV_CHECK(!devices_.empty(), InvalidArgument, "cluster '" << name_ << "' has no devices");
+  GOENV_CHECK(devices_.size() <= static_cast<std::size_t>(kMaxDevices), InvalidArgument,
+              "cluster '" << name_ << "' has " << devices_.size() << " devices; 1 to " << kMaxDevices << " are supported");
   const int n = num_devices();
-  GOENV_CHECK(n >= 1, InvalidArgument, "cluster '" << name_ << "' has no devices");
-  for (const Device& d : devices_) {
-    GOENV_CHECK(positive(d.peak_flops) && positive(d.memory_bandwidth) && positive(d.memory_bytes),
-                InvalidArgument,
-                "device '" << d.name << "': peak_flops, memory_bandwidth and memory_bytes must be > 0");
-    GOENV_CHECK(non_negative(d.launch_overhead) && non_negative(d.op_gap), InvalidArgument,
-                "device '" << d.name << "': launch_overhead and op_gap must be >= 0");
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    const Device& d = devices_[i];
+    GOENV_CHECK(text(d.name), InvalidArgument, "device " << i << ": the name is not UTF-8 text of at most "
+                                                         << kMaxNameBytes << " bytes");
+    GOENV_CHECK(static_cast<unsigned>(d.kind) < kNumDeviceKinds, InvalidArgument,
+                "device '" << d.name << "': unknown kind " << static_cast<int>(d.kind));
+    GOENV_CHECK(rate(d.peak_flops) && rate(d.memory_bandwidth) && rate(d.memory_bytes), InvalidArgument,
+                "device '" << d.name << "': peak_flops, memory_bandwidth and memory_bytes must be finite and >= "
+                           << kMinRate);
+    GOENV_CHECK(delay(d.launch_overhead) && delay(d.op_gap), InvalidArgument,
+                "device '" << d.name << "': launch_overhead and op_gap must be in [0, " << kMaxDelaySeconds << "] s");
   }
+  GOENV_CHECK(links_.size() <= static_cast<std::size_t>(n) * n, InvalidArgument,
+              "cluster '" << name_ << "' has " << links_.size() << " links; " << n << " devices have at most " << n * n);
   link_index_.assign(n * n, -1);
   for (std::size_t i = 0; i < links_.size(); ++i) {
     const Link& l = links_[i];
     GOENV_CHECK(l.src >= 0 && l.src < n && l.dst >= 0 && l.dst < n && l.src != l.dst,
                 InvalidArgument, "link " << l.src << " -> " << l.dst << " is not between two devices of " << n);
-    GOENV_CHECK(positive(l.bandwidth) && non_negative(l.latency) && l.channel >= 0, InvalidArgument,
-                "link " << l.src << " -> " << l.dst << ": bandwidth must be > 0, latency and channel >= 0");
+    GOENV_CHECK(rate(l.bandwidth) && delay(l.latency), InvalidArgument,
+                "link " << l.src << " -> " << l.dst << ": bandwidth must be finite and >= " << kMinRate
+                        << ", latency in [0, " << kMaxDelaySeconds << "] s");
+    GOENV_CHECK(l.channel >= 0 && l.channel < n * n, InvalidArgument,
+                "link " << l.src << " -> " << l.dst << ": channel " << l.channel << " outside [0, " << n * n << ")");
     GOENV_CHECK(link_index_[l.src * n + l.dst] == -1, InvalidArgument,
                 "two links " << l.src << " -> " << l.dst);
     link_index_[l.src * n + l.dst] = static_cast<int>(i);

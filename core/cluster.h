@@ -11,6 +11,12 @@
 
 namespace goenv {
 
+// Documented limits of an accepted cluster (README "Limits"): with the graph's
+// limits (core/graph.h) they keep every simulated time finite.
+inline constexpr int kMaxDevices = 256;
+inline constexpr double kMinRate = 1.0;        // FLOP/s, bytes/s and bytes: at least 1
+inline constexpr double kMaxDelaySeconds = 1e6;  // launch overhead, op gap, link latency
+
 struct Device {
   std::string name;
   DeviceKind kind = DeviceKind::kGpu;
@@ -31,7 +37,9 @@ struct Link {
 class Cluster {
  public:
   Cluster() = default;
-  // Validates: positive finite rates, a link for every ordered pair of devices.
+  // Validates: finite rates >= kMinRate, delays in [0, kMaxDelaySeconds], UTF-8
+  // names, at most kMaxDevices, channels below the number of links, and a link
+  // for every ordered pair of devices.
   Cluster(std::string name, std::vector<Device> devices, std::vector<Link> links);
 
   const std::string& name() const { return name_; }

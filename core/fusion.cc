@@ -202,8 +202,9 @@ GraphPtr contract(const Graph& graph, const FusionPlan& plan) {
       leaves = leaves || plan.group[graph.edge_dst()[e]] != plan.group[v];
     if (leaves) s.output_bytes += graph.output_bytes()[v];
   }
-  for (int g = 0; g < k; ++g)
-    if (size[g] > 1) kernels[g].name += " +" + std::to_string(size[g] - 1);
+  for (int g = 0; g < k; ++g)  // names stay within kMaxNameBytes (a longest name keeps no suffix)
+    if (size[g] > 1 && kernels[g].name.size() + 12 <= kMaxNameBytes)
+      kernels[g].name += " +" + std::to_string(size[g] - 1);
   // Each producer's tensor counts once per destination kernel (its largest edge there).
   std::map<std::pair<NodeId, std::int32_t>, std::int64_t> tensor_to_kernel;
   for (int e = 0; e < graph.num_edges(); ++e) {
@@ -218,7 +219,9 @@ GraphPtr contract(const Graph& graph, const FusionPlan& plan) {
   std::vector<std::array<std::int64_t, 3>> edges;
   edges.reserve(kernel_edges.size());
   for (const auto& [key, bytes] : kernel_edges) edges.push_back({key.first, key.second, bytes});
-  return Graph::from_specs(graph.name() + "/fused", std::move(kernels), std::move(edges));
+  // Sums stay in range: each column's total over the graph is bounded at validation (graph.h).
+  std::string name = graph.name().size() + 6 <= kMaxNameBytes ? graph.name() + "/fused" : graph.name();
+  return Graph::from_specs(std::move(name), std::move(kernels), std::move(edges));
 }
 
 SimulationResult simulate_fused(const GraphPtr& graph, const Cluster& cluster, const Decisions& decisions,

@@ -28,6 +28,8 @@ DeviceKind parse_device_kind(std::string_view name) {
 }
 
 NodeId GraphBuilder::add_node(NodeSpec spec) {
+  GOENV_CHECK(static_cast<std::int64_t>(nodes_.size()) < kMaxNodes, InvalidArgument,
+              "graph '" << name_ << "' would exceed " << kMaxNodes << " nodes; lower its size parameters");
   nodes_.push_back(std::move(spec));
   return static_cast<NodeId>(nodes_.size() - 1);
 }
@@ -36,6 +38,8 @@ void GraphBuilder::add_edge(NodeId src, NodeId dst, std::int64_t bytes) {
   GOENV_CHECK(src >= 0 && src < num_nodes() && dst >= 0 && dst < num_nodes(), InvalidGraph,
               "edge " << src << " -> " << dst << " refers to a node outside [0, " << num_nodes()
                       << ")");
+  GOENV_CHECK(static_cast<std::int64_t>(edges_.size()) < kMaxEdges, InvalidArgument,
+              "graph '" << name_ << "' would exceed " << kMaxEdges << " edges; lower its size parameters");
   edges_.push_back({src, dst, bytes < 0 ? nodes_[src].output_bytes : bytes});
 }
 
@@ -52,33 +56,85 @@ namespace {
 
 bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
+// Adds x >= 0 to a column total, refusing a total above `limit` (checked: no signed overflow).
+void add_to_total(std::int64_t& total, std::int64_t x, std::int64_t limit, const char* column) {
+  GOENV_CHECK(!__builtin_add_overflow(total, x, &total) && total <= limit, InvalidGraph,
+              column << " summed over the graph exceed " << limit << " bytes");
+}
+
 }  // namespace
+
+bool is_valid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int extra;
+    std::uint32_t code;
+    if ((c & 0xE0) == 0xC0) extra = 1, code = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) extra = 2, code = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) extra = 3, code = c & 0x07;
+    else return false;
+    if (i + extra >= n) return false;  // cut short
+    for (int k = 1; k <= extra; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      code = (code << 6) | (s[i + k] & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
+    static constexpr std::uint32_t kMinCode[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kMinCode[extra] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return false;
+    i += extra + 1;
+  }
+  return true;
+}
 
 std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<NodeSpec> nodes,
                                                std::vector<std::array<std::int64_t, 3>> edges) {
   std::shared_ptr<Graph> g(new Graph());
   g->name_ = std::move(name);
   const auto n = static_cast<std::int64_t>(nodes.size());
-  GOENV_CHECK(n < std::numeric_limits<NodeId>::max(), InvalidGraph, "too many nodes: " << n);
+  GOENV_CHECK(n <= kMaxNodes, InvalidGraph, "too many nodes: " << n << " (at most " << kMaxNodes << ")");
+  GOENV_CHECK(static_cast<std::int64_t>(edges.size()) <= kMaxEdges, InvalidGraph,
+              "too many edges: " << edges.size() << " (at most " << kMaxEdges << ")");
+  GOENV_CHECK(g->name_.size() <= kMaxNameBytes && is_valid_utf8(g->name_), InvalidGraph,
+              "the graph name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
+  std::int64_t total_output_bytes = 0, total_param_bytes = 0, total_edge_bytes = 0;
+  double total_flops = 0;
+  std::array<double, kNumDeviceKinds> total_cost{};
 
   std::map<std::int32_t, std::int32_t> colocation_ids, group_ids;
   for (std::int64_t v = 0; v < n; ++v) {
     auto& s = nodes[v];
     // Named only when a check fails: building the text per node would dominate loading.
+    GOENV_CHECK(s.name.size() <= kMaxNameBytes && is_valid_utf8(s.name), InvalidGraph,
+                "node " << v << ": the name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
     const auto who = [&] { return "node " + std::to_string(v) + " ('" + s.name + "')"; };
     GOENV_CHECK(s.op_type >= 0 && s.op_type < num_op_types(), InvalidGraph,
                 who() << ": op type id " << s.op_type << " out of range");
     GOENV_CHECK(finite_non_negative(s.flops), InvalidGraph,
                 who() << ": flops must be finite and >= 0, got " << s.flops);
+    total_flops += s.flops;
+    GOENV_CHECK(total_flops <= kMaxTotalFlops, InvalidGraph, "flops summed over the graph exceed " << kMaxTotalFlops);
     GOENV_CHECK(s.output_bytes >= 0, InvalidGraph,
                 who() << ": output_bytes must be >= 0, got " << s.output_bytes);
     GOENV_CHECK(s.param_bytes >= 0, InvalidGraph,
                 who() << ": param_bytes must be >= 0, got " << s.param_bytes);
+    add_to_total(total_output_bytes, s.output_bytes, kMaxTotalBytes, "output_bytes");
+    add_to_total(total_param_bytes, s.param_bytes, kMaxTotalBytes, "param_bytes");
     GOENV_CHECK(s.allowed_kinds < (1u << kNumDeviceKinds), InvalidGraph,
                 who() << ": allowed device kind mask " << int(s.allowed_kinds) << " has unknown bits");
-    for (double c : s.cost)
+    for (int k = 0; k < kNumDeviceKinds; ++k) {
+      const double c = s.cost[k];
       GOENV_CHECK(std::isnan(c) || finite_non_negative(c), InvalidGraph,
                   who() << ": measured cost must be finite and >= 0 (or absent), got " << c);
+      if (!std::isnan(c)) total_cost[k] += c;
+      GOENV_CHECK(total_cost[k] <= kMaxTotalCostSeconds, InvalidGraph,
+                  "measured costs summed over the graph exceed " << kMaxTotalCostSeconds << " s");
+    }
     GOENV_CHECK(s.colocation >= kNone && s.group >= kNone, InvalidGraph,
                 who() << ": group and colocation ids must be >= 0 or -1 (none)");
     // Dense ids, in order of first appearance: stable across save/load.
@@ -95,6 +151,7 @@ std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<Nod
     GOENV_CHECK(src != dst, InvalidGraph, "self-loop on node " << src << " ('" << nodes[src].name << "')");
     GOENV_CHECK(bytes >= 0, InvalidGraph,
                 "edge " << src << " -> " << dst << ": bytes must be >= 0, got " << bytes);
+    add_to_total(total_edge_bytes, bytes, kMaxTotalBytes, "edge bytes");
   }
   // CSR order; a tensor consumed twice by one op is one dependency (largest bytes kept).
   if (!std::is_sorted(edges.begin(), edges.end())) std::sort(edges.begin(), edges.end());  // files are sorted

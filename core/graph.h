@@ -23,6 +23,21 @@
 namespace goenv {
 
 using NodeId = std::int32_t;
+
+// Documented maxima of an accepted graph (README "Limits"). With them every
+// sum the core forms (fused kernels, totals, the simulator's times and memory)
+// stays finite and inside int64, whatever file or array the graph came from.
+// Builders stop at the same counts as they add nodes, before memory grows further.
+inline constexpr std::int64_t kMaxNodes = std::int64_t{1} << 21;          // 2,097,152
+inline constexpr std::int64_t kMaxEdges = std::int64_t{1} << 23;          // 8,388,608
+// Totals bound every part (a fused kernel sums its members, so it stays inside too).
+inline constexpr std::int64_t kMaxTotalBytes = std::int64_t{1} << 62;     // output, param, edge bytes: each column's sum
+inline constexpr double kMaxTotalFlops = 1e24;                            // flops summed over the graph
+inline constexpr double kMaxTotalCostSeconds = 1e9;                       // measured cost, per kind, summed
+inline constexpr std::size_t kMaxNameBytes = 4096;                        // node and graph names (UTF-8)
+
+// True when `text` is well-formed UTF-8 (names reach Python as str).
+bool is_valid_utf8(const std::string& text);
 inline constexpr std::int32_t kNone = -1;
 inline constexpr double kNoCost = std::numeric_limits<double>::quiet_NaN();
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -107,7 +108,7 @@ std::string wrap(const char (&magic)[8], const std::string& payload) {
   return out + payload;
 }
 
-std::string unwrap(const char (&magic)[8], const std::string& bytes, const std::string& what) {
+std::string_view unwrap(const char (&magic)[8], const std::string& bytes, const std::string& what) {
   const char* kind = magic[5] == 'G' ? "graph" : "cluster";
   constexpr std::size_t header = 8 + 4 + 8 + 8;
   GOENV_CHECK(bytes.size() >= header && std::memcmp(bytes.data(), magic, 8) == 0, InvalidGraph,
@@ -122,7 +123,7 @@ std::string unwrap(const char (&magic)[8], const std::string& bytes, const std::
   GOENV_CHECK(bytes.size() - header == size, InvalidGraph,
               what << ": truncated or padded: header says " << size << " payload bytes, found "
                    << bytes.size() - header);
-  std::string payload = bytes.substr(header);
+  const std::string_view payload = std::string_view(bytes).substr(header);  // no copy of a large file
   GOENV_CHECK(checksum64(payload) == checksum, InvalidGraph, what << ": checksum mismatch (file is corrupted)");
   return payload;
 }
@@ -201,18 +202,13 @@ std::string binary_payload(const Record& record) {
   return os.str();
 }
 
+// Not cereal's reader: it would allocate whatever a corrupt count asks for.
 template <class Record>
-Record parse_binary(const std::string& payload, const std::string& what) {
+Record parse_binary(std::string_view payload, const std::string& what) {
   Record record;
-  try {
-    std::istringstream is(payload);
-    cereal::PortableBinaryInputArchive ar(is);
-    ar(record);
-  } catch (const cereal::Exception& e) {
-    GOENV_FAIL(InvalidGraph, what << ": cannot decode: " << e.what());
-  } catch (const std::exception& e) {  // e.g. bad_alloc / length_error from corrupt sizes
-    GOENV_FAIL(InvalidGraph, what << ": cannot decode: corrupt sizes (" << e.what() << ")");
-  }
+  BoundedBinaryInput ar(payload, what + ": cannot decode");
+  ar(record);
+  ar.finish();
   return record;
 }
 
@@ -228,6 +224,7 @@ std::string json_text(const Record& record, const char* root) {
 
 template <class Record>
 Record parse_json(const std::string& json, const char* root, const std::string& what) {
+  check_json_depth(json, what);
   Record record;
   try {
     std::istringstream is(json);
@@ -250,7 +247,7 @@ std::uint64_t fnv1a64(const std::string& bytes) {
   return h;
 }
 
-std::uint64_t checksum64(const std::string& bytes) {
+std::uint64_t checksum64(std::string_view bytes) {
   std::uint64_t h = 14695981039346656037ull;
   std::size_t i = 0;
   for (; i + 8 <= bytes.size(); i += 8) {
@@ -262,12 +259,41 @@ std::uint64_t checksum64(const std::string& bytes) {
   return h;
 }
 
+void check_json_depth(std::string_view json, const std::string& what) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // skip the escaped character
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      GOENV_CHECK(++depth <= kMaxJsonDepth, InvalidGraph,
+                  what << ": JSON nested deeper than " << kMaxJsonDepth << " levels (at byte " << i << ")");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// Only regular files, at most kMaxFileBytes, read in one allocation of the
+// size stat() reported (a file that grows meanwhile is refused, not followed).
 std::string read_file(const std::string& path) {
+  struct stat info {};
+  GOENV_CHECK(::stat(path.c_str(), &info) == 0, InvalidArgument, "cannot open '" << path << "' for reading");
+  GOENV_CHECK(S_ISREG(info.st_mode), InvalidArgument, "'" << path << "' is not a regular file");
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  GOENV_CHECK(size <= kMaxFileBytes, InvalidArgument,
+              "'" << path << "' is " << size << " bytes; goenv files are at most " << kMaxFileBytes);
   std::ifstream in(path, std::ios::binary);
   GOENV_CHECK(in.good(), InvalidArgument, "cannot open '" << path << "' for reading");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  std::string contents(static_cast<std::size_t>(size), '\0');
+  in.read(contents.data(), static_cast<std::streamsize>(size));
+  GOENV_CHECK(static_cast<std::uint64_t>(in.gcount()) == size && in.peek() == std::char_traits<char>::eof(),
+              InvalidArgument, "'" << path << "' changed size while it was read");
+  return contents;
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
@@ -314,14 +340,29 @@ GraphPtr load_graph(const std::string& path) {
 
 std::string cluster_to_bytes(const Cluster& c) { return wrap(kClusterMagic, binary_payload(to_record(c))); }
 
+namespace {
+// A cluster is not a graph: its decoding errors are InvalidArgument, not InvalidGraph.
+template <class Parse>
+Cluster cluster_or_invalid_argument(Parse parse) {
+  try {
+    return parse();
+  } catch (const InvalidGraph& e) {
+    throw InvalidArgument(e.what());
+  }
+}
+}  // namespace
+
 Cluster cluster_from_bytes(const std::string& bytes) {
-  return from_record(parse_binary<ClusterRecord>(unwrap(kClusterMagic, bytes, "cluster bytes"), "cluster bytes"));
+  return cluster_or_invalid_argument([&] {
+    return from_record(parse_binary<ClusterRecord>(unwrap(kClusterMagic, bytes, "cluster bytes"), "cluster bytes"));
+  });
 }
 
 std::string cluster_to_json(const Cluster& c) { return json_text(to_record(c), "cluster"); }
 
 Cluster cluster_from_json(const std::string& json) {
-  return from_record(parse_json<ClusterRecord>(json, "cluster", "cluster JSON"));
+  return cluster_or_invalid_argument(
+      [&] { return from_record(parse_json<ClusterRecord>(json, "cluster", "cluster JSON")); });
 }
 
 }  // namespace goenv

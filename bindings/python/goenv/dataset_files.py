@@ -224,6 +224,33 @@ def _clean_temporaries(root: str) -> None:
                 pass
 
 
+def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seeded: bool,
+                    seed: int) -> dict[int, dict]:
+    """Shards that are whole without a manifest to vouch for them: every graph decodes (each is a
+    checksummed envelope) and the first is byte-identical to a fresh build, which pins family,
+    params and seed at 1/shard_size of the cost of regenerating."""
+    kept: dict[int, dict] = {}
+    for shard in plan:
+        path = os.path.join(root, shard["file"])
+        if not os.path.isfile(path):
+            continue
+        with builtins.open(path, "rb") as f:
+            data = f.read()
+        try:
+            blobs = unpack_shard(data, path)
+            if len(blobs) != shard["count"]:
+                continue
+            for blob in blobs:
+                Graph.from_bytes(blob)
+        except InvalidGraph:
+            continue
+        first = shard["first"]
+        expected = _core.build_graph(family, {**params, "seed": float(seed + first)} if seeded else params)
+        if expected.to_bytes() == blobs[0]:
+            kept[shard["index"]] = {**shard, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return kept
+
+
 def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size: int = 64,
              params: Mapping[str, float | tuple[float, float]] | None = None, seed: int = 0,
              workers: int | None = None, progress: bool = True, overwrite: bool = False) -> "Dataset":
@@ -259,8 +286,15 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     identity = {"family": family, "params": dict(sorted(params.items())), "seed": seed, "shard_size": shard_size}
     plan = _plan(count, shard_size)
     kept: dict[int, dict] = {}
+    previous = None
     if os.path.exists(os.path.join(root, MANIFEST)):
-        previous = _read_manifest(root)
+        try:
+            previous = _read_manifest(root)
+        except InvalidGraph as error:  # damaged manifest: the shards themselves may still be whole
+            kept = _recover_shards(root, plan, family, params, seeded, seed)
+            warnings.warn(f"{error}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
+                          f"family, params and seed", UserWarning, stacklevel=2)
+    if previous is not None:
         theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
                   "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
         ours = {**identity, "count": count}

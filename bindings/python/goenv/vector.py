@@ -97,7 +97,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         else:
             raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
     if pad_to is not None:
-        pad_to = tuple(int(x) for x in pad_to)
+        pad_to = _checked_pad_to(pad_to)
     core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
                            max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
     if not isinstance(share_static, (bool, np.bool_)):
@@ -244,8 +244,11 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
             if seed < 0:
                 raise ValueError(f"seed must be >= 0, got {seed}")
             super().reset(seed=int(seed))
-            seeds = np.arange(b, dtype=np.uint64) + np.uint64(seed)
+            # Like the single env, any size of int: env i gets (seed + i) mod 2**64.
+            seeds = np.array([(int(seed) + i) % 2**64 for i in range(b)], dtype=np.uint64)
         else:
+            if isinstance(seed, (str, bytes, bool)) or not isinstance(seed, (Sequence, np.ndarray)):
+                raise ValueError(f"seed must be None, a non-negative int or one per env, got {seed!r}")
             seed = list(seed)
             if len(seed) != b:
                 raise ValueError(f"seed has {len(seed)} entries; the vector env has num_envs={b}")
@@ -346,4 +349,24 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 def _checked_seed(seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seeds must be non-negative integers or None, got {seed!r}")
-    return int(seed)
+    return int(seed) % 2**64  # as an int seed: any size, taken mod 2**64
+
+
+# The graph limits of the core (core/graph.h: kMaxNodes, kMaxEdges).
+_MAX_PAD_NODES = 2**21
+_MAX_PAD_EDGES = 2**23
+
+
+def _checked_pad_to(pad_to) -> tuple[int, int]:
+    """(max_nodes, max_edges) as two ints within the graph limits, or a ValueError naming the problem."""
+    try:
+        values = tuple(pad_to)
+    except TypeError:
+        raise ValueError(f"pad_to must be (max_nodes, max_edges), got {pad_to!r}") from None
+    if len(values) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in values):
+        raise ValueError(f"pad_to must be two ints (max_nodes, max_edges), got {pad_to!r}")
+    nodes, edges = (int(x) for x in values)
+    if not 1 <= nodes <= _MAX_PAD_NODES or not 0 <= edges <= _MAX_PAD_EDGES:
+        raise ValueError(f"pad_to=({nodes}, {edges}) is outside the graph limits: max_nodes in "
+                         f"[1, {_MAX_PAD_NODES}], max_edges in [0, {_MAX_PAD_EDGES}]")
+    return nodes, edges

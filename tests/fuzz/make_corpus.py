@@ -1,0 +1,50 @@
+"""Regenerates the small seed corpus in tests/fuzz/corpus/<target>/ (checked in;
+rerun after a file-format or env-state change): `python tests/fuzz/make_corpus.py`."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from fuzz_common import GRAPH_MAGIC, HEADER, goenv, rich_graph
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target: str, name: str, data: bytes) -> None:
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def main() -> None:
+    graph = rich_graph()
+    tiny = goenv.Graph.from_arrays(np.zeros((2, 0), dtype=np.int64), flops=np.array([1.0]), name="t")
+    for name, g in (("rich", graph), ("tiny", tiny)):
+        data = g.to_bytes()
+        assert data[:8] == GRAPH_MAGIC
+        write("graph_load", f"{name}-bytes", b"\x00" + data)
+        write("graph_load", f"{name}-payload", b"\x01" + data[HEADER:])
+        write("graph_load", f"{name}-json", b"\x02" + g.to_json().encode())
+        write("graph_load", f"{name}-file", b"\x03" + data)
+    for preset in ("cpu+2xgpu", "placeto-k80-2"):
+        cluster = goenv.Cluster.preset(preset)
+        write("cluster_json", f"{preset}-json", b"\x00" + cluster.to_json().encode())
+        write("cluster_json", f"{preset}-bytes", b"\x01" + cluster.__getstate__()[HEADER:])
+    from fuzz_env_state import ENVS
+
+    for i, env in enumerate(ENVS):
+        write("env_state", f"env{i}-fresh", bytes([i]) + env.get_state())
+        env.reset(seed=0)
+        env.action_space.seed(i)
+        env.step(env.action_space.sample())
+        write("env_state", f"env{i}-stepped", bytes([i]) + env.get_state())
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        write("env_actions", f"random-{i}", rng.bytes(64 * (i + 1)))
+
+
+if __name__ == "__main__":
+    main()
