@@ -84,8 +84,10 @@ def onnx_extra_imports_a_model():
         path = os.path.join(directory, "mlp.onnx")
         with open(path, "wb") as file:
             file.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
-        g = goenv.datasets.from_onnx(path)
-    assert g.op_type_names == ["Input", "MatMul", "Relu"], g.op_type_names
+        forward = goenv.datasets.from_onnx(path, training=False)
+        step = goenv.datasets.from_onnx(path)  # the default: a training step (backward and update too)
+    assert forward.op_type_names == ["Input", "MatMul", "Relu"], forward.op_type_names
+    assert {"ReluGrad", "ApplyGradient"} <= set(step.op_type_names), step.op_type_names
 
 
 @check
