@@ -99,9 +99,7 @@ class GraphEnv(gymnasium.Env):
 
     def __init__(self, env_id: str | None = None, render_mode: str | None = "rgb_array", *,
                  core: _core.Env | None = None, share_static: bool = False, **options: Any):
-        if not isinstance(share_static, (bool, np.bool_)):
-            raise InvalidArgument(f"share_static must be True or False, got {share_static!r}")
-        self.share_static = bool(share_static)
+        self.share_static = checked_flag("share_static", share_static)
         if core is None:
             if env_id is None:
                 raise ValueError("GraphEnv needs an env id, e.g. 'placement-inception'")
@@ -110,7 +108,8 @@ class GraphEnv(gymnasium.Env):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
         self.render_mode = render_mode
-        self._last_mask = self._last_current = None
+        self._last_mask = None
+        self._current_node: int | None = None
         self._current_column = core.num_devices + _core.node_state_names().index("current")
         self.spec_id = core.id
         n, e = core.num_nodes, core.num_edges
@@ -155,9 +154,15 @@ class GraphEnv(gymnasium.Env):
             raise _core.ResetNeeded(f"{self.core.id}: action_masks() called before reset()")
         mask = self._last_mask.astype(bool)
         if self.core.node_mode:
-            current = self._last_current
+            current = self._current_node
             return mask[current] if current is not None else np.ones(mask.shape[1], dtype=bool)
         return mask.reshape(-1)
+
+    @property
+    def current_node(self) -> int | None:
+        """decision_mode="node": the node the next step decides (None after the episode's last
+        step, or in graph mode)."""
+        return self._current_node
 
     def _owned(self, obs: dict) -> dict:
         """New memory for the static arrays too, unless share_static (Gymnasium's contract:
@@ -165,7 +170,7 @@ class GraphEnv(gymnasium.Env):
         self._last_mask = obs["action_mask"]
         if self.core.node_mode:
             flags = np.flatnonzero(obs["node_state"][:, self._current_column] == 1)
-            self._last_current = int(flags[0]) if len(flags) else None
+            self._current_node = int(flags[0]) if len(flags) else None
         if not self.share_static:
             for key in self._STATIC_KEYS:
                 obs[key] = _readonly_copy(obs[key])
@@ -218,6 +223,13 @@ class GraphEnv(gymnasium.Env):
         return f"<GraphEnv {self.core.id}: {self.core.num_nodes} nodes on {self.cluster.name}>"
 
     __str__ = __repr__
+
+
+def checked_flag(name: str, value: Any) -> bool:
+    """A bool option (numpy's too), or InvalidArgument naming it: 1 or "yes" is not a flag."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgument(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def _readonly_copy(array: np.ndarray) -> np.ndarray:

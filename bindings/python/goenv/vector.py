@@ -45,7 +45,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from goenv import _core
-from goenv.envs import GraphEnv, _readonly_copy, _strip_gym_id
+from goenv.envs import GraphEnv, _readonly_copy, _strip_gym_id, checked_flag
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -100,11 +100,10 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         pad_to = _checked_pad_to(pad_to)
     core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
                            max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
-    if not isinstance(share_static, (bool, np.bool_)):
-        raise _core.InvalidArgument(f"share_static must be True or False, got {share_static!r}")
+    share_static = checked_flag("share_static", share_static)
     venv = GraphVectorEnv(core)
     venv.render_mode = render_mode
-    venv.share_static = bool(share_static)
+    venv.share_static = share_static
     return venv
 
 

@@ -20,7 +20,6 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from goenv import _core
 from goenv._core import InvalidAction, InvalidArgument
 from goenv.envs import GraphEnv
 
@@ -107,13 +106,12 @@ class CurrentNodeObservation(gymnasium.ObservationWrapper, gymnasium.utils.Recor
             raise InvalidArgument("CurrentNodeObservation needs a goenv env made with decision_mode='node', got "
                                   f"{base.core.id + ' in graph mode' if isinstance(base, GraphEnv) else type(base).__name__}")
         core = base.core
-        self._current = core.num_devices + _core.node_state_names().index("current")
         width = core.node_feature_dim + core.node_state_dim + core.global_dim
         self.observation_space = spaces.Box(-np.inf, np.inf, (width,), np.float32)
 
     def observation(self, obs: dict) -> np.ndarray:
-        rows = np.flatnonzero(obs["node_state"][:, self._current] == 1)
-        v = int(rows[0]) if len(rows) else 0  # after the last step of an episode no node is current
+        current = self.env.unwrapped.current_node  # the node of this observation: the env just made it
+        v = 0 if current is None else current  # after the last step of an episode no node is current
         return np.concatenate([obs["node_features"][v], obs["node_state"][v], obs["globals"]]).astype(np.float32)
 
     def action_masks(self) -> np.ndarray:
