@@ -248,14 +248,11 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
   StepOutcome out;
   if (r.oom || r.invalid) {  // rejected: info describes the decisions still in force, plus why
     out.reward = config_.invalid_penalty;
-    const double rejected_runtime = r.runtime;
-    const bool oom = r.oom;
-    std::string reason = r.invalid ? r.invalid_reason : oom_reason(r, cluster());
-    fill_info(last_);
+    fill_info(last_);  // r is the simulator's own result: filling info from last_ leaves it intact
     info_.invalid = true;
-    info_.oom = oom;
-    info_.invalid_reason = std::move(reason);
-    info_.rejected_runtime = rejected_runtime;
+    info_.oom = r.oom;
+    info_.invalid_reason = r.invalid ? r.invalid_reason : oom_reason(r, cluster());
+    info_.rejected_runtime = r.runtime;
   } else {
     fill_info(r);
     out.reward = (runtime_ - r.runtime) / runtime_scale();
