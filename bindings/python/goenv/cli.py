@@ -162,24 +162,18 @@ def _baselines(args: argparse.Namespace) -> None:
 
 
 def _agent_options(items: Sequence[str]) -> dict:
-    """--option KEY=VALUE pairs, typed by the agent's option table (goenv.agents.options())."""
+    """--option KEY=VALUE pairs, values as text: the agent parses and checks each by its type
+    (agents/config.cc); true/false are read as the 1/0 the bool options take."""
     import goenv.agents
 
-    types = {name: kind for name, kind, _, _ in goenv.agents.options()}
+    names = sorted(name for name, *_ in goenv.agents.options())
     options = {}
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or key not in types:
-            raise goenv.InvalidArgument(f"--option takes KEY=VALUE with KEY one of {', '.join(sorted(types))}; "
-                                        f"got {item!r}")
-        try:
-            options[key] = {"i": int, "d": float, "s": str,
-                            "b": lambda v: {"1": True, "true": True, "0": False, "false": False}[v.lower()]}[
-                types[key]](value)
-        except (ValueError, KeyError):
-            raise goenv.InvalidArgument(f"--option {key}: {value!r} is not a valid "
-                                        f"{ {'i': 'integer', 'd': 'number', 's': 'string', 'b': 'bool'}[types[key]]}")
+        if not sep or key not in names:
+            raise goenv.InvalidArgument(f"--option takes KEY=VALUE with KEY one of {', '.join(names)}; got {item!r}")
+        options[key] = {"true": "1", "false": "0"}.get(value.strip().lower(), value.strip())
     return options
 
 
