@@ -65,10 +65,13 @@ def _title(env_arguments: list) -> str:
     return ids[0] if len(ids) == 1 else f"{len(ids)} graphs ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
 
 
+def _listed(envs: Any) -> list:
+    """One env (an id, a GraphEnv, a wrapper, a goenv._core.Env) as a list of one; a list as it is."""
+    return [envs] if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped") else list(envs)
+
+
 def _env_list(envs: Any) -> list:
-    if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped"):
-        envs = [envs]
-    envs = [_env_argument(e) for e in envs]
+    envs = [_env_argument(e) for e in _listed(envs)]
     if not envs:
         raise ValueError("expected at least one env")
     return envs
@@ -118,7 +121,7 @@ class Agent:
         env_arguments = _env_list(envs)
         log = None
         if log_dir is not None:  # a single graph's curve is drawn against its default and heuristics
-            given = [envs] if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped") else envs
+            given = _listed(envs)
             one = given[0] if len(given) == 1 else None
             log = TrainingLog(log_dir, title=f"{type(self).__name__} on {_title(env_arguments)}",
                               references=reference_runtimes(one) if one is not None else None)
