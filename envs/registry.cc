@@ -1,6 +1,5 @@
 #include "envs/registry.h"
 
-#include <algorithm>
 #include <map>
 
 #include "core/error.h"
@@ -51,13 +50,12 @@ std::vector<std::string> list_env_ids() {
 
 std::unique_ptr<Env> make_env(const std::string& id, const EnvConfig& config) {
   const auto dash = id.find('-');
-  const auto ids = list_env_ids();
-  const bool known = std::binary_search(ids.begin(), ids.end(), id);
-  GOENV_CHECK(known || (dash != std::string::npos && dash > 0 && dash + 1 < id.size() &&
-                        tasks().count(id.substr(0, dash)) && graph_family_known(id.substr(dash + 1))),
+  // The id list is built only for the message (the closest known id) when the id is unknown.
+  GOENV_CHECK(dash != std::string::npos && dash > 0 && dash + 1 < id.size() && tasks().count(id.substr(0, dash)) &&
+                  graph_family_known(id.substr(dash + 1)),
               NotFound,
               "unknown env id '" << id << "': ids are '<task>-<graph>' with task one of " << joined_task_names()
-                                 << " (goenv.list_envs() lists them all)" << did_you_mean(id, ids));
+                                 << " (goenv.list_envs() lists them all)" << did_you_mean(id, list_env_ids()));
   const std::string task = id.substr(0, dash), graph_name = id.substr(dash + 1);
   const TaskSpec& spec = task_spec(task);
   const GraphFamily& family = graph_family(graph_name);
