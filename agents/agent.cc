@@ -15,6 +15,7 @@
 #include "agents/agent.h"
 #include "agents/policy.h"
 #include "core/error.h"
+#include "envs/baselines/baseline.h"
 #include "envs/registry.h"
 
 namespace goenv::agents {
@@ -22,7 +23,7 @@ namespace goenv::agents {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};
-constexpr std::uint32_t kCheckpointVersion = 1;
+constexpr std::uint32_t kCheckpointVersion = 2;  // 2: + optimizer, generators, teachers, schedules
 
 // Torch reports errors as c10::Error; callers of the agent see goenv's types.
 template <typename F>
@@ -99,7 +100,58 @@ struct GraphEntry {
   std::string id;
   int num_nodes = 0;
   GraphTensors graph;
+  std::uint64_t key = 0;  // env_key(): finds the graph's teacher
 };
+
+// Identifies an env's graph and decisions: its id, heads, static observation and groups.
+std::uint64_t env_key(const Env& env) {
+  const StaticObservation& so = env.static_observation();
+  std::uint64_t key = hash_bytes(env.id().data(), env.id().size());
+  for (Head h : env.heads()) key = mix(key ^ (static_cast<std::uint64_t>(h) + 1) * 0x100 ^ env.choices(h));
+  key = hash_bytes(so.node_features.data(), sizeof(float) * so.node_features.size(), key);
+  key = hash_bytes(so.edge_index.data(), sizeof(std::int64_t) * so.edge_index.size(), key);
+  const auto& groups = env.graph().colocation();
+  return hash_bytes(groups.data(), sizeof(groups[0]) * groups.size(), key);
+}
+
+// A teacher kept by the agent, with its decisions as targets per decision
+// unit: per head (1, D) int64 on the device (D = placement units or nodes).
+struct TeacherEntry {
+  Teacher teacher;
+  std::vector<torch::Tensor> targets;
+};
+
+std::vector<torch::Tensor> teacher_targets(const GraphTensors& graph, const PolicySpec& spec, const Teacher& t,
+                                           const torch::Device& device) {
+  std::vector<torch::Tensor> out;
+  for (std::size_t h = 0; h < spec.heads.size(); ++h) {
+    torch::Tensor values = torch::tensor(t.actions[h], torch::kInt64);
+    if (spec.heads[h] == Head::kPlacement && graph.unit.defined())  // a group's members agree (repaired)
+      values = torch::zeros({graph.num_units}, torch::kInt64).scatter_(0, graph.unit.to(torch::kCPU), values);
+    out.push_back(values.unsqueeze(0).to(device));
+  }
+  return out;
+}
+
+// Mean over decision units, observations and heads of -log p(teacher's choice):
+// masked logits (B, D, C) per head, targets (1, D).
+torch::Tensor teacher_cross_entropy(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& targets) {
+  torch::Tensor total;
+  for (std::size_t h = 0; h < logits.size(); ++h) {
+    const torch::Tensor target = targets[h].expand({logits[h].size(0), logits[h].size(1)}).unsqueeze(-1);
+    const torch::Tensor ce = -torch::log_softmax(logits[h].to(torch::kFloat32), -1).gather(-1, target).mean();
+    total = total.defined() ? total + ce : ce;
+  }
+  return total / static_cast<double>(logits.size());
+}
+
+// Share of decision units whose most likely choice is the teacher's.
+double teacher_accuracy(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& targets) {
+  double sum = 0;
+  for (std::size_t h = 0; h < logits.size(); ++h)
+    sum += logits[h].argmax(-1).eq(targets[h]).to(torch::kFloat64).mean().item<double>();
+  return sum / static_cast<double>(logits.size());
+}
 
 // One sampled graph: env copies (a small vector env stepped with OpenMP) and their current observations.
 struct Slot {
@@ -130,6 +182,9 @@ struct Agent::Impl {
   torch::Tensor host_weights;  // CUDA: the host copy weights() hands out
   std::int64_t version = 0, updates = 0, steps_trained = 0;
   std::vector<GraphEntry> graphs;
+  // By env_key(); kept by imitate(). Targets are empty until the graph's tensors exist (after a load).
+  std::map<std::uint64_t, TeacherEntry> teachers;
+  std::int64_t schedule_origin = 0;  // steps_trained when the last imitation ended: the schedules start there
   std::vector<Slot> slots;
   std::uint64_t stream = 0;
   std::size_t next_slot = 0;
@@ -256,7 +311,8 @@ struct Agent::Impl {
       const StaticObservation& so = prototype.static_observation();
       fresh_graphs[i] = {prototype.id(), prototype.graph().num_nodes(),
                          graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
-                                       so.edge_index.data(), device, prototype.graph().colocation().data())};
+                                       so.edge_index.data(), device, prototype.graph().colocation().data()),
+                         env_key(prototype)};
     }
     std::vector<Slot> fresh_slots(chosen.size());
     for (std::size_t j = 0; j < chosen.size(); ++j) {
@@ -270,6 +326,11 @@ struct Agent::Impl {
       slot.initial_runtime = slot.envs.front()->initial_runtime();
     }
     if (s != 0) sampler = at::detail::createCPUGenerator(mix(static_cast<std::uint64_t>(config.seed) ^ mix(s)));
+    for (const GraphEntry& g : fresh_graphs) {
+      const auto it = teachers.find(g.key);
+      if (it != teachers.end() && it->second.targets.empty())
+        it->second.targets = teacher_targets(g.graph, spec, it->second.teacher, device);
+    }
     graphs = std::move(fresh_graphs);
     slots = std::move(fresh_slots);
     stream = s;
@@ -386,6 +447,9 @@ struct Agent::Impl {
     for (int t = 0; t < length; ++t) collect_step(slot, out);
     bootstrap(slot, out);
     out.initial_runtime = slot.initial_runtime;
+    // A kept teacher's decisions were simulated (and charged) too: they count as found.
+    if (const TeacherEntry* t = teacher_of(graphs[slot.graph].key))
+      slot.best_runtime = std::min(slot.best_runtime, t->teacher.runtime);
     out.best_runtime = std::isfinite(slot.best_runtime) ? slot.best_runtime : slot.initial_runtime;
     return out;
   }
@@ -439,8 +503,45 @@ struct Agent::Impl {
                   "rollout " << index << ": actions of head " << h << " are not (samples, width)");
   }
 
-  // GAE(lambda) per copy, then normalized per rollout (one graph).
-  void advantages(const Rollout& r, std::vector<double>& advantage, std::vector<double>& target) const {
+  const TeacherEntry* teacher_of(std::uint64_t key) const {
+    const auto it = teachers.find(key);
+    return it == teachers.end() || it->second.targets.empty() ? nullptr : &it->second;
+  }
+
+  // Linear schedules over env steps since the last imitation (or the start).
+  double progress(std::int64_t steps) const {
+    return steps <= 0 ? 1.0 : std::min(1.0, static_cast<double>(steps_trained - schedule_origin) / steps);
+  }
+  double teacher_coef() const {
+    return config.teacher_decay_steps == 0 ? config.teacher_coef
+                                           : config.teacher_coef * (1.0 - progress(config.teacher_decay_steps));
+  }
+  double entropy_coef() const {
+    if (config.entropy_coef_final < 0 || config.entropy_decay_steps == 0) return config.entropy_coef;
+    return config.entropy_coef + (config.entropy_coef_final - config.entropy_coef) * progress(config.entropy_decay_steps);
+  }
+
+  // GAE(lambda) per copy, then normalized per rollout (one graph). With a
+  // teacher (and teacher_baseline) one-shot advantages are reward minus the
+  // teacher's reward, scaled by their spread but not centred.
+  void advantages(const Rollout& r, const TeacherEntry* teacher, std::vector<double>& advantage,
+                  std::vector<double>& target) const {
+    const bool one_shot = std::all_of(r.done.begin(), r.done.end(), [](std::uint8_t d) { return d != 0; });
+    if (teacher != nullptr && config.teacher_baseline && one_shot) {
+      advantage.resize(r.samples());
+      target.resize(r.samples());
+      double mean = 0, square = 0;
+      for (std::int64_t i = 0; i < r.samples(); ++i) mean += r.reward[i];
+      mean /= static_cast<double>(r.samples());
+      for (std::int64_t i = 0; i < r.samples(); ++i) square += (r.reward[i] - mean) * (r.reward[i] - mean);
+      const double spread = r.samples() > 1 ? std::sqrt(square / static_cast<double>(r.samples() - 1)) : 0.0;
+      const double scale = config.normalize_advantages ? spread + 1e-4 : 1.0;  // rewards are relative runtimes
+      for (std::int64_t i = 0; i < r.samples(); ++i) {
+        advantage[i] = (r.reward[i] - teacher->teacher.reward) / scale;
+        target[i] = r.reward[i];
+      }
+      return;
+    }
     const int copies = r.copies, steps = r.steps;
     advantage.assign(r.samples(), 0);
     target.assign(r.samples(), 0);
@@ -475,11 +576,13 @@ struct Agent::Impl {
       std::vector<torch::Tensor> actions;                   // per head (M, N or U) on the device
       std::vector<std::int64_t> observation_of;             // per sample
       std::int64_t num_observations = 0;
+      const TeacherEntry* teacher = nullptr;
     };
     std::vector<Prepared> prepared;
     for (const Rollout& r : rollouts) {
       Prepared p;
       p.graph = &graphs[r.graph].graph;
+      p.teacher = teacher_of(graphs[r.graph].key);
       const std::int64_t o = r.num_observations, n = r.num_nodes, m = r.samples();
       p.num_observations = o;
       p.observations = {
@@ -491,7 +594,7 @@ struct Agent::Impl {
           torch::from_blob(const_cast<float*>(r.globals.data()), {o, r.global_dim}, torch::kFloat32).to(device)};
       p.observation_of.assign(r.observation.begin(), r.observation.end());
       std::vector<double> advantage, target;
-      advantages(r, advantage, target);
+      advantages(r, p.teacher, advantage, target);
       const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
       p.old_log_prob = torch::tensor(r.log_prob, f64).to(device);
       p.advantage = torch::tensor(advantage, f64).to(device);
@@ -504,7 +607,10 @@ struct Agent::Impl {
       prepared.push_back(std::move(p));
     }
     const double heads = static_cast<double>(spec.heads.size());
-    double policy_loss = 0, value_loss = 0, entropy_sum = 0, kl = 0, clipped = 0, count = 0;
+    const double entropy_weight = entropy_coef(), teacher_weight = teacher_coef();
+    metrics.entropy_coef = entropy_weight;
+    metrics.teacher_coef = teacher_weight;
+    double policy_loss = 0, value_loss = 0, entropy_sum = 0, kl = 0, clipped = 0, count = 0, teacher_sum = 0;
     for (int epoch = 0; epoch < config.epochs; ++epoch) {
       std::vector<torch::Tensor> permutations;
       for (const Prepared& p : prepared)
@@ -564,8 +670,13 @@ struct Agent::Impl {
           const torch::Tensor loss_value =
               0.5 * (value.index_select(0, local_index) - p.value_target.index_select(0, sample_index)).pow(2).mean();
           const torch::Tensor bonus = node_entropy.mean();
-          const torch::Tensor loss = loss_policy.to(torch::kFloat32) + config.value_coef * loss_value -
-                                     config.entropy_coef * bonus;
+          torch::Tensor loss = loss_policy.to(torch::kFloat32) + config.value_coef * loss_value -
+                               entropy_weight * bonus;
+          torch::Tensor loss_teacher;
+          if (p.teacher != nullptr) {
+            loss_teacher = teacher_cross_entropy(logits, p.teacher->targets);
+            if (teacher_weight > 0) loss = loss + teacher_weight * loss_teacher;
+          }
           (loss * (static_cast<double>(size) / total)).backward();
           {
             torch::NoGradGuard no_grad;
@@ -573,6 +684,7 @@ struct Agent::Impl {
             policy_loss += loss_policy.item<double>() * w;
             value_loss += loss_value.item<double>() * w;
             entropy_sum += bonus.item<double>() * w;
+            if (loss_teacher.defined()) teacher_sum += loss_teacher.item<double>() * w;
             const double sample_kl = ((ratio - 1) - log_ratio).mean().item<double>();  // k3 estimator
             kl += sample_kl * w;
             epoch_kl += sample_kl * w;
@@ -592,6 +704,35 @@ struct Agent::Impl {
       metrics.entropy = entropy_sum / count;
       metrics.approx_kl = kl / count;
       metrics.clip_fraction = clipped / count;
+      metrics.teacher_loss = teacher_sum / count;
+    }
+  }
+
+  // Self-imitation (Oh et al., ICML 2018): a sampled decision that beats the
+  // graph's teacher becomes its teacher, so the policy is pulled toward the
+  // best decision found so far rather than back to the heuristic.
+  void adopt_better_sample(const Rollout& r) {
+    const GraphEntry& g = graphs[r.graph];
+    auto it = teachers.find(g.key);
+    if (it == teachers.end() || it->second.targets.empty()) return;
+    TeacherEntry& entry = it->second;
+    std::int64_t best = -1;
+    for (std::int64_t i = 0; i < r.samples(); ++i)
+      if (r.done[i] && !r.invalid[i] && r.runtime[i] < entry.teacher.runtime &&
+          (best < 0 || r.runtime[i] < r.runtime[best]))
+        best = i;
+    if (best < 0) return;
+    entry.teacher.runtime = r.runtime[best];
+    entry.teacher.reward = r.reward[best];
+    for (std::size_t h = 0; h < r.actions.size(); ++h) {
+      const std::int64_t width = static_cast<std::int64_t>(r.actions[h].size()) / r.samples();
+      const torch::Tensor chosen =
+          torch::tensor(std::vector<std::int64_t>(r.actions[h].begin() + best * width,
+                                                  r.actions[h].begin() + (best + 1) * width),
+                        torch::kInt64).unsqueeze(0);
+      entry.targets[h] = chosen.to(device);
+      const torch::Tensor per_node = env_actions(g.graph, h, chosen.to(device));
+      entry.teacher.actions[h].assign(per_node.data_ptr<std::int64_t>(), per_node.data_ptr<std::int64_t>() + per_node.numel());
     }
   }
 
@@ -613,6 +754,8 @@ struct Agent::Impl {
       best += r.best_runtime;
       best_speedup += r.best_runtime > 0 ? r.initial_runtime / r.best_runtime : 1.0;
     }
+    if (config.teacher_update)
+      for (const Rollout& r : rollouts) adopt_better_sample(r);
     ppo(rollouts, metrics);
     ++version;
     ++updates;
@@ -645,6 +788,191 @@ struct Agent::Impl {
       metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (callback && !callback(metrics)) break;
     }
+  }
+
+  // The teacher `method` of an env's graph: the kept one, or solved (and added
+  // to `fresh`, with the simulations it ran added to `calls`).
+  TeacherEntry& teacher_for(const Env& env, const GraphTensors& graph, const std::string& method,
+                            std::map<std::uint64_t, TeacherEntry>& fresh, std::int64_t& calls) {
+    const std::uint64_t key = env_key(env);
+    const std::string resolved = method == "best" ? "best-heuristic" : method;
+    auto it = teachers.find(key);
+    if (it == teachers.end() || it->second.teacher.method != resolved) {
+      it = fresh.find(key);
+      if (it == fresh.end()) {
+        Teacher t = solve_teacher(env, method, static_cast<std::uint64_t>(config.seed));
+        calls += t.simulator_calls;
+        it = fresh.emplace(key, TeacherEntry{std::move(t), {}}).first;
+      }
+    }
+    if (it->second.targets.empty()) it->second.targets = teacher_targets(graph, spec, it->second.teacher, device);
+    return it->second;
+  }
+
+  ImitationMetrics imitate(const std::vector<const Env*>& prototypes, std::int64_t steps, const std::string& teacher,
+                           const ImitationCallback& callback) {
+    const std::string method = teacher.empty() ? config.teacher : teacher;
+    GOENV_CHECK(!prototypes.empty(), InvalidArgument, "imitate needs at least one env");
+    GOENV_CHECK(steps >= 1, InvalidArgument, "imitation steps must be >= 1, got " << steps);
+    for (std::size_t i = 0; i < prototypes.size(); ++i) {
+      GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
+      check_env(*prototypes[i]);
+    }
+    const ThreadScope threads(config.num_threads);
+    const auto start = std::chrono::steady_clock::now();
+    struct Item {
+      std::unique_ptr<Env> env;
+      GraphTensors graph;
+      const TeacherEntry* teacher = nullptr;
+      Batch states;  // the reset observation; with horizon > 1 refreshed by DAgger rollouts
+    };
+    ImitationMetrics metrics;
+    // Teachers first, all of them: an unknown or infeasible one fails before anything changes.
+    std::map<std::uint64_t, TeacherEntry> fresh;
+    std::vector<Item> items(prototypes.size());
+    for (std::size_t i = 0; i < prototypes.size(); ++i) {
+      Item& item = items[i];
+      item.env = copy_env(*prototypes[i]);
+      const StaticObservation& so = item.env->static_observation();
+      item.graph = graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
+                                 so.edge_index.data(), device, item.env->graph().colocation().data());
+      item.teacher = &teacher_for(*item.env, item.graph, method, fresh, metrics.simulator_calls);
+      const DynamicObservation obs = item.env->reset(reset_seed(i, 0, 0, stream));
+      item.states = stack({&obs}, spec, so.num_nodes, device);
+    }
+    for (auto& [key, entry] : fresh) teachers[key] = std::move(entry);  // std::map: the items' pointers stay valid
+    for (Item& item : items) item.teacher = &teachers.at(env_key(*item.env));
+    config.teacher = method;
+    const std::size_t per_step = config.graphs_per_update > 0
+                                     ? std::min<std::size_t>(config.graphs_per_update, items.size())
+                                     : items.size();
+    std::size_t next = 0;
+    for (std::int64_t step = 1; step <= steps; ++step) {
+      optimizer->zero_grad();
+      double loss_sum = 0, accuracy_sum = 0;
+      for (std::size_t j = 0; j < per_step; ++j) {
+        Item& item = items[(next + j) % items.size()];
+        if (item.env->config().horizon > 1) metrics.simulator_calls += dagger_states(item.env.get(), item.graph, item.states);
+        const auto logits = run(item.graph, item.states).first;
+        const torch::Tensor loss = teacher_cross_entropy(logits, item.teacher->targets);
+        (loss / static_cast<double>(per_step)).backward();
+        torch::NoGradGuard no_grad;
+        loss_sum += loss.item<double>();
+        accuracy_sum += teacher_accuracy(logits, item.teacher->targets);
+      }
+      next = (next + per_step) % items.size();
+      if (config.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(policy->parameters(), config.max_grad_norm);
+      optimizer->step();
+      ++version;
+      metrics.step = step;
+      metrics.loss = loss_sum / static_cast<double>(per_step);
+      metrics.accuracy = accuracy_sum / static_cast<double>(per_step);
+      metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (callback && !callback(metrics)) break;
+    }
+    schedule_origin = steps_trained;
+    return metrics;
+  }
+
+  // DAgger: the states one sampled episode of the current policy visits (all
+  // but the terminal one), to be labelled with the teacher's decisions.
+  std::int64_t dagger_states(Env* env, const GraphTensors& graph, Batch& states) {
+    torch::NoGradGuard no_grad;
+    std::vector<DynamicObservation> visited{env->reset(reset_seed(~std::size_t{1}, 0, version, stream))};
+    std::int64_t calls = 0;
+    for (;;) {
+      const auto logits = run(graph, stack({&visited.back()}, spec, graph.num_nodes, device)).first;
+      std::vector<torch::Tensor> actions;
+      std::vector<const std::int64_t*> parts;
+      for (std::size_t h = 0; h < logits.size(); ++h) {
+        actions.push_back(env_actions(graph, h, sample_actions(logits[h], false, sampler)));
+        parts.push_back(actions.back().data_ptr<std::int64_t>());
+      }
+      StepResult r = env->step(parts);
+      ++calls;
+      if (r.terminated || r.truncated) break;
+      visited.push_back(std::move(r.observation));
+    }
+    std::vector<const DynamicObservation*> pointers;
+    for (const auto& o : visited) pointers.push_back(&o);
+    states = stack(pointers, spec, static_cast<int>(graph.num_nodes), device);
+    return calls;
+  }
+
+  // Runs one episode on `env` (greedy or sampled); returns the last step and its per-node actions.
+  StepResult episode(Env& env, const GraphTensors& graph, std::uint64_t seed, bool deterministic,
+                     std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls) {
+    DynamicObservation obs = env.reset(seed);
+    StepResult r;
+    do {
+      const auto logits = run(graph, stack({&obs}, spec, static_cast<int>(graph.num_nodes), device)).first;
+      decided.clear();
+      std::vector<const std::int64_t*> parts;
+      for (std::size_t h = 0; h < logits.size(); ++h) {
+        const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, sampler));
+        decided.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+      }
+      for (const auto& a : decided) parts.push_back(a.data());
+      r = env.step(parts);
+      ++calls;
+      obs = std::move(r.observation);
+    } while (!r.terminated && !r.truncated);
+    return r;
+  }
+
+  OptimizeResult optimize(const Env& prototype, int samples, std::int64_t local_search_budget) {
+    GOENV_CHECK(samples >= 1, InvalidArgument, "samples must be >= 1, got " << samples);
+    GOENV_CHECK(local_search_budget >= 0, InvalidArgument,
+                "local_search_budget must be >= 0, got " << local_search_budget);
+    check_env(prototype);
+    const ThreadScope threads(config.num_threads);
+    std::unique_ptr<Env> env = copy_env(prototype);
+    const StaticObservation& so = env->static_observation();
+    const GraphTensors graph = graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
+                                             so.edge_index.data(), device, env->graph().colocation().data());
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    OptimizeResult result;
+    result.env_id = prototype.id();
+    result.runtime = result.greedy_runtime = inf;
+    torch::NoGradGuard no_grad;
+    std::vector<std::vector<std::int64_t>> decided;
+    for (int i = 0; i < samples; ++i) {
+      const StepResult r = episode(*env, graph, reset_seed(~std::size_t{0}, 0, i, 0), i == 0, decided,
+                                   result.simulator_calls);
+      result.initial_runtime = r.info.initial_runtime;
+      const bool valid = !(r.info.oom || r.info.invalid);
+      if (i == 0) result.greedy_runtime = valid ? r.info.runtime : inf;
+      if (i == 0 || (valid && r.info.runtime < result.runtime)) {
+        result.runtime = valid ? r.info.runtime : inf;
+        result.actions = decided;
+        result.source = i == 0 ? "greedy" : "sample";
+      }
+    }
+    if (local_search_budget > 0 && std::isfinite(result.runtime)) {
+      // The best decisions become the env's current ones: local search starts from them.
+      env->reset(reset_seed(~std::size_t{0}, 0, samples, 0));
+      std::vector<const std::int64_t*> parts;
+      for (const auto& a : result.actions) parts.push_back(a.data());
+      env->step(parts);
+      ++result.simulator_calls;
+      const BaselineResult searched =
+          solve_baseline(*env, "local-search", Budget{local_search_budget, static_cast<std::uint64_t>(config.seed)});
+      result.simulator_calls += searched.simulator_calls;
+      if (!searched.oom && !searched.invalid && searched.runtime < result.runtime) {
+        auto actions = solution_actions(*env, searched.decisions);  // measured as the env steps them
+        env->reset(reset_seed(~std::size_t{0}, 0, samples + 1, 0));
+        parts.clear();
+        for (const auto& a : actions) parts.push_back(a.data());
+        const StepResult r = env->step(parts);
+        ++result.simulator_calls;
+        if (!(r.info.oom || r.info.invalid) && r.info.runtime < result.runtime) {
+          result.runtime = r.info.runtime;
+          result.actions = std::move(actions);
+          result.source = "local-search";
+        }
+      }
+    }
+    return result;
   }
 
   const float* weights() {
@@ -782,12 +1110,43 @@ struct Reader {
 };
 
 struct Checkpoint {
+  std::uint64_t format = 0;
   AgentConfig config;
   PolicySpec spec;
   bool has_policy = false;
   std::int64_t steps_trained = 0;
+  // Format 2: the training state.
+  std::int64_t version = 0, updates = 0, schedule_origin = 0, next_slot = 0;
+  struct TeacherHeader {
+    std::uint64_t key = 0;
+    Teacher teacher;  // without actions (those are in the payload)
+  };
+  std::vector<TeacherHeader> teachers;
   std::string payload;
 };
+
+// "key;method;runtime;reward;calls", numbers in full precision.
+std::string teacher_line(std::uint64_t key, const Teacher& t) {
+  std::ostringstream os;
+  os.precision(17);
+  os << key << ';' << t.method << ';' << t.runtime << ';' << t.reward << ';' << t.simulator_calls;
+  return os.str();
+}
+
+Checkpoint::TeacherHeader parse_teacher(const std::string& text) {
+  std::istringstream in(text);
+  std::string key, method, runtime, reward, calls;
+  GOENV_CHECK(std::getline(in, key, ';') && std::getline(in, method, ';') && std::getline(in, runtime, ';') &&
+                  std::getline(in, reward, ';') && std::getline(in, calls) && !method.empty(),
+              InvalidArgument, "corrupt agent checkpoint: bad teacher line '" << text << "'");
+  Checkpoint::TeacherHeader t;
+  t.key = std::stoull(key);
+  t.teacher.method = method;
+  t.teacher.runtime = std::stod(runtime);
+  t.teacher.reward = std::stod(reward);
+  t.teacher.simulator_calls = std::stoll(calls);
+  return t;
+}
 
 std::string head_list(const PolicySpec& spec) {
   std::ostringstream out;
@@ -819,14 +1178,15 @@ Checkpoint parse_checkpoint(const std::string& bytes) {
               "not a goenv agent checkpoint (bad magic bytes; " << bytes.size() << " bytes)");
   Reader r{bytes, sizeof(kMagic)};
   const std::uint64_t version = r.u64("version");
-  GOENV_CHECK(version == kCheckpointVersion, InvalidArgument,
+  GOENV_CHECK(version == 1 || version == kCheckpointVersion, InvalidArgument,
               "agent checkpoint format version " << version << " is not supported (this goenv reads version "
-                                                 << kCheckpointVersion << ")");
+                                                 << "1 and " << kCheckpointVersion << ")");
   const std::uint64_t header_size = r.u64("header size");
   const std::string header = r.take(header_size, "header");
   const std::uint64_t payload_size = r.u64("payload size");
   const std::uint64_t checksum = r.u64("checksum");
   Checkpoint c;
+  c.format = version;
   c.payload = r.take(payload_size, "parameters");
   GOENV_CHECK(r.at == bytes.size(), InvalidArgument,
               "corrupt agent checkpoint: " << bytes.size() - r.at << " unexpected trailing bytes");
@@ -847,6 +1207,11 @@ Checkpoint parse_checkpoint(const std::string& bytes) {
       else if (key == "spec.heads") c.spec = parse_heads(c.spec, value);
       else if (key == "has_policy") c.has_policy = value == "1";
       else if (key == "steps_trained") c.steps_trained = std::stoll(value);
+      else if (key == "version") c.version = std::stoll(value);
+      else if (key == "updates") c.updates = std::stoll(value);
+      else if (key == "schedule_origin") c.schedule_origin = std::stoll(value);
+      else if (key == "next_slot") c.next_slot = std::stoll(value);
+      else if (key == "teacher") c.teachers.push_back(parse_teacher(value));
       else GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: unknown header key '" << key << "'");
     }
   } catch (const std::logic_error& e) {  // std::stoi
@@ -913,21 +1278,49 @@ EvaluationResult Agent::evaluate(const Env& env, int episodes, bool deterministi
   return guarded([&] { return impl_->evaluate(env, episodes, deterministic); });
 }
 
+ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_t steps, const std::string& teacher,
+                                const ImitationCallback& callback) {
+  return guarded([&] { return impl_->imitate(envs, steps, teacher, callback); });
+}
+const Teacher* Agent::teacher(const Env& env) const {
+  const auto it = impl_->teachers.find(env_key(env));
+  return it == impl_->teachers.end() ? nullptr : &it->second.teacher;
+}
+OptimizeResult Agent::optimize(const Env& env, int samples, std::int64_t local_search_budget) {
+  return guarded([&] { return impl_->optimize(env, samples, local_search_budget); });
+}
+
 std::string Agent::to_bytes() const {
   return guarded([&] {
+    const Impl& m = *impl_;
     std::string header;
-    for (const auto& [key, value] : config_to_text(impl_->config)) header += "config." + key + "=" + value + "\n";
-    header += "has_policy=" + std::string(impl_->ready ? "1" : "0") + "\n";
-    header += "steps_trained=" + std::to_string(impl_->steps_trained) + "\n";
+    for (const auto& [key, value] : config_to_text(m.config)) header += "config." + key + "=" + value + "\n";
+    header += "has_policy=" + std::string(m.ready ? "1" : "0") + "\n";
+    header += "steps_trained=" + std::to_string(m.steps_trained) + "\n";
+    header += "version=" + std::to_string(m.version) + "\n";
+    header += "updates=" + std::to_string(m.updates) + "\n";
+    header += "schedule_origin=" + std::to_string(m.schedule_origin) + "\n";
+    header += "next_slot=" + std::to_string(m.next_slot) + "\n";
     std::string payload;
-    if (impl_->ready) {
-      const PolicySpec& s = impl_->spec;
+    if (m.ready) {
+      const PolicySpec& s = m.spec;
       header += "spec.node_feature_dim=" + std::to_string(s.node_feature_dim) + "\n";
       header += "spec.node_state_dim=" + std::to_string(s.node_state_dim) + "\n";
       header += "spec.global_dim=" + std::to_string(s.global_dim) + "\n";
       header += "spec.heads=" + head_list(s) + "\n";
-      torch::serialize::OutputArchive archive;
-      impl_->policy->save(archive);
+      torch::serialize::OutputArchive archive, policy, optimizer;
+      m.policy->save(policy);
+      m.optimizer->save(optimizer);
+      archive.write("policy", policy);
+      archive.write("optimizer", optimizer);
+      archive.write("sampler", m.sampler.get_state());
+      archive.write("shuffler", m.shuffler.get_state());
+      for (const auto& [key, entry] : m.teachers) {
+        header += "teacher=" + teacher_line(key, entry.teacher) + "\n";
+        for (std::size_t h = 0; h < entry.teacher.actions.size(); ++h)
+          archive.write("teacher." + std::to_string(key) + "." + std::to_string(h),
+                        torch::tensor(entry.teacher.actions[h], torch::kInt64));
+      }
       std::ostringstream os;
       archive.save_to(os);
       payload = os.str();
@@ -952,13 +1345,42 @@ void Agent::from_bytes(const std::string& bytes) {
       try {
         torch::serialize::InputArchive archive;
         archive.load_from(c.payload.data(), c.payload.size(), fresh->device);
-        fresh->policy->load(archive);
-        fresh->flatten();  // loading replaced the parameters' storage
+        if (c.format == 1) {  // parameters only
+          fresh->policy->load(archive);
+          fresh->flatten();
+        } else {
+          torch::serialize::InputArchive policy, optimizer;
+          archive.read("policy", policy);
+          fresh->policy->load(policy);
+          fresh->flatten();  // loading replaced the parameters' storage; the optimizer keeps the same tensors
+          archive.read("optimizer", optimizer);
+          fresh->optimizer->load(optimizer);
+          torch::Tensor state;
+          archive.read("sampler", state);
+          fresh->sampler.set_state(state.to(torch::kCPU));
+          archive.read("shuffler", state);
+          fresh->shuffler.set_state(state.to(torch::kCPU));
+          for (auto& t : c.teachers) {
+            for (std::size_t h = 0; h < c.spec.heads.size(); ++h) {
+              torch::Tensor values;
+              archive.read("teacher." + std::to_string(t.key) + "." + std::to_string(h), values);
+              values = values.to(torch::kCPU).to(torch::kInt64).contiguous();
+              t.teacher.actions.emplace_back(values.data_ptr<std::int64_t>(),
+                                             values.data_ptr<std::int64_t>() + values.numel());
+            }
+          }
+        }
       } catch (const c10::Error& e) {
         GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: parameters do not load: " << e.what_without_backtrace());
       }
     }
     fresh->steps_trained = c.steps_trained;
+    fresh->version = c.version;
+    fresh->updates = c.updates;
+    fresh->schedule_origin = c.schedule_origin;
+    fresh->next_slot = static_cast<std::size_t>(std::max<std::int64_t>(0, c.next_slot));
+    // Targets need their graph's decision units: built when set_envs or imitate meets the graph.
+    for (auto& t : c.teachers) fresh->teachers[t.key] = TeacherEntry{std::move(t.teacher), {}};
     impl_ = std::move(fresh);
   });
 }

@@ -29,6 +29,20 @@
 //    seeded alike reproduce train() exactly.
 //  * The parameters live in one contiguous float32 buffer (weights()); every
 //    update() advances the weight version by one.
+//  * Warm start (DOPPLER, ICLR 2026; GDP/GO pretraining): imitate() trains the
+//    heads by cross-entropy toward a teacher's decisions (agents/teacher.h),
+//    one term per decision unit (a colocation group is one placement unit),
+//    on the states the policy itself reaches (DAgger: with horizon > 1 the
+//    policy's own rollouts, labelled with the teacher's decisions). The agent
+//    keeps each graph's teacher: PPO on it then adds teacher_coef x the same
+//    cross-entropy, decaying linearly to 0 over teacher_decay_steps env steps
+//    after the imitation, and (teacher_baseline) measures one-shot advantages
+//    against the teacher's reward, scaled but not centred, so only decisions
+//    better than the teacher's gain probability. With teacher_update, a
+//    sampled decision that beats the teacher replaces it (self-imitation).
+//  * Checkpoints hold the parameters, Adam's moments, both generators, the
+//    teachers and the schedules: a loaded agent continues exactly as the
+//    saved one would have.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/teacher.h"
 #include "envs/env.h"
 
 namespace goenv::agents {
@@ -66,6 +81,14 @@ struct AgentConfig {
   int graphs_per_update = 0;    // graphs per update, taken round-robin; 0 = all
   bool normalize_advantages = true;  // per graph
   double target_kl = 0;         // stop an update's epochs early above 1.5 x this; 0 = never
+  double entropy_coef_final = -1;  // entropy_coef decays linearly to this over entropy_decay_steps (-1 = no decay)
+  std::int64_t entropy_decay_steps = 0;
+  // Imitation and fine-tuning (see the contract above).
+  std::string teacher = "best";     // a baseline name, or "best" (the best heuristic by simulated runtime)
+  double teacher_coef = 1.0;        // weight of the cross-entropy toward the teacher in PPO, at the start
+  std::int64_t teacher_decay_steps = 1024;  // env steps after imitate() over which it decays to 0 (0 = never decays)
+  bool teacher_baseline = true;     // one-shot advantages against the teacher's reward
+  bool teacher_update = true;       // a sampled decision better than the teacher becomes the teacher (self-imitation)
   // Runtime.
   std::int64_t seed = 0;
   int num_threads = 0;          // torch intra-op threads inside train/act/evaluate (restored after); 0 = torch's
@@ -127,7 +150,29 @@ struct UpdateMetrics {
   double invalid_fraction = 0;  // share of decisions that were OOM or invalid
   double policy_loss = 0, value_loss = 0, entropy = 0;  // entropy: mean per node and head
   double approx_kl = 0, clip_fraction = 0;
+  double teacher_loss = 0;   // cross-entropy toward the teacher (0 on graphs without one)
+  double teacher_coef = 0, entropy_coef = 0;  // the schedules' values in this update
   double seconds = 0;        // wall time since training started (after the env copies were made)
+};
+
+// Reported after every imitation step.
+struct ImitationMetrics {
+  std::int64_t step = 0;       // imitation steps so far (this imitate() call)
+  double loss = 0;             // cross-entropy per decision unit and head
+  double accuracy = 0;         // share of decision units whose greedy choice is the teacher's
+  std::int64_t simulator_calls = 0;  // so far: teachers plus DAgger rollouts
+  double seconds = 0;
+};
+
+// optimize(): the best decisions found with the policy.
+struct OptimizeResult {
+  std::string env_id;
+  std::vector<std::vector<std::int64_t>> actions;  // per head, (N,) per node: the best decisions
+  double runtime = 0;          // seconds (infinity when no decision was valid)
+  double greedy_runtime = 0;   // the greedy decision's (infinity when invalid)
+  double initial_runtime = 0;
+  std::string source;          // "greedy", "sample" or "local-search"
+  std::int64_t simulator_calls = 0;  // every simulation made, local search included
 };
 
 // One graph's rollout: copies x steps whole-graph decisions, as plain arrays.
@@ -152,7 +197,7 @@ struct Rollout {
   std::vector<double> runtime, speedup;   // (M,) seconds, initial / runtime
   std::vector<float> bootstrap;           // (copies,) value after the last step (0 when it ended an episode)
   double initial_runtime = 0;
-  double best_runtime = 0;  // best valid runtime the sampler has seen on this graph (initial if none)
+  double best_runtime = 0;  // best valid runtime the sampler has seen on this graph, a kept teacher's included (initial if none)
   std::int64_t samples() const { return static_cast<std::int64_t>(steps) * copies; }
 };
 
@@ -191,6 +236,17 @@ class Agent {
   // collect() and update() until done.
   void train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback = {});
 
+  // Imitation warm start on `envs` (see the contract): `steps` Adam steps, each
+  // over config().graphs_per_update graphs (round robin; 0 = all). Solves and
+  // keeps each graph's teacher (`teacher`, "" = config().teacher, which it then
+  // becomes); an unknown or infeasible teacher leaves the agent unchanged.
+  // Returns the last step's metrics.
+  using ImitationCallback = std::function<bool(const ImitationMetrics&)>;
+  ImitationMetrics imitate(const std::vector<const Env*>& envs, std::int64_t steps, const std::string& teacher = "",
+                           const ImitationCallback& callback = {});
+  // The kept teacher of `env`'s graph, or null.
+  const Teacher* teacher(const Env& env) const;
+
   // The graphs collect() samples and update() learns on (checked against the
   // policy's spec; builds the policy on first use). `sampled`: indices of the
   // envs this agent steps (config().envs_per_graph copies each); the others
@@ -218,6 +274,12 @@ class Agent {
   std::vector<std::vector<std::int64_t>> act(const ObservationBatch& observation, bool deterministic = false);
   // Runs `episodes` episodes on a copy of `env` (greedy actions when deterministic).
   EvaluationResult evaluate(const Env& env, int episodes = 1, bool deterministic = true);
+
+  // Search with the policy: the best of `samples` decisions on a copy of `env`
+  // (the first greedy, the others sampled), then, when local_search_budget > 0,
+  // local search ("local-search" baseline) from the best with that many calls.
+  // Never worse than the greedy decision; every simulation is counted.
+  OptimizeResult optimize(const Env& env, int samples, std::int64_t local_search_budget = 0);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;

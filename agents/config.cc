@@ -42,6 +42,20 @@ const std::vector<Field>& fields() {
       {{"graphs_per_update", 'i', "graphs per update, round-robin (0 = all)"}, &AgentConfig::graphs_per_update},
       {{"normalize_advantages", 'b', "normalize advantages per graph"}, &AgentConfig::normalize_advantages},
       {{"target_kl", 'd', "stop an update early above 1.5 x this KL (0 = never)"}, &AgentConfig::target_kl},
+      {{"entropy_coef_final", 'd', "entropy_coef decays linearly to this over entropy_decay_steps (-1 = no decay)"},
+       &AgentConfig::entropy_coef_final},
+      {{"entropy_decay_steps", 'i', "env steps of the entropy decay (after imitate(), else from the start)"},
+       &AgentConfig::entropy_decay_steps},
+      {{"teacher", 's', "what imitate() copies: a baseline name, or 'best' (the best heuristic by simulated runtime)"},
+       &AgentConfig::teacher},
+      {{"teacher_coef", 'd', "PPO: weight of the cross-entropy toward an imitated graph's teacher, at the start"},
+       &AgentConfig::teacher_coef},
+      {{"teacher_decay_steps", 'i', "env steps after imitate() over which teacher_coef decays to 0 (0 = never)"},
+       &AgentConfig::teacher_decay_steps},
+      {{"teacher_baseline", 'b', "PPO: one-shot advantages against the teacher's reward on imitated graphs"},
+       &AgentConfig::teacher_baseline},
+      {{"teacher_update", 'b', "PPO: a sampled decision better than the teacher becomes the teacher (self-imitation)"},
+       &AgentConfig::teacher_update},
       {{"seed", 'i', "seeds parameters, sampling and env resets"}, &AgentConfig::seed},
       {{"num_threads", 'i', "torch intra-op threads inside train/act/evaluate, restored after (0 = torch's setting)"}, &AgentConfig::num_threads},
       {{"device", 's', "'auto', 'cpu' or 'cuda'"}, &AgentConfig::device},
@@ -145,6 +159,12 @@ void validate(const AgentConfig& c) {
   GOENV_CHECK(c.rollout_length >= 0 && c.graphs_per_update >= 0, InvalidArgument,
               "rollout_length and graphs_per_update must be >= 0");
   GOENV_CHECK(c.target_kl >= 0, InvalidArgument, "target_kl must be >= 0, got " << c.target_kl);
+  GOENV_CHECK(c.entropy_coef_final == -1 || c.entropy_coef_final >= 0, InvalidArgument,
+              "entropy_coef_final must be >= 0 or -1 (no decay), got " << c.entropy_coef_final);
+  GOENV_CHECK(c.entropy_decay_steps >= 0 && c.teacher_decay_steps >= 0, InvalidArgument,
+              "entropy_decay_steps and teacher_decay_steps must be >= 0");
+  GOENV_CHECK(c.teacher_coef >= 0, InvalidArgument, "teacher_coef must be >= 0, got " << c.teacher_coef);
+  GOENV_CHECK(!c.teacher.empty(), InvalidArgument, "teacher must name a baseline or be 'best'");
   GOENV_CHECK(c.num_threads >= 0, InvalidArgument, "num_threads must be >= 0, got " << c.num_threads);
   GOENV_CHECK(c.device == "auto" || c.device == "cpu" || c.device == "cuda", InvalidArgument,
               "device must be 'auto', 'cpu' or 'cuda', got '" << c.device << "'");

@@ -181,13 +181,30 @@ GoPolicyImpl::GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec)
   shrink(value2_, 0.1);
 }
 
+torch::Tensor positional_encoding(std::int64_t n, std::int64_t h, const torch::TensorOptions& options) {
+  // Channel pairs (sin, cos) of pi * position / n * 2^(10 i / pairs): periods from
+  // twice the graph down to about a thousandth of it, the same for any graph size.
+  const std::int64_t pairs = h / 2;
+  const torch::Tensor where = torch::arange(n, options).div(static_cast<double>(std::max<std::int64_t>(n, 1))).unsqueeze(1);
+  const torch::Tensor frequency =
+      torch::pow(2.0, torch::arange(pairs, options).mul(10.0 / static_cast<double>(std::max<std::int64_t>(pairs, 1)))).mul(M_PI);
+  const torch::Tensor angle = where * frequency.unsqueeze(0);  // (N, pairs)
+  torch::Tensor out = torch::cat({torch::sin(angle), torch::cos(angle)}, 1);
+  if (out.size(1) < h) out = torch::cat({out, out.new_zeros({n, h - out.size(1)})}, 1);
+  return out.unsqueeze(0);  // (1, N, H)
+}
+
 PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& node_state, const torch::Tensor& globals) {
   const std::int64_t b = node_state.size(0), n = g.num_nodes, h = hidden_;
   const torch::Tensor x = torch::cat({g.node_features.unsqueeze(0).expand({b, n, g.node_features.size(1)}), node_state}, -1);
   const torch::Tensor nodes = encoder_(g, x);  // (B, N, H), node-id order
   const torch::Tensor graph_embedding = torch::relu(condition_(torch::cat({nodes.mean(1), globals}, -1)));  // (B, H)
 
-  torch::Tensor z = nodes.index_select(1, g.order);  // topological order
+  // Topological order, plus a sinusoidal encoding of each node's relative
+  // position in it (Vaswani et al., 2017; GO's Transformer-XL has relative
+  // ones): without it, nodes with the same neighbourhood (the layers of an
+  // RNN) look alike and no contiguous split of them can be expressed.
+  torch::Tensor z = nodes.index_select(1, g.order) + positional_encoding(n, h, nodes.options());
   if (!attention_.empty()) {
     const std::int64_t length = std::min<std::int64_t>(segment_length_, n);
     const std::int64_t segments = (n + length - 1) / length, padded = segments * length;

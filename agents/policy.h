@@ -87,6 +87,9 @@ class SegmentAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SegmentAttention);
 
+// (1, N, H): sinusoidal encodings of positions 0..N-1 relative to N (no parameters).
+torch::Tensor positional_encoding(std::int64_t n, std::int64_t h, const torch::TensorOptions& options);
+
 class GoPolicyImpl : public PolicyImpl {
  public:
   GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec);

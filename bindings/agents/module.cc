@@ -81,7 +81,29 @@ py::dict metrics_dict(const agents::UpdateMetrics& m) {
   d["entropy"] = m.entropy;
   d["approx_kl"] = m.approx_kl;
   d["clip_fraction"] = m.clip_fraction;
+  d["teacher_loss"] = m.teacher_loss;
+  d["teacher_coef"] = m.teacher_coef;
+  d["entropy_coef"] = m.entropy_coef;
   d["seconds"] = m.seconds;
+  return d;
+}
+
+py::dict imitation_dict(const agents::ImitationMetrics& m) {
+  py::dict d;
+  d["step"] = m.step;
+  d["loss"] = m.loss;
+  d["accuracy"] = m.accuracy;
+  d["simulator_calls"] = m.simulator_calls;
+  d["seconds"] = m.seconds;
+  return d;
+}
+
+// Per-head (N,) decisions as {head name: int64 array}.
+py::dict decisions_dict(const std::vector<Head>& heads, const std::vector<std::vector<std::int64_t>>& actions) {
+  py::dict d;
+  for (std::size_t h = 0; h < heads.size() && h < actions.size(); ++h)
+    d[py::str(head_name(heads[h]))] = py::array_t<std::int64_t>(static_cast<py::ssize_t>(actions[h].size()),
+                                                                 actions[h].data());
   return d;
 }
 
@@ -358,6 +380,53 @@ PYBIND11_MODULE(_agents, m) {
         py::gil_scoped_release release;
         a.train(pointers, total_steps, on_update);
       }, py::arg("envs"), py::arg("total_steps"), py::arg("callback") = py::none())
+      .def("imitate", [](agents::Agent& a, const py::list& envs, std::int64_t steps, const std::string& teacher,
+                         py::object callback) {
+        std::vector<const Env*> pointers;
+        auto owned = env_arguments(envs, pointers);
+        agents::Agent::ImitationCallback on_step = [&callback](const agents::ImitationMetrics& metrics) {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          if (callback.is_none()) return true;
+          py::object result = callback(imitation_dict(metrics));
+          return result.is_none() || result.cast<bool>();
+        };
+        agents::ImitationMetrics last;
+        {
+          py::gil_scoped_release release;
+          last = a.imitate(pointers, steps, teacher, on_step);
+        }
+        return imitation_dict(last);
+      }, py::arg("envs"), py::arg("steps"), py::arg("teacher") = "", py::arg("callback") = py::none())
+      .def("teacher", [](const agents::Agent& a, py::handle env) -> py::object {
+        std::unique_ptr<Env> e = env_argument(env);
+        const agents::Teacher* t = a.teacher(*e);
+        if (t == nullptr) return py::none();
+        py::dict d;
+        d["method"] = t->method;
+        d["runtime"] = t->runtime;
+        d["reward"] = t->reward;
+        d["simulator_calls"] = t->simulator_calls;
+        d["decisions"] = decisions_dict(e->heads(), t->actions);
+        return d;
+      }, py::arg("env"))
+      .def("optimize", [](agents::Agent& a, py::handle env, int samples, std::int64_t local_search_budget) {
+        std::unique_ptr<Env> e = env_argument(env);
+        agents::OptimizeResult r;
+        {
+          py::gil_scoped_release release;
+          r = a.optimize(*e, samples, local_search_budget);
+        }
+        py::dict d;
+        d["env_id"] = r.env_id;
+        d["decisions"] = decisions_dict(e->heads(), r.actions);
+        d["runtime"] = r.runtime;
+        d["greedy_runtime"] = r.greedy_runtime;
+        d["initial_runtime"] = r.initial_runtime;
+        d["source"] = r.source;
+        d["simulator_calls"] = r.simulator_calls;
+        return d;
+      }, py::arg("env"), py::arg("samples") = 16, py::arg("local_search_budget") = 0)
       .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);

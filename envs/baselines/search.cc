@@ -2,10 +2,14 @@
 //  * random search (Bergstra & Bengio, "Random Search for Hyper-Parameter
 //    Optimization", JMLR 2012): uniform decisions for the env's heads (a
 //    colocation group draws one device), keeping the best feasible;
+//  * best heuristic: the best by simulated runtime of the classic heuristics
+//    for the env's heads (placement: expert, METIS, m-ETF, HEFT, each with
+//    critical-path priorities and XLA fusion where the env decides those;
+//    scheduling: critical-path and HEFT-rank levels; fusion: XLA), one
+//    simulator call each. It is the agents' default teacher (agents/agent.h);
 //  * local search: simulated annealing (Kirkpatrick, Gelatt & Vecchi,
 //    "Optimization by Simulated Annealing", Science 1983) from the best of the
-//    env's decisions and the HEFT and expert placements (with critical-path
-//    priorities and XLA fusion where the env decides those). A move changes one
+//    env's decisions and the best heuristic's candidates. A move changes one
 //    op's (or one colocation group's) device, priority level or fusion level,
 //    half the time an op on the current critical path; Metropolis acceptance
 //    under a geometric temperature schedule spanning the budget; infeasible
@@ -75,7 +79,14 @@ Solution random_search(Problem& p) {
   return best;
 }
 
-// HEFT's or the expert's placement (or the start's), with critical-path
+std::vector<NodeId> critical_nodes_of(const SimulationResult& r) {
+  std::vector<NodeId> out;
+  for (std::size_t v = 0; v < r.critical.size(); ++v)
+    if (r.critical[v]) out.push_back(static_cast<NodeId>(v));
+  return out;
+}
+
+// A placement (or the start's), with critical-path
 // priority levels and XLA fusion for the heads the search decides.
 Solution tuned_start(Problem& p, std::vector<std::int32_t> placement) {
   Solution s = with_placement(p, std::move(placement));
@@ -88,32 +99,50 @@ Solution tuned_start(Problem& p, std::vector<std::int32_t> placement) {
   return s;
 }
 
-std::vector<NodeId> critical_nodes(const SimulationResult& r) {
-  std::vector<NodeId> out;
-  for (std::size_t v = 0; v < r.critical.size(); ++v)
-    if (r.critical[v]) out.push_back(static_cast<NodeId>(v));
+// What the best heuristic chooses from (see the top of the file).
+std::vector<Solution> heuristic_candidates(Problem& p) {
+  std::vector<Solution> out;
+  if (p.decides(Head::kPlacement)) {
+    for (const char* name : {"expert", "metis", "m-etf", "heft"})
+      out.push_back(tuned_start(p, baseline(name).solve(p).placement));
+  } else if (p.decides(Head::kPriority)) {
+    for (const char* name : {"critical-path", "heft-rank"}) {
+      Solution s = tuned_start(p, p.start().placement);
+      s.priority = baseline(name).solve(p).priority;
+      out.push_back(std::move(s));
+    }
+  } else {
+    out.push_back(tuned_start(p, p.start().placement));
+  }
   return out;
 }
+
+// Evaluates `candidates` in order while the budget lasts; the first feasible
+// best (the first candidate when none is feasible) and its runtime.
+std::pair<Solution, double> best_of(Problem& p, const std::vector<Solution>& candidates,
+                                    std::vector<NodeId>* critical = nullptr) {
+  std::pair<Solution, double> best{candidates.front(), kInf};
+  for (const Solution& s : candidates) {
+    if (p.calls_left() == 0) break;
+    const SimulationResult& r = p.evaluate(s);
+    if (feasible(r) && r.runtime < best.second) {
+      best = {s, r.runtime};
+      if (critical != nullptr) *critical = critical_nodes_of(r);
+    }
+  }
+  return best;
+}
+
+Solution best_heuristic(Problem& p) { return best_of(p, heuristic_candidates(p)).first; }
 
 Solution local_search(Problem& p) {
   std::mt19937_64 rng(p.budget().seed);
   const Graph& g = p.graph();
   const int n = g.num_nodes();
   std::vector<Solution> starts = {p.start()};
-  if (p.decides(Head::kPlacement)) {
-    starts.push_back(tuned_start(p, heft_placement(p)));
-    starts.push_back(tuned_start(p, expert_placement(g, p.cluster())));
-  } else {
-    starts.push_back(tuned_start(p, p.start().placement));
-  }
-  Solution current = starts.front();
-  double runtime = kInf;
+  for (Solution& s : heuristic_candidates(p)) starts.push_back(std::move(s));
   std::vector<NodeId> critical;
-  for (const Solution& s : starts) {
-    if (p.calls_left() == 0) break;
-    const SimulationResult& r = p.evaluate(s);
-    if (feasible(r) && r.runtime < runtime) runtime = r.runtime, current = s, critical = critical_nodes(r);
-  }
+  auto [current, runtime] = best_of(p, starts, &critical);
   Solution best = current;
   double best_runtime = runtime;
 
@@ -160,7 +189,7 @@ Solution local_search(Problem& p) {
         feasible(r) && (r.runtime <= runtime || uniform(rng) < std::exp((runtime - r.runtime) / temperature));
     if (accept) {
       runtime = r.runtime;
-      critical = critical_nodes(r);
+      critical = critical_nodes_of(r);
       if (runtime < best_runtime) best_runtime = runtime, best = current;
     } else {
       for (const auto& [w, d] : undo_placement) current.placement[w] = d;
@@ -179,6 +208,11 @@ GOENV_REGISTER_BASELINE(kRandomSearchRegistered,
                          /*heads=*/{goenv::Head::kPlacement, goenv::Head::kPriority, goenv::Head::kFusion},
                          /*description=*/"uniform random decisions, best feasible within the simulator budget",
                          /*solve=*/goenv::random_search})
+GOENV_REGISTER_BASELINE(kBestHeuristicRegistered,
+                        {/*name=*/"best-heuristic",
+                         /*heads=*/{goenv::Head::kPlacement, goenv::Head::kPriority, goenv::Head::kFusion},
+                         /*description=*/"the best of the classic heuristics by simulated runtime (one call each)",
+                         /*solve=*/goenv::best_heuristic})
 GOENV_REGISTER_BASELINE(kLocalSearchRegistered,
                         {/*name=*/"local-search",
                          /*heads=*/{goenv::Head::kPlacement, goenv::Head::kPriority, goenv::Head::kFusion},

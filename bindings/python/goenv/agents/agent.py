@@ -147,6 +147,62 @@ class Agent:
                 log.close()
         return history
 
+    def imitate(self, envs: Any, steps: int = 200, teacher: str | None = None,
+                callback: Callable[[dict], Any] | None = None, progress: bool = True) -> list[dict]:
+        """Imitation warm start: `steps` Adam steps of cross-entropy toward a teacher's
+        decisions on `envs` (one term per decision unit; a colocation group is one), on
+        the states the policy itself reaches (DAgger, for envs longer than one step).
+
+        `teacher`: a baseline name (goenv.baselines.list()) or "best" (default: the
+        agent's `teacher` option, "best"): the best by simulated runtime of expert,
+        METIS, m-ETF and HEFT placements (critical-path priorities and XLA fusion where
+        the env decides those). The agent keeps each graph's teacher: train() on those
+        graphs then adds `teacher_coef` x the same cross-entropy, decaying to 0 over
+        `teacher_decay_steps` env steps, and measures advantages against the teacher's
+        reward (`teacher_baseline`). An unknown teacher, or one that is infeasible on a
+        graph, raises goenv.InvalidArgument naming the choices; the agent is unchanged.
+
+        Returns the metrics of every step: loss, accuracy (share of decision units whose
+        greedy choice is the teacher's), simulator_calls (teachers and DAgger rollouts)."""
+        from tqdm.auto import tqdm
+
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {steps!r}")
+        if teacher is not None and not isinstance(teacher, str):
+            raise TypeError(f"teacher must be a baseline name or 'best', got {type(teacher).__name__}")
+        history: list[dict] = []
+        bar = tqdm(total=int(steps), unit="step", disable=not progress, desc=f"{type(self).__name__} imitation")
+
+        def on_step(metrics: dict) -> bool:
+            history.append(metrics)
+            bar.update(1)
+            bar.set_postfix(loss=f"{metrics['loss']:.3f}", accuracy=f"{metrics['accuracy']:.3f}", refresh=False)
+            return callback(metrics) is not False if callback is not None else True
+
+        try:
+            self._agent.imitate(_env_list(envs), int(steps), teacher or "", on_step)
+        finally:
+            bar.close()
+        return history
+
+    def teacher(self, env: Any) -> dict | None:
+        """The teacher kept for `env`'s graph by imitate() (None if there is none):
+        {method, runtime (s), reward, simulator_calls, decisions: {head: (N,) int64}}."""
+        return self._agent.teacher(_env_argument(env))
+
+    def optimize(self, env: Any, samples: int = 16, local_search_budget: int = 0) -> dict:
+        """Search with the policy: the best of `samples` decisions on a copy of `env`
+        (the first greedy, the others sampled), then local search from the best with
+        `local_search_budget` simulator calls when > 0 ("GO + local search"). Never
+        worse than the greedy decision. Returns {decisions: {head: (N,) int64},
+        runtime (s; inf when nothing was valid), greedy_runtime, initial_runtime,
+        source ("greedy" | "sample" | "local-search"), simulator_calls (all of them)}.
+        ``env.step(result["decisions"])`` (one head: the array itself) replays it."""
+        for name, value, low in (("samples", samples, 1), ("local_search_budget", local_search_budget, 0)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        return self._agent.optimize(_env_argument(env), int(samples), int(local_search_budget))
+
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
         """The graphs collect() samples and update() learns on. `sampled`: indices of the
