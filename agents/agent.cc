@@ -133,16 +133,36 @@ std::vector<torch::Tensor> teacher_targets(const GraphTensors& graph, const Poli
   return out;
 }
 
-// Mean over decision units, observations and heads of -log p(teacher's choice):
-// masked logits (B, D, C) per head, targets (1, D).
-torch::Tensor teacher_cross_entropy(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& targets) {
+// Mean over decision units, observations and heads of the cross-entropy toward
+// the teacher's choice, label-smoothed: `smoothing` of the target mass is spread
+// over the unit's other allowed choices (none when it has none). Masked logits
+// (B, D, C) per head, targets (1, D).
+torch::Tensor teacher_cross_entropy(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& targets,
+                                    double smoothing) {
   torch::Tensor total;
   for (std::size_t h = 0; h < logits.size(); ++h) {
+    const torch::Tensor log_p = torch::log_softmax(logits[h].to(torch::kFloat32), -1);
     const torch::Tensor target = targets[h].expand({logits[h].size(0), logits[h].size(1)}).unsqueeze(-1);
-    const torch::Tensor ce = -torch::log_softmax(logits[h].to(torch::kFloat32), -1).gather(-1, target).mean();
-    total = total.defined() ? total + ce : ce;
+    torch::Tensor ce = -log_p.gather(-1, target).squeeze(-1);  // (B, D)
+    if (smoothing > 0) {
+      const torch::Tensor others =
+          (logits[h] > kMaskedLogit / 2).logical_and(torch::ones_like(log_p, torch::kBool).scatter(-1, target, false));
+      const torch::Tensor count = others.sum(-1);
+      const torch::Tensor spread = -(log_p * others).sum(-1) / count.clamp_min(1);
+      const torch::Tensor weight = torch::where(count > 0, torch::full_like(ce, smoothing), torch::zeros_like(ce));
+      ce = (1 - weight) * ce + weight * spread;
+    }
+    total = total.defined() ? total + ce.mean() : ce.mean();
   }
   return total / static_cast<double>(logits.size());
+}
+
+// The label smoothing that leaves about `flips` decision units of a sampled
+// decision off the teacher's choices.
+double smoothing_for(const std::vector<torch::Tensor>& targets, double flips) {
+  std::int64_t units = 0;
+  for (const auto& t : targets) units += t.size(1);
+  return units == 0 ? 0.0 : std::min(0.5, flips / static_cast<double>(units));
 }
 
 // Share of decision units whose most likely choice is the teacher's.
@@ -674,7 +694,8 @@ struct Agent::Impl {
                                entropy_weight * bonus;
           torch::Tensor loss_teacher;
           if (p.teacher != nullptr) {
-            loss_teacher = teacher_cross_entropy(logits, p.teacher->targets);
+            loss_teacher = teacher_cross_entropy(logits, p.teacher->targets,
+                                                 smoothing_for(p.teacher->targets, config.imitation_flips));
             if (teacher_weight > 0) loss = loss + teacher_weight * loss_teacher;
           }
           (loss * (static_cast<double>(size) / total)).backward();
@@ -854,7 +875,8 @@ struct Agent::Impl {
         Item& item = items[(next + j) % items.size()];
         if (item.env->config().horizon > 1) metrics.simulator_calls += dagger_states(item.env.get(), item.graph, item.states);
         const auto logits = run(item.graph, item.states).first;
-        const torch::Tensor loss = teacher_cross_entropy(logits, item.teacher->targets);
+        const torch::Tensor loss = teacher_cross_entropy(logits, item.teacher->targets,
+                                                         smoothing_for(item.teacher->targets, config.imitation_flips));
         (loss / static_cast<double>(per_step)).backward();
         torch::NoGradGuard no_grad;
         loss_sum += loss.item<double>();
@@ -947,6 +969,12 @@ struct Agent::Impl {
         result.actions = decided;
         result.source = i == 0 ? "greedy" : "sample";
       }
+    }
+    // The best decisions training found on this graph (a kept teacher) were simulated then.
+    if (const auto it = teachers.find(env_key(*env)); it != teachers.end() && it->second.teacher.runtime < result.runtime) {
+      result.runtime = it->second.teacher.runtime;
+      result.actions = it->second.teacher.actions;
+      result.source = "training";
     }
     if (local_search_budget > 0 && std::isfinite(result.runtime)) {
       // The best decisions become the env's current ones: local search starts from them.

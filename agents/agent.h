@@ -85,9 +85,10 @@ struct AgentConfig {
   std::int64_t entropy_decay_steps = 0;
   // Imitation and fine-tuning (see the contract above).
   std::string teacher = "best";     // a baseline name, or "best" (the best heuristic by simulated runtime)
+  double imitation_flips = 4.0;     // label smoothing: sampled decisions differ from the teacher's in about this many units
   double teacher_coef = 1.0;        // weight of the cross-entropy toward the teacher in PPO, at the start
   std::int64_t teacher_decay_steps = 1024;  // env steps after imitate() over which it decays to 0 (0 = never decays)
-  bool teacher_baseline = true;     // one-shot advantages against the teacher's reward
+  bool teacher_baseline = false;    // one-shot advantages against the teacher's reward (else centred per graph)
   bool teacher_update = true;       // a sampled decision better than the teacher becomes the teacher (self-imitation)
   // Runtime.
   std::int64_t seed = 0;
@@ -171,7 +172,7 @@ struct OptimizeResult {
   double runtime = 0;          // seconds (infinity when no decision was valid)
   double greedy_runtime = 0;   // the greedy decision's (infinity when invalid)
   double initial_runtime = 0;
-  std::string source;          // "greedy", "sample" or "local-search"
+  std::string source;          // "greedy", "sample", "training" or "local-search"
   std::int64_t simulator_calls = 0;  // every simulation made, local search included
 };
 
@@ -276,9 +277,11 @@ class Agent {
   EvaluationResult evaluate(const Env& env, int episodes = 1, bool deterministic = true);
 
   // Search with the policy: the best of `samples` decisions on a copy of `env`
-  // (the first greedy, the others sampled), then, when local_search_budget > 0,
-  // local search ("local-search" baseline) from the best with that many calls.
-  // Never worse than the greedy decision; every simulation is counted.
+  // (the first greedy, the others sampled) and of the best decisions training
+  // found on it (the kept teacher, simulated then), then, when
+  // local_search_budget > 0, local search ("local-search" baseline) from the
+  // best with that many calls. Never worse than the greedy decision; every
+  // simulation it makes is counted.
   OptimizeResult optimize(const Env& env, int samples, std::int64_t local_search_budget = 0);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.

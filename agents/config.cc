@@ -48,6 +48,9 @@ const std::vector<Field>& fields() {
        &AgentConfig::entropy_decay_steps},
       {{"teacher", 's', "what imitate() copies: a baseline name, or 'best' (the best heuristic by simulated runtime)"},
        &AgentConfig::teacher},
+      {{"imitation_flips", 'd', "label smoothing of imitation: sampled decisions differ from the teacher's in about "
+                                "this many decision units (0 = plain cross-entropy)"},
+       &AgentConfig::imitation_flips},
       {{"teacher_coef", 'd', "PPO: weight of the cross-entropy toward an imitated graph's teacher, at the start"},
        &AgentConfig::teacher_coef},
       {{"teacher_decay_steps", 'i', "env steps after imitate() over which teacher_coef decays to 0 (0 = never)"},
@@ -163,6 +166,7 @@ void validate(const AgentConfig& c) {
               "entropy_coef_final must be >= 0 or -1 (no decay), got " << c.entropy_coef_final);
   GOENV_CHECK(c.entropy_decay_steps >= 0 && c.teacher_decay_steps >= 0, InvalidArgument,
               "entropy_decay_steps and teacher_decay_steps must be >= 0");
+  GOENV_CHECK(c.imitation_flips >= 0, InvalidArgument, "imitation_flips must be >= 0, got " << c.imitation_flips);
   GOENV_CHECK(c.teacher_coef >= 0, InvalidArgument, "teacher_coef must be >= 0, got " << c.teacher_coef);
   GOENV_CHECK(!c.teacher.empty(), InvalidArgument, "teacher must name a baseline or be 'best'");
   GOENV_CHECK(c.num_threads >= 0, InvalidArgument, "num_threads must be >= 0, got " << c.num_threads);

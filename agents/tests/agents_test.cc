@@ -229,6 +229,40 @@ TEST(Agent, TrainingIsSeededAndCheckpointsRoundTrip) {
   }
 }
 
+// Imitation (agent.h): the greedy decision becomes the teacher's; the kept
+// teacher and the optimizer state travel in the checkpoint, so a loaded agent
+// trains on exactly as the saved one does.
+TEST(Imitation, GreedyEqualsTeacherAndCheckpointsResumeExactly) {
+  auto env = env_on("placement", 24, 4);
+  AgentConfig config = small_config("go");
+  config.learning_rate = 3e-3;
+  Agent agent(config);
+  const ImitationMetrics m = agent.imitate({env.get()}, 150);
+  EXPECT_EQ(m.accuracy, 1.0);
+  const Teacher* teacher = agent.teacher(*env);
+  ASSERT_NE(teacher, nullptr);
+  EXPECT_EQ(teacher->method, "best-heuristic");
+  const DynamicObservation obs = env->reset(0);
+  EXPECT_EQ(agent.act(view(*env, obs), true).at(0), teacher->actions.at(0));
+
+  const std::string bytes = agent.to_bytes();
+  Agent loaded;
+  loaded.from_bytes(bytes);
+  ASSERT_NE(loaded.teacher(*env), nullptr);
+  EXPECT_EQ(loaded.teacher(*env)->actions, teacher->actions);
+  EXPECT_EQ(loaded.teacher(*env)->runtime, teacher->runtime);
+  std::vector<double> expected, got;
+  agent.train({env.get()}, 16, [&](const UpdateMetrics& u) { return expected.push_back(u.policy_loss + u.teacher_loss), true; });
+  loaded.train({env.get()}, 16, [&](const UpdateMetrics& u) { return got.push_back(u.policy_loss + u.teacher_loss), true; });
+  EXPECT_EQ(expected, got);
+
+  EXPECT_THROW(agent.imitate({env.get()}, 1, "fastest"), InvalidArgument);
+  EXPECT_THROW(agent.imitate({env.get()}, 0), InvalidArgument);
+  const OptimizeResult best = agent.optimize(*env, 4, 16);
+  EXPECT_LE(best.runtime, best.greedy_runtime);
+  EXPECT_LE(best.runtime, agent.teacher(*env)->runtime);
+}
+
 // DESIGN §6: train() is collect() then update(); a sampler and a learner that
 // exchange the flat weight buffer reproduce it bit for bit (GO, with a horizon of 2).
 TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {

@@ -8,6 +8,8 @@ env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`
   update   one PPO update of train(): `envs_per_graph` env steps (simulated in C++),
            the rollout forward pass, then one minibatch gradient step
            (forward + backward + Adam) over those steps; per update and per env step
+  imitate  one imitation step (agent.imitate): forward + cross-entropy toward the
+           teacher + backward + Adam, per graph (the teacher is solved before timing)
   env      one env.step() (the simulator alone), for scale
 """
 
@@ -63,7 +65,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GO hidden={args.hidden}, "
           f"segment_length={args.segment_length}, envs_per_graph={args.envs_per_graph}")
-    print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} {'env step s':>10}")
+    print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} "
+          f"{'imitate s':>9} {'env step s':>10}")
     for n in args.sizes:
         graph = layered_dag(n)
         env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
@@ -85,8 +88,11 @@ def main() -> None:
             history = agent.train(env, args.envs_per_graph, progress=False)
             updates.append(history[-1]["seconds"])
         update = statistics.median(updates)
+        agent.imitate(env, steps=1, progress=False)  # solves and keeps the teacher
+        history = agent.imitate(env, steps=args.repeats + 1, progress=False)
+        imitate = statistics.median(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
         print(f"{n:>7} {graph.num_edges:>7} {agent.num_parameters:>7} {act:>8.3f} {update:>9.3f} "
-              f"{update / args.envs_per_graph:>13.3f} {step:>10.4f}", flush=True)
+              f"{update / args.envs_per_graph:>13.3f} {imitate:>9.3f} {step:>10.4f}", flush=True)
 
 
 if __name__ == "__main__":

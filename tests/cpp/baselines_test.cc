@@ -109,13 +109,15 @@ const std::unique_ptr<Env>& inception_env(const std::string& task) {
 }
 
 TEST(Baselines, RegistryListsEveryMethodAndFiltersByTask) {
-  const std::vector<std::string> expected = {"critical-path", "expert", "fifo",          "heft",          "heft-rank",
+  const std::vector<std::string> expected = {"best-heuristic", "critical-path", "expert", "fifo", "heft", "heft-rank",
                                              "local-search",  "m-etf",  "m-topo",        "metis",         "none",
                                              "random-search", "round-robin", "single",   "xla"};
   EXPECT_EQ(baseline_names(), expected);
   EXPECT_EQ(baseline_names("scheduling"),
-            (std::vector<std::string>{"critical-path", "fifo", "heft-rank", "local-search", "random-search"}));
-  EXPECT_EQ(baseline_names("fusion"), (std::vector<std::string>{"local-search", "none", "random-search", "xla"}));
+            (std::vector<std::string>{"best-heuristic", "critical-path", "fifo", "heft-rank", "local-search",
+                                      "random-search"}));
+  EXPECT_EQ(baseline_names("fusion"),
+            (std::vector<std::string>{"best-heuristic", "local-search", "none", "random-search", "xla"}));
   EXPECT_EQ(baseline_names("joint"), expected);
   EXPECT_HAS(test::error_message<NotFound>([] { baseline("nope"); }), "heft");
   EXPECT_THROW(baseline_names("nope"), NotFound);
@@ -250,12 +252,27 @@ TEST(Baselines, SearchRespectsTheBudgetAndIsDeterministicPerSeed) {
 TEST(Baselines, HeuristicsAreDeterministicAndFree) {
   Env& env = *inception_env("joint");
   for (const std::string& name : baseline_names("joint")) {
-    if (name == "random-search" || name == "local-search") continue;
+    if (name == "random-search" || name == "local-search" || name == "best-heuristic") continue;
     const BaselineResult a = solve_baseline(env, name, {100, 1}), b = solve_baseline(env, name, {100, 1});
     EXPECT_EQ(a.simulator_calls, 0) << name;
     EXPECT_EQ(a.decisions.placement, b.decisions.placement) << name;
     EXPECT_EQ(a.decisions.priority, b.decisions.priority) << name;
   }
+}
+
+// The agents' default teacher: one call per heuristic, the best of them.
+TEST(Baselines, BestHeuristicIsTheBestOfTheHeuristicsAndLocalSearchStartsThere) {
+  Env& env = *inception_env("placement");
+  const BaselineResult best = solve_baseline(env, "best-heuristic", {100, 0});
+  EXPECT_EQ(best.simulator_calls, 4);
+  for (const char* name : {"expert", "metis", "m-etf", "heft"}) {
+    const BaselineResult r = solve_baseline(env, name);
+    if (!r.oom && !r.invalid) {
+      EXPECT_LE(best.runtime, r.runtime) << name;
+    }
+  }
+  EXPECT_LE(solve_baseline(env, "local-search", {5, 0}).runtime, best.runtime);
+  EXPECT_LE(solve_baseline(env, "local-search", {60, 0}).runtime, best.runtime);
 }
 
 TEST(Baselines, LocalSearchNeverEndsAboveItsStart) {

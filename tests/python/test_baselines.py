@@ -9,7 +9,7 @@ import pytest
 import goenv
 from goenv import baselines
 
-ALL = ["critical-path", "expert", "fifo", "heft", "heft-rank", "local-search", "m-etf", "m-topo", "metis",
+ALL = ["best-heuristic", "critical-path", "expert", "fifo", "heft", "heft-rank", "local-search", "m-etf", "m-topo", "metis",
        "none", "random-search", "round-robin", "single", "xla"]
 
 
@@ -31,7 +31,8 @@ def small_graph():
 def test_list_and_info():
     assert baselines.list() == ALL
     assert "heft" not in baselines.list("scheduling")
-    assert set(baselines.list("scheduling")) == {"fifo", "critical-path", "heft-rank", "random-search", "local-search"}
+    assert set(baselines.list("scheduling")) == {"fifo", "critical-path", "heft-rank", "best-heuristic", "random-search",
+                                                 "local-search"}
     assert baselines.list("joint") == ALL
     heft = baselines.info("heft")
     assert heft["name"] == "heft" and heft["heads"] == ["placement"] and heft["description"]

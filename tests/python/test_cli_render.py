@@ -204,6 +204,22 @@ def test_cli_train_never_returns_a_decision_worse_than_the_default(tmp_path, cap
     assert "KEY one of" in capsys.readouterr().err
 
 
+def test_cli_train_imitate_is_never_worse_than_the_teacher(tmp_path, capsys):
+    pytest.importorskip("torch")
+    decision = tmp_path / "decision.npz"
+    assert main(["train", "placement-transformer-xl-2", "--imitate", "20", "--steps", "32", "--samples", "4",
+                 "--option", "envs_per_graph=16", "--decision", str(decision)]) == 0
+    out = capsys.readouterr().out
+    assert "imitation of best-heuristic" in out
+    assert "go (best found in training)" in out or "go (best of 4 samples)" in out
+    env = goenv.make("placement-transformer-xl-2")
+    teacher = goenv.baselines.solve(env, "best-heuristic")["runtime"]
+    assert float(np.load(decision)["runtime"]) <= teacher
+    assert main(["train", "placement-transformer-xl-2", "--imitate", "5", "--teacher", "fastest"]) == 2
+    assert "unknown teacher 'fastest'" in capsys.readouterr().err
+    assert main(["train", "placement-transformer-xl-2", "--imitate", "5", "--workers", "2"]) == 2
+
+
 def test_cli_train_help_lists_the_agent_options(capsys):
     pytest.importorskip("torch")
     with pytest.raises(SystemExit):

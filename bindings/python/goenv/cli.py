@@ -198,6 +198,11 @@ def _train(args: argparse.Namespace) -> None:
     options = _agent_options(args.option)
     if args.workers < 0:
         raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
+    if args.imitate < 0:
+        raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
+    if args.imitate and (args.workers > 0 or args.address):
+        raise goenv.InvalidArgument("--imitate runs in this process: leave out --workers/--address "
+                                    "(or imitate, save, and continue distributed from the checkpoint)")
     if args.workers > 0 or args.address:
         import goenv.distributed
 
@@ -214,19 +219,26 @@ def _train(args: argparse.Namespace) -> None:
     else:
         make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
         agent = make(**{"seed": args.seed, **options})
+        if args.imitate:
+            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
+            print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
+                  f"equal the teacher's after {args.imitate} steps")
         agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
-    # The result: the policy's greedy decision, unless the compiler default is better (never worse).
-    obs, _ = env.reset(seed=0)
-    colocation = env.graph.colocation if "placement" in env.core.heads else None
-    _, _, _, _, info = env.step(agent.act(obs, deterministic=True, colocation=colocation))
+    # The result: the best of the policy's decisions (greedy, or best of --samples), the best ones
+    # training found (kept after --imitate) and the compiler default: never worse than any of them.
+    found = agent.optimize(env, samples=args.samples)
+    how = {"greedy": "greedy", "sample": f"best of {args.samples} samples",
+           "training": "best found in training"}.get(found["source"], found["source"])
     references = reference_runtimes(env)
-    policy = info["rejected_runtime"] if info["invalid"] else info["runtime"]
-    kept_default = info["invalid"] or info["runtime"] > references["default"]
-    if kept_default:
-        env.reset(seed=0)  # the default's decisions are the ones in force
-    final = references["default"] if kept_default else info["runtime"]
+    env.reset(seed=0)
+    kept_default = not found["runtime"] <= references["default"]  # also when nothing was valid (inf)
+    if not kept_default:  # put the decisions in force (the default's are after reset)
+        decisions = found["decisions"]
+        env.step(decisions if len(decisions) > 1 else next(iter(decisions.values())))
+    final = references["default"] if kept_default else found["runtime"]
     rows = [[label, f"{seconds * MS:.3f}"] for label, seconds in references.items()]
-    rows.append([f"{args.agent} (greedy){' [invalid]' if info['invalid'] else ''}", f"{policy * MS:.3f}"])
+    rows.append([f"{args.agent} ({how})", f"{found['runtime'] * MS:.3f}" if np.isfinite(found["runtime"])
+                 else "— (invalid)"])
     print(f"\n{args.agent} after {args.steps} steps on {args.id}:\n")
     _print_table(["decisions", "runtime ms"], rows, align="lr")
     print(f"\nresult: {final * MS:.3f} ms, " + ("the compiler default (the policy's decision is not better)"
@@ -364,6 +376,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="an agent option, repeatable (listed below)")
     train.add_argument("--decision", metavar="FILE",
                        help="save the result's decisions (.npz: placement, priority, fusion per node)")
+    train.add_argument("--imitate", type=int, nargs="?", const=200, default=0, metavar="STEPS",
+                       help="first imitate the teacher for STEPS Adam steps (default when given: %(const)s)")
+    train.add_argument("--teacher", default="best",
+                       help="what --imitate copies: a baseline name or 'best', the best heuristic (default)")
+    train.add_argument("--samples", type=int, default=1,
+                       help="the result is the best of this many policy decisions (the first greedy; default 1)")
     train.add_argument("--workers", type=int, default=0,
                        help="Ray rollout workers (goenv.distributed; needs ray); 0 trains in this process "
                             "(default: %(default)s)")

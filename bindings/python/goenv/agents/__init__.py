@@ -7,6 +7,10 @@
     agent.evaluate(["placement-inception"])   # {"placement-inception": {"runtime": ..., "speedup": ...}}
     agent.save("go.agent"); goenv.agents.load("go.agent")
 
+    agent.imitate(["placement-inception"])            # warm start: copy the best heuristic
+    agent.optimize(env, samples=16)                    # best of 16 decisions (+ local_search_budget=...)
+    goenv.agents.pretrained("go-placement")            # the shipped placer, for graphs it never saw
+
 `PPO` is GraphSAGE with per-node MLP heads; `GO` follows "Transferable Graph
 Optimizers for ML Compilers" (Zhou et al., NeurIPS 2020): GraphSAGE node
 embeddings, segment-recurrent (Transformer-XL-style) attention over the nodes
@@ -54,6 +58,6 @@ def _check_torch_abi() -> None:
 
 _check_torch_abi()
 
-from goenv.agents.agent import GO, PPO, Agent, load, options  # noqa: E402  (after the check)
+from goenv.agents.agent import GO, PPO, PRETRAINED, Agent, load, options, pretrained  # noqa: E402  (after the check)
 
-__all__ = ["GO", "PPO", "Agent", "load", "options"]
+__all__ = ["GO", "PPO", "PRETRAINED", "Agent", "load", "options", "pretrained"]

@@ -192,11 +192,13 @@ class Agent:
 
     def optimize(self, env: Any, samples: int = 16, local_search_budget: int = 0) -> dict:
         """Search with the policy: the best of `samples` decisions on a copy of `env`
-        (the first greedy, the others sampled), then local search from the best with
+        (the first greedy, the others sampled) and of the best decisions training found on
+        it (kept with its teacher), then local search from the best with
         `local_search_budget` simulator calls when > 0 ("GO + local search"). Never
         worse than the greedy decision. Returns {decisions: {head: (N,) int64},
         runtime (s; inf when nothing was valid), greedy_runtime, initial_runtime,
-        source ("greedy" | "sample" | "local-search"), simulator_calls (all of them)}.
+        source ("greedy" | "sample" | "training": the best training found | "local-search"),
+        simulator_calls (all it made)}.
         ``env.step(result["decisions"])`` (one head: the array itself) replays it."""
         for name, value, low in (("samples", samples, 1), ("local_search_budget", local_search_budget, 0)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -382,6 +384,30 @@ def load(path: str | os.PathLike) -> Agent:
     agent = _CLASSES[algorithm]()
     agent._agent.from_bytes(data)
     return agent
+
+
+# Checkpoints shipped in goenv/agents/pretrained/, made by examples/pretrain_placer.py.
+PRETRAINED = {
+    "go-placement": "GO placer: imitation of the best heuristic, then PPO, on the transfer suite's training graphs "
+                    "(examples/pretrain_placer.py); one checkpoint per device count",
+}
+
+
+def pretrained(name: str = "go-placement", num_devices: int = 2) -> Agent:
+    """A pretrained agent shipped with goenv, for envs on `num_devices` devices:
+    ``agent.optimize(env, samples=16)`` places a graph it has never seen (zero-shot), and
+    ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. goenv.InvalidArgument
+    names the choices for an unknown name or device count."""
+    from pathlib import Path
+
+    if name not in PRETRAINED:
+        raise InvalidArgument(f"unknown pretrained agent {name!r}; the choices are {', '.join(sorted(PRETRAINED))}")
+    folder = Path(__file__).resolve().parent / "pretrained"
+    shipped = sorted(int(p.name[len(name) + 1:-len("dev.agent")]) for p in folder.glob(f"{name}-*dev.agent"))
+    if isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer)) or num_devices not in shipped:
+        raise InvalidArgument(f"no {name} checkpoint for {num_devices} devices; shipped: "
+                              f"{', '.join(map(str, shipped)) or 'none (run examples/pretrain_placer.py)'}")
+    return load(folder / f"{name}-{int(num_devices)}dev.agent")
 
 
 def _read(path: str | os.PathLike) -> bytes:

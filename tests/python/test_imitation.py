@@ -1,0 +1,147 @@
+"""GO agents that start from the heuristics: imitation, teacher-anchored fine-tuning,
+search with the policy (optimize), checkpoint resume, the shipped pretrained placer.
+
+Skipped as a whole when torch or goenv._agents is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import goenv
+
+torch = pytest.importorskip("torch")
+agents = pytest.importorskip("goenv.agents")
+try:
+    agents.options()
+except ImportError as error:  # goenv built without _agents
+    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
+
+from test_agents import branchy_graph  # noqa: E402
+
+
+def heavy_graph() -> goenv.Graph:
+    """A chain of six ops whose parameters fill 1.8 devices of 2xgpu-nvlink: one device OOMs."""
+    memory = goenv.clusters.get("2xgpu-nvlink").devices[0].memory_bytes
+    n = 6
+    return goenv.Graph.from_arrays(np.array([range(n - 1), range(1, n)], dtype=np.int64), flops=np.full(n, 1e9),
+                                   output_bytes=np.full(n, 1000), param_bytes=np.full(n, int(memory * 0.3)),
+                                   op_type=["MatMul"] * n, name="heavy")
+
+
+@pytest.fixture(scope="module")
+def branchy_env():
+    return goenv.make("placement", graph=branchy_graph(0), cluster="2xgpu-nvlink")
+
+
+def test_best_heuristic_is_the_best_of_the_four_and_local_search_starts_there(branchy_env):
+    env = goenv.make("placement-transformer-xl-2")
+    best = goenv.baselines.solve(env, "best-heuristic")
+    each = [goenv.baselines.solve(env, m)["runtime"] for m in ("expert", "metis", "m-etf", "heft")]
+    assert best["simulator_calls"] == 4
+    assert best["runtime"] == pytest.approx(min(each), rel=1e-9)
+    for budget in (5, 64):
+        assert goenv.baselines.solve(env, "local-search", budget=budget)["runtime"] <= best["runtime"]
+
+
+def test_imitation_makes_the_greedy_decision_the_teachers(branchy_env):
+    agent = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
+    history = agent.imitate(branchy_env, steps=150, progress=False)
+    assert history[-1]["accuracy"] == 1.0
+    assert history[-1]["loss"] < history[0]["loss"]
+    teacher = agent.teacher(branchy_env)
+    assert teacher["method"] == "best-heuristic" and teacher["simulator_calls"] == 5  # 4 heuristics + 1 step
+    obs, _ = branchy_env.reset(seed=0)
+    greedy = agent.act(obs, deterministic=True, colocation=branchy_env.unwrapped.graph.colocation)
+    np.testing.assert_array_equal(greedy, teacher["decisions"]["placement"])
+    _, _, _, _, info = branchy_env.step(greedy)
+    assert info["runtime"] == pytest.approx(teacher["runtime"], rel=1e-12)
+    assert agent.config["teacher"] == "best"
+
+
+def test_any_baseline_can_teach_and_dagger_counts_its_rollouts():
+    env = goenv.make("scheduling-transformer-xl-2", horizon=2)
+    agent = agents.PPO(seed=0, num_threads=1)
+    history = agent.imitate(env, steps=3, teacher="critical-path", progress=False)
+    assert agent.teacher(env)["method"] == "critical-path"
+    assert agent.config["teacher"] == "critical-path"
+    # The teacher (1 step) plus one 2-step policy episode per imitation step.
+    assert history[-1]["simulator_calls"] == agent.teacher(env)["simulator_calls"] + 3 * 2
+
+
+def test_bad_teachers_raise_and_leave_the_agent_unchanged(branchy_env):
+    agent = agents.GO(seed=0, env=branchy_env, num_threads=1)
+    before = np.array(agent.weights)
+    with pytest.raises(goenv.InvalidArgument, match=r"unknown teacher 'fastest'.*best, .*heft"):
+        agent.imitate(branchy_env, steps=2, teacher="fastest", progress=False)
+    heavy = goenv.make("placement", graph=heavy_graph(), cluster="2xgpu-nvlink")
+    with pytest.raises(goenv.InvalidArgument, match=r"teacher 'single' is infeasible on placement-heavy.*best"):
+        agent.imitate([branchy_env, heavy], steps=2, teacher="single", progress=False)
+    np.testing.assert_array_equal(np.array(agent.weights), before)
+    assert agent.teacher(branchy_env) is None and agent.config["teacher"] == "best"
+    with pytest.raises(ValueError, match="steps"):
+        agent.imitate(branchy_env, steps=0)
+
+
+def test_fine_tuning_anchors_to_the_teacher_and_its_weight_decays(branchy_env):
+    agent = agents.GO(seed=0, learning_rate=3e-3, envs_per_graph=8, teacher_decay_steps=32, num_threads=1)
+    agent.imitate(branchy_env, steps=60, progress=False)
+    teacher_runtime = agent.teacher(branchy_env)["runtime"]
+    history = agent.train(branchy_env, 48, progress=False)
+    assert [m["teacher_coef"] for m in history] == pytest.approx([1.0, 0.75, 0.5, 0.25, 0.0, 0.0][:len(history)])
+    assert all(m["teacher_loss"] > 0 for m in history)
+    # The teacher's decisions were simulated: what training found is never worse.
+    assert all(m["best_runtime"] <= teacher_runtime for m in history)
+    assert agent.teacher(branchy_env)["runtime"] == pytest.approx(min(m["best_runtime"] for m in history))
+
+
+def test_checkpoint_resume_continues_exactly(tmp_path, branchy_env):
+    options = dict(seed=3, learning_rate=3e-3, envs_per_graph=8, teacher_decay_steps=64, num_threads=1)
+    uninterrupted = agents.GO(**options)
+    uninterrupted.imitate(branchy_env, steps=20, progress=False)
+    uninterrupted.train(branchy_env, 16, progress=False)
+    expected = uninterrupted.train(branchy_env, 16, progress=False)
+
+    first = agents.GO(**options)
+    first.imitate(branchy_env, steps=20, progress=False)
+    first.train(branchy_env, 16, progress=False)
+    first.save(tmp_path / "go.agent")
+    resumed = agents.load(tmp_path / "go.agent")
+    assert resumed.teacher(branchy_env)["runtime"] == first.teacher(branchy_env)["runtime"]
+    got = resumed.train(branchy_env, 16, progress=False)
+    for a, b in zip(expected, got):
+        for key in ("mean_runtime", "best_runtime", "policy_loss", "teacher_loss", "teacher_coef", "approx_kl"):
+            assert a[key] == b[key], key
+    np.testing.assert_array_equal(np.array(uninterrupted.weights), np.array(resumed.weights))
+
+
+def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_env):
+    agent = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
+    agent.imitate(branchy_env, steps=40, progress=False)
+    sampled = agent.optimize(branchy_env, samples=8)
+    assert sampled["simulator_calls"] == 8
+    assert sampled["runtime"] <= sampled["greedy_runtime"]
+    assert sampled["source"] in ("greedy", "sample", "training")
+    assert sampled["runtime"] <= agent.teacher(branchy_env)["runtime"]
+    polished = agent.optimize(branchy_env, samples=8, local_search_budget=40)
+    assert polished["runtime"] <= sampled["runtime"]
+    assert 8 + 1 + 5 <= polished["simulator_calls"] <= 8 + 1 + 40 + 1
+    branchy_env.reset(seed=0)
+    _, _, _, _, info = branchy_env.step(polished["decisions"]["placement"])
+    assert info["runtime"] == pytest.approx(polished["runtime"], rel=1e-12)
+    with pytest.raises(ValueError, match="samples"):
+        agent.optimize(branchy_env, samples=0)
+
+
+def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
+    agent = agents.pretrained("go-placement")
+    assert isinstance(agent, agents.GO) and agent.spec["heads"] == ["placement"]
+    env = goenv.make("placement", graph=branchy_graph(5), cluster="2xgpu-nvlink")
+    result = agent.optimize(env, samples=4)
+    assert np.isfinite(result["runtime"]) and result["simulator_calls"] == 4
+    assert agents.pretrained("go-placement", num_devices=4).spec["choices"] == [4]
+    with pytest.raises(goenv.InvalidArgument, match=r"unknown pretrained agent 'go-fusion'.*go-placement"):
+        agents.pretrained("go-fusion")
+    with pytest.raises(goenv.InvalidArgument, match=r"no go-placement checkpoint for 3 devices.*2, 4, 8"):
+        agents.pretrained("go-placement", num_devices=3)
