@@ -311,6 +311,13 @@ struct Agent::Impl {
     return mix(mix(base ^ graph) ^ (copy << 20)) ^ static_cast<std::uint64_t>(episode);
   }
 
+  // An env's static observation and decision units as tensors on the device.
+  GraphTensors tensors_of(const Env& env) const {
+    const StaticObservation& so = env.static_observation();
+    return graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
+                         so.edge_index.data(), device, env.graph().colocation().data());
+  }
+
   std::unique_ptr<Env> copy_env(const Env& prototype) const {
     return make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), prototype.config());
   }
@@ -328,11 +335,7 @@ struct Agent::Impl {
     std::vector<GraphEntry> fresh_graphs(prototypes.size());
     for (std::size_t i = 0; i < prototypes.size(); ++i) {
       const Env& prototype = *prototypes[i];
-      const StaticObservation& so = prototype.static_observation();
-      fresh_graphs[i] = {prototype.id(), prototype.graph().num_nodes(),
-                         graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
-                                       so.edge_index.data(), device, prototype.graph().colocation().data()),
-                         env_key(prototype)};
+      fresh_graphs[i] = {prototype.id(), prototype.graph().num_nodes(), tensors_of(prototype), env_key(prototype)};
     }
     std::vector<Slot> fresh_slots(chosen.size());
     for (std::size_t j = 0; j < chosen.size(); ++j) {
@@ -854,12 +857,10 @@ struct Agent::Impl {
     for (std::size_t i = 0; i < prototypes.size(); ++i) {
       Item& item = items[i];
       item.env = copy_env(*prototypes[i]);
-      const StaticObservation& so = item.env->static_observation();
-      item.graph = graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
-                                 so.edge_index.data(), device, item.env->graph().colocation().data());
+      item.graph = tensors_of(*item.env);
       item.teacher = &teacher_for(*item.env, item.graph, method, fresh, metrics.simulator_calls);
       const DynamicObservation obs = item.env->reset(reset_seed(i, 0, 0, stream));
-      item.states = stack({&obs}, spec, so.num_nodes, device);
+      item.states = stack({&obs}, spec, item.env->graph().num_nodes(), device);
     }
     for (auto& [key, entry] : fresh) teachers[key] = std::move(entry);  // std::map: the items' pointers stay valid
     for (Item& item : items) item.teacher = &teachers.at(env_key(*item.env));
@@ -949,9 +950,7 @@ struct Agent::Impl {
     check_env(prototype);
     const ThreadScope threads(config.num_threads);
     std::unique_ptr<Env> env = copy_env(prototype);
-    const StaticObservation& so = env->static_observation();
-    const GraphTensors graph = graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
-                                             so.edge_index.data(), device, env->graph().colocation().data());
+    const GraphTensors graph = tensors_of(*env);
     constexpr double inf = std::numeric_limits<double>::infinity();
     OptimizeResult result;
     result.env_id = prototype.id();
@@ -1071,29 +1070,17 @@ struct Agent::Impl {
     check_env(prototype);
     const ThreadScope threads(config.num_threads);
     std::unique_ptr<Env> env = copy_env(prototype);
-    const StaticObservation& s = env->static_observation();
-    const GraphTensors graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges,
-                                             s.edge_index.data(), device, env->graph().colocation().data());
+    const GraphTensors graph = tensors_of(*env);
     EvaluationResult result;
     result.env_id = prototype.id();
     result.episodes = episodes;
     result.best_runtime = std::numeric_limits<double>::infinity();
     double runtime = 0, invalid = 0;
+    std::int64_t calls = 0;
+    std::vector<std::vector<std::int64_t>> decided;
     torch::NoGradGuard no_grad;
     for (int e = 0; e < episodes; ++e) {
-      DynamicObservation obs = env->reset(reset_seed(~std::size_t{0}, 0, e, 0));
-      StepResult r;
-      do {
-        auto logits = run(graph, stack({&obs}, spec, s.num_nodes, device)).first;
-        std::vector<torch::Tensor> actions;
-        std::vector<const std::int64_t*> parts;
-        for (std::size_t h = 0; h < logits.size(); ++h) {
-          actions.push_back(env_actions(graph, h, sample_actions(logits[h], deterministic, sampler)));
-          parts.push_back(actions.back().data_ptr<std::int64_t>());
-        }
-        r = env->step(parts);
-        obs = std::move(r.observation);
-      } while (!r.terminated && !r.truncated);
+      const StepResult r = episode(*env, graph, reset_seed(~std::size_t{0}, 0, e, 0), deterministic, decided, calls);
       const bool bad = r.info.oom || r.info.invalid;
       runtime += r.info.runtime;
       invalid += bad ? 1 : 0;

@@ -85,11 +85,13 @@ def test_bad_teachers_raise_and_leave_the_agent_unchanged(branchy_env):
 
 
 def test_fine_tuning_anchors_to_the_teacher_and_its_weight_decays(branchy_env):
-    agent = agents.GO(seed=0, learning_rate=3e-3, envs_per_graph=8, teacher_decay_steps=32, num_threads=1)
+    agent = agents.GO(seed=0, learning_rate=3e-3, envs_per_graph=8, teacher_decay_steps=32, entropy_coef=0.02,
+                      entropy_coef_final=0.0, entropy_decay_steps=16, num_threads=1)
     agent.imitate(branchy_env, steps=60, progress=False)
     teacher_runtime = agent.teacher(branchy_env)["runtime"]
     history = agent.train(branchy_env, 48, progress=False)
     assert [m["teacher_coef"] for m in history] == pytest.approx([1.0, 0.75, 0.5, 0.25, 0.0, 0.0][:len(history)])
+    assert [m["entropy_coef"] for m in history] == pytest.approx([0.02, 0.01, 0.0, 0.0, 0.0, 0.0][:len(history)])
     assert all(m["teacher_loss"] > 0 for m in history)
     # The teacher's decisions were simulated: what training found is never worse.
     assert all(m["best_runtime"] <= teacher_runtime for m in history)
@@ -145,3 +147,18 @@ def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
         agents.pretrained("go-fusion")
     with pytest.raises(goenv.InvalidArgument, match=r"no go-placement checkpoint for 3 devices.*2, 4, 8"):
         agents.pretrained("go-placement", num_devices=3)
+
+
+def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):
+    if not torch.cuda.is_available():
+        with pytest.raises(goenv.InvalidArgument, match="no CUDA device"):
+            agents.GO(device="cuda")
+        pytest.skip("no CUDA device here: the CUDA path runs where torch sees a GPU")
+    agent = agents.GO(seed=0, device="cuda", learning_rate=3e-3, envs_per_graph=8)
+    assert agent.device == "cuda"
+    assert agent.imitate(branchy_env, steps=150, progress=False)[-1]["accuracy"] == 1.0
+    history = agent.train(branchy_env, 32, progress=False)
+    assert history[-1]["best_runtime"] <= agent.teacher(branchy_env)["runtime"] * (1 + 1e-12)
+    agent.save(tmp_path / "cuda.agent")
+    loaded = agents.load(tmp_path / "cuda.agent")
+    assert loaded.teacher(branchy_env)["runtime"] == agent.teacher(branchy_env)["runtime"]

@@ -71,6 +71,16 @@ def go_agent_acts():
 
 
 @check
+def pretrained_placer_ships_in_the_wheel():
+    import goenv
+    import goenv.agents
+
+    agent = goenv.agents.pretrained("go-placement")  # a checkpoint file inside the installed package
+    result = agent.optimize(goenv.make("placement-transformer-xl-2"), samples=2)
+    assert result["simulator_calls"] == 2 and result["decisions"]["placement"].shape == (213,), result
+
+
+@check
 def onnx_extra_imports_a_model():
     import goenv
     from onnx import TensorProto, helper, numpy_helper
