@@ -162,7 +162,8 @@ def transfer(args) -> None:
     """The shipped placer (examples/pretrain_placer.py) on the transfer suite's held-out graphs."""
     path = ROOT / args.out / "go_transfer.json"
     test = [e for e in goenv.datasets.suite("transfer")["test"] if not args.graphs or e.graph in args.graphs]
-    rows = []
+    order = [label(e) for e in goenv.datasets.suite("transfer")["test"]]
+    kept = {row["label"]: row for row in (read_json(path) or [])}  # other graphs' rows stay
     for entry in test:
         env = entry.make("placement")
         env.reset(seed=0)
@@ -178,13 +179,13 @@ def transfer(args) -> None:
         tuned.train(env, (args.finetune_steps - calls) // args.envs_per_graph * args.envs_per_graph or
                     args.envs_per_graph, progress=args.progress)
         finetuned = tuned.optimize(env, samples=1)["runtime"] * 1e3
-        rows.append({"label": label(entry), "nodes": env.unwrapped.graph.num_nodes, "devices": devices,
+        kept[label(entry)] = {"label": label(entry), "nodes": env.unwrapped.graph.num_nodes, "devices": devices,
                      "default": env.unwrapped.core.initial_runtime * 1e3, "best_heuristic": best_heuristic,
                      "zero_shot_greedy": greedy["runtime"] * 1e3, "zero_shot_samples": args.zero_shot_samples,
                      "zero_shot": sampled["runtime"] * 1e3, "finetune_steps": args.finetune_steps,
-                     "finetuned": finetuned, "finetune_seconds": time.perf_counter() - start})
-        write_json(path, rows)
-        r = rows[-1]
+                     "finetuned": finetuned, "finetune_seconds": time.perf_counter() - start}
+        write_json(path, sorted(kept.values(), key=lambda row: order.index(row["label"])))
+        r = kept[label(entry)]
         print(f"{r['label']}: best heuristic {best_heuristic:.2f}, zero-shot {r['zero_shot']:.2f} ms "
               f"(greedy {r['zero_shot_greedy']:.2f}), fine-tuned {r['finetuned']:.2f}", flush=True)
 

@@ -25,9 +25,9 @@ def test_go_results_script_end_to_end(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- go-results:begin -->\nold\n<!-- go-results:end -->\nrest\n")
     common = ["--out", str(tmp_path / "results"), "--graphs", "transformer-xl-2", "--budget", "64",
-              "--envs-per-graph", "16", "--pretrain-steps", "32", "--max-train-nodes", "250", "--finetune-steps", "16",
-              "--zero-shot-samples", "2", "--joint-graphs", "transformer-xl-2", "--joint-budget", "96",
-              "--final-samples", "1", "--readme", str(readme), "--figure", str(tmp_path / "curves.png")]
+              "--envs-per-graph", "16", "--imitation-steps", "5", "--max-wall-calls", "200", "--finetune-steps", "32",
+              "--finetune-imitation-steps", "3", "--zero-shot-samples", "2", "--joint-graphs", "transformer-xl-2",
+              "--joint-budget", "96", "--readme", str(readme), "--figure", str(tmp_path / "curves.png")]
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "per-graph", "transfer", "joint",
                            "readme", *common], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -37,7 +37,27 @@ def test_go_results_script_end_to_end(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
     rows = json.loads((tmp_path / "results" / "go_per_graph.json").read_text())
     assert [r["label"] for r in rows] == ["transformer-xl-2"] and rows[0]["budget"] == 64
-    assert rows[0]["go"] <= rows[0]["go_greedy"] and rows[0]["go"] >= rows[0]["lower_bound"]
+    assert rows[0]["lower_bound"] <= rows[0]["go"] <= rows[0]["teacher"] == min(rows[0]["heuristics"].values())
+    assert rows[0]["go_local_search"] <= rows[0]["teacher"]
+    transfer = json.loads((tmp_path / "results" / "go_transfer.json").read_text())
+    assert transfer[0]["finetuned"] <= transfer[0]["best_heuristic"]
+
+
+def test_pretrain_placer_and_place_your_model_examples(tmp_path):
+    """The shipped placer's training script (tiny, into tmp_path: the shipped files stay) and
+    the README's own-model example."""
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "pretrain_placer.py"), "--devices", "2",
+                           "--imitation-steps", "3", "--ppo-steps", "32", "--max-nodes", "120",
+                           "--out", str(tmp_path), "--summary", str(tmp_path / "summary.json"),
+                           "--figure", str(tmp_path / "curves.png")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "go-placement-2dev.agent").stat().st_size > 10_000
+    assert json.loads((tmp_path / "summary.json").read_text())[0]["graphs"] == 8
+    done = subprocess.run([sys.executable, str(EXAMPLES / "place_your_model.py"), "--layers", "1",
+                           "--finetune", "32"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "GO zero-shot (best of 16)" in done.stdout and "heft" in done.stdout
 
 
 # Libraries nobody here wrote, learning on goenv out of the box (short budgets, fixed seeds):

@@ -34,7 +34,7 @@ from goenv.envs import GraphEnv, list_envs, make  # noqa: E402
 from goenv.simulation import lower_bound, simulate  # noqa: E402
 from goenv.vector import GraphVectorEnv, make_vec  # noqa: E402
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",

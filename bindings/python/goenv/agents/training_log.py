@@ -8,7 +8,8 @@ import csv
 import os
 
 COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mean_speedup", "best_speedup",
-           "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "seconds")
+           "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "teacher_loss",
+           "teacher_coef", "entropy_coef", "seconds")
 
 
 # Heuristics that make one decision (one simulator call each), per task; the searches are left out.
