@@ -862,7 +862,7 @@ struct Agent::Impl {
       const DynamicObservation obs = item.env->reset(reset_seed(i, 0, 0, stream));
       item.states = stack({&obs}, spec, item.env->graph().num_nodes(), device);
     }
-    for (auto& [key, entry] : fresh) teachers[key] = std::move(entry);  // std::map: the items' pointers stay valid
+    for (auto& [key, entry] : fresh) teachers[key] = std::move(entry);  // every teacher was solved: keep them
     for (Item& item : items) item.teacher = &teachers.at(env_key(*item.env));
     config.teacher = method;
     const std::size_t per_step = config.graphs_per_update > 0

@@ -11,14 +11,8 @@ import pytest
 
 import goenv
 
-torch = pytest.importorskip("torch")
-agents = pytest.importorskip("goenv.agents")
-try:
-    agents.options()
-except ImportError as error:  # goenv built without _agents
-    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
-
-from test_agents import branchy_graph  # noqa: E402
+# test_agents skips its module, and so this one, where torch or goenv._agents is missing.
+from test_agents import agents, branchy_graph, torch
 
 
 def heavy_graph() -> goenv.Graph:
