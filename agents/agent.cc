@@ -173,6 +173,16 @@ double teacher_accuracy(const std::vector<torch::Tensor>& logits, const std::vec
   return sum / static_cast<double>(logits.size());
 }
 
+// Mean and sample standard deviation (0 for fewer than two values).
+template <typename T>
+std::pair<double, double> mean_and_deviation(const std::vector<T>& values) {
+  double mean = 0, square = 0;
+  for (const T v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  for (const T v : values) square += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(square / static_cast<double>(values.size() - 1)) : 0.0};
+}
+
 // One sampled graph: env copies (a small vector env stepped with OpenMP) and their current observations.
 struct Slot {
   int graph = 0;  // index into Impl::graphs
@@ -553,12 +563,8 @@ struct Agent::Impl {
     if (teacher != nullptr && config.teacher_baseline && one_shot) {
       advantage.resize(r.samples());
       target.resize(r.samples());
-      double mean = 0, square = 0;
-      for (std::int64_t i = 0; i < r.samples(); ++i) mean += r.reward[i];
-      mean /= static_cast<double>(r.samples());
-      for (std::int64_t i = 0; i < r.samples(); ++i) square += (r.reward[i] - mean) * (r.reward[i] - mean);
-      const double spread = r.samples() > 1 ? std::sqrt(square / static_cast<double>(r.samples() - 1)) : 0.0;
-      const double scale = config.normalize_advantages ? spread + 1e-4 : 1.0;  // rewards are relative runtimes
+      const double scale = config.normalize_advantages ? mean_and_deviation(r.reward).second + 1e-4
+                                                       : 1.0;  // rewards are relative runtimes
       for (std::int64_t i = 0; i < r.samples(); ++i) {
         advantage[i] = (r.reward[i] - teacher->teacher.reward) / scale;
         target[i] = r.reward[i];
@@ -581,11 +587,7 @@ struct Agent::Impl {
       }
     }
     if (config.normalize_advantages && advantage.size() > 1) {
-      double mean = 0, square = 0;
-      for (const double a : advantage) mean += a;
-      mean /= static_cast<double>(advantage.size());
-      for (const double a : advantage) square += (a - mean) * (a - mean);
-      const double deviation = std::sqrt(square / static_cast<double>(advantage.size() - 1));
+      const auto [mean, deviation] = mean_and_deviation(advantage);
       for (double& a : advantage) a = (a - mean) / (deviation + 1e-8);
     }
   }
@@ -819,7 +821,7 @@ struct Agent::Impl {
   TeacherEntry& teacher_for(const Env& env, const GraphTensors& graph, const std::string& method,
                             std::map<std::uint64_t, TeacherEntry>& fresh, std::int64_t& calls) {
     const std::uint64_t key = env_key(env);
-    const std::string resolved = method == "best" ? "best-heuristic" : method;
+    const std::string resolved = teacher_method(method);
     auto it = teachers.find(key);
     if (it == teachers.end() || it->second.teacher.method != resolved) {
       it = fresh.find(key);
@@ -901,43 +903,34 @@ struct Agent::Impl {
   // but the terminal one), to be labelled with the teacher's decisions.
   std::int64_t dagger_states(Env* env, const GraphTensors& graph, Batch& states) {
     torch::NoGradGuard no_grad;
-    std::vector<DynamicObservation> visited{env->reset(reset_seed(~std::size_t{1}, 0, version, stream))};
+    std::vector<DynamicObservation> visited;
+    std::vector<std::vector<std::int64_t>> decided;
     std::int64_t calls = 0;
-    for (;;) {
-      const auto logits = run(graph, stack({&visited.back()}, spec, graph.num_nodes, device)).first;
-      std::vector<torch::Tensor> actions;
-      std::vector<const std::int64_t*> parts;
-      for (std::size_t h = 0; h < logits.size(); ++h) {
-        actions.push_back(env_actions(graph, h, sample_actions(logits[h], false, sampler)));
-        parts.push_back(actions.back().data_ptr<std::int64_t>());
-      }
-      StepResult r = env->step(parts);
-      ++calls;
-      if (r.terminated || r.truncated) break;
-      visited.push_back(std::move(r.observation));
-    }
+    episode(*env, graph, reset_seed(~std::size_t{1}, 0, version, stream), false, decided, calls, &visited);
     std::vector<const DynamicObservation*> pointers;
     for (const auto& o : visited) pointers.push_back(&o);
     states = stack(pointers, spec, static_cast<int>(graph.num_nodes), device);
     return calls;
   }
 
-  // Runs one episode on `env` (greedy or sampled); returns the last step and its per-node actions.
+  // Runs one episode on `env` (greedy or sampled); returns the last step, with
+  // its per-node actions in `decided`. `visited`, when given, receives every
+  // observation acted on (all but the terminal one).
   StepResult episode(Env& env, const GraphTensors& graph, std::uint64_t seed, bool deterministic,
-                     std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls) {
+                     std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls,
+                     std::vector<DynamicObservation>* visited = nullptr) {
     DynamicObservation obs = env.reset(seed);
     StepResult r;
     do {
       const auto logits = run(graph, stack({&obs}, spec, static_cast<int>(graph.num_nodes), device)).first;
       decided.clear();
-      std::vector<const std::int64_t*> parts;
       for (std::size_t h = 0; h < logits.size(); ++h) {
         const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, sampler));
         decided.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
       }
-      for (const auto& a : decided) parts.push_back(a.data());
-      r = env.step(parts);
+      r = step_actions(env, decided);
       ++calls;
+      if (visited != nullptr) visited->push_back(std::move(obs));
       obs = std::move(r.observation);
     } while (!r.terminated && !r.truncated);
     return r;
@@ -978,9 +971,7 @@ struct Agent::Impl {
     if (local_search_budget > 0 && std::isfinite(result.runtime)) {
       // The best decisions become the env's current ones: local search starts from them.
       env->reset(reset_seed(~std::size_t{0}, 0, samples, 0));
-      std::vector<const std::int64_t*> parts;
-      for (const auto& a : result.actions) parts.push_back(a.data());
-      env->step(parts);
+      step_actions(*env, result.actions);
       ++result.simulator_calls;
       const BaselineResult searched =
           solve_baseline(*env, "local-search", Budget{local_search_budget, static_cast<std::uint64_t>(config.seed)});
@@ -988,9 +979,7 @@ struct Agent::Impl {
       if (!searched.oom && !searched.invalid && searched.runtime < result.runtime) {
         auto actions = solution_actions(*env, searched.decisions);  // measured as the env steps them
         env->reset(reset_seed(~std::size_t{0}, 0, samples + 1, 0));
-        parts.clear();
-        for (const auto& a : actions) parts.push_back(a.data());
-        const StepResult r = env->step(parts);
+        const StepResult r = step_actions(*env, actions);
         ++result.simulator_calls;
         if (!(r.info.oom || r.info.invalid) && r.info.runtime < result.runtime) {
           result.runtime = r.info.runtime;

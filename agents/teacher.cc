@@ -1,25 +1,24 @@
 #include "agents/teacher.h"
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "envs/baselines/baseline.h"
 #include "envs/registry.h"
 
 namespace goenv::agents {
 
-namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::string> teacher_names(const Env& env) {
   std::vector<std::string> out = {"best"};
   for (const auto& name : baseline_names(env.task())) out.push_back(name);
   return out;
+}
+
+std::string teacher_method(const std::string& name) { return name == "best" ? "best-heuristic" : name; }
+
+StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& actions) {
+  std::vector<const std::int64_t*> parts;
+  for (const auto& a : actions) parts.push_back(a.data());
+  return env.step(parts);
 }
 
 std::vector<std::vector<std::int64_t>> solution_actions(const Env& env, const Solution& solution) {
@@ -40,16 +39,14 @@ Teacher solve_teacher(const Env& prototype, const std::string& method, std::uint
   bool known = false;
   for (const auto& c : choices) known = known || c == method;
   GOENV_CHECK(known, InvalidArgument,
-              "unknown teacher '" << method << "' for " << prototype.id() << "; the choices are " << joined(choices));
+              "unknown teacher '" << method << "' for " << prototype.id() << "; the choices are " << joined_names(choices));
   Teacher t;
-  t.method = method == "best" ? "best-heuristic" : method;
+  t.method = teacher_method(method);
   auto env = make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), prototype.config());
   env->reset(seed);
   const BaselineResult solved = solve_baseline(*env, t.method, Budget{1000, seed});
   t.actions = solution_actions(*env, solved.decisions);
-  std::vector<const std::int64_t*> parts;
-  for (const auto& a : t.actions) parts.push_back(a.data());
-  const StepResult r = env->step(parts);
+  const StepResult r = step_actions(*env, t.actions);
   t.simulator_calls = solved.simulator_calls + 1;
   const bool bad = r.info.oom || r.info.invalid;
   std::vector<std::string> others;
@@ -58,7 +55,7 @@ Teacher solve_teacher(const Env& prototype, const std::string& method, std::uint
   GOENV_CHECK(!bad, InvalidArgument,
               "teacher '" << method << "' is infeasible on " << prototype.id() << " ("
                           << (r.info.invalid_reason.empty() ? "out of memory" : r.info.invalid_reason)
-                          << "); choose another teacher: " << joined(others));
+                          << "); choose another teacher: " << joined_names(others));
   t.runtime = r.info.runtime;
   t.reward = r.reward;
   return t;

@@ -33,6 +33,10 @@ struct Teacher {
 // Baseline names a teacher may be, sorted ("best" first).
 std::vector<std::string> teacher_names(const Env& env);
 Teacher solve_teacher(const Env& env, const std::string& method, std::uint64_t seed);
+// The baseline a teacher name runs: "best" is "best-heuristic", any other name itself.
+std::string teacher_method(const std::string& name);
+// Steps `env` with per-head (N,) actions.
+StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& actions);
 // A baseline's solution as the env's actions (per head, (N,) values; priorities quantized to the env's levels).
 std::vector<std::vector<std::int64_t>> solution_actions(const Env& env, const Solution& solution);
 

@@ -1,5 +1,6 @@
-// "Did you mean ...?" for unknown names (env ids, graphs, presets, baselines):
-// the known name closest by edit distance, when it is close enough to be a typo.
+// Messages for unknown names (env ids, graphs, presets, baselines): the known
+// names as a list, and "did you mean ...?" with the known name closest by edit
+// distance, when it is close enough to be a typo.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +8,13 @@
 #include <vector>
 
 namespace goenv {
+
+// "a, b, c".
+inline std::string joined_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 // Levenshtein distance, case-insensitive (names are short: O(|a| |b|) is fine).
 inline std::size_t edit_distance(const std::string& a, const std::string& b) {

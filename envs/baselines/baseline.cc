@@ -26,16 +26,10 @@ bool has(const std::vector<Head>& heads, Head head) {
   return std::find(heads.begin(), heads.end(), head) != heads.end();
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 std::string head_list(const std::vector<Head>& heads) {
   std::vector<std::string> names;
   for (Head h : heads) names.emplace_back(head_name(h));
-  return joined(names);
+  return joined_names(names);
 }
 
 }  // namespace
@@ -153,7 +147,7 @@ void register_baseline(Baseline b) {
 const Baseline& baseline(const std::string& name) {
   auto it = baselines().find(name);
   GOENV_CHECK(it != baselines().end(), NotFound,
-              "unknown baseline '" << name << "'; baselines: " << joined(baseline_names())
+              "unknown baseline '" << name << "'; baselines: " << joined_names(baseline_names())
                                        << did_you_mean(name, baseline_names()));
   return it->second;
 }
@@ -177,7 +171,7 @@ BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& b
   GOENV_CHECK(!heads.empty(), InvalidArgument,
               "baseline '" << name << "' decides " << head_list(method.heads) << ", but env '" << env.id()
                            << "' (task '" << env.task() << "') decides only " << head_list(env.heads())
-                           << "; baselines for this task: " << joined(baseline_names(env.task())));
+                           << "; baselines for this task: " << joined_names(baseline_names(env.task())));
 
   Problem problem(env, budget, heads);
   const auto begin = std::chrono::steady_clock::now();
