@@ -111,7 +111,9 @@ def local_search(env, budget: int, seed: int) -> tuple[float, float]:
 def per_graph(args) -> None:
     path = ROOT / args.out / "go_per_graph.json"
     rows = {row["label"]: row for row in (read_json(path) or [])}
-    for entry in goenv.datasets.suite("go-placement"):
+    suite = goenv.datasets.suite("go-placement")
+    order = [label(e) for e in suite]
+    for entry in suite:
         name = label(entry)
         if (args.graphs and name not in args.graphs and entry.graph not in args.graphs) or \
                 (args.resume and name in rows):
@@ -142,7 +144,7 @@ def per_graph(args) -> None:
         row["local_search_wall"], row["local_search_wall_seconds"] = local_search(
             env, row["local_search_wall_budget"], args.seed)
         rows[name] = row
-        write_json(path, sorted(rows.values(), key=lambda r: suite_order().index(r["label"])))
+        write_json(path, sorted(rows.values(), key=lambda r: order.index(r["label"])))
         best = min(min(row["heuristics"].values()), row["local_search"])
         print(f"{name}: {n} nodes, budget {budget}: GO {row['go']:.2f} ms (teacher {row['teacher']:.2f}, greedy "
               f"{row['go_greedy']:.2f}), GO+LS {row['go_local_search']:.2f}, best heuristic "
@@ -150,10 +152,6 @@ def per_graph(args) -> None:
               f"({'GO wins' if row['go'] < best * (1 - 1e-9) else 'GO loses'}); equal wall time "
               f"({seconds:.0f} s, {row['local_search_wall_budget']} calls): local search "
               f"{row['local_search_wall']:.2f}", flush=True)
-
-
-def suite_order() -> list[str]:
-    return [label(e) for e in goenv.datasets.suite("go-placement")]
 
 
 # -- part 2: transfer -----------------------------------------------------------------------------

@@ -40,6 +40,13 @@ def options() -> list[tuple[str, str, Any, str]]:
     return [tuple(field) for field in _native().config_fields()]
 
 
+def _check_count(name: str, value: Any, low: int = 1) -> None:
+    """ValueError unless `value` is an integer (not a bool) >= low."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be {'a positive integer' if low == 1 else f'an integer >= {low}'}, "
+                         f"got {value!r}")
+
+
 def _env_argument(env: Any):
     """An env id (gymnasium ids too), or a GraphEnv described as plain data: goenv._agents
     rebuilds it from bytes and never touches goenv._core's C++ objects."""
@@ -116,8 +123,7 @@ class Agent:
 
         from goenv.agents.training_log import TrainingLog, reference_runtimes
 
-        if isinstance(total_steps, bool) or not isinstance(total_steps, (int, np.integer)) or total_steps < 1:
-            raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+        _check_count("total_steps", total_steps)
         env_arguments = _env_list(envs)
         log = None
         if log_dir is not None:  # a single graph's curve is drawn against its default and heuristics
@@ -166,8 +172,7 @@ class Agent:
         greedy choice is the teacher's), simulator_calls (teachers and DAgger rollouts)."""
         from tqdm.auto import tqdm
 
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ValueError(f"steps must be a positive integer, got {steps!r}")
+        _check_count("steps", steps)
         if teacher is not None and not isinstance(teacher, str):
             raise TypeError(f"teacher must be a baseline name or 'best', got {type(teacher).__name__}")
         history: list[dict] = []
@@ -200,9 +205,8 @@ class Agent:
         source ("greedy" | "sample" | "training": the best training found | "local-search"),
         simulator_calls (all it made)}.
         ``env.step(result["decisions"])`` (one head: the array itself) replays it."""
-        for name, value, low in (("samples", samples, 1), ("local_search_budget", local_search_budget, 0)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        _check_count("samples", samples)
+        _check_count("local_search_budget", local_search_budget, low=0)
         return self._agent.optimize(_env_argument(env), int(samples), int(local_search_budget))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
