@@ -816,11 +816,10 @@ struct Agent::Impl {
     }
   }
 
-  // The teacher `method` of an env's graph: the kept one, or solved (and added
-  // to `fresh`, with the simulations it ran added to `calls`).
-  TeacherEntry& teacher_for(const Env& env, const GraphTensors& graph, const std::string& method,
-                            std::map<std::uint64_t, TeacherEntry>& fresh, std::int64_t& calls) {
-    const std::uint64_t key = env_key(env);
+  // Makes sure the graph `key` of `env` has a teacher `method` with targets: the
+  // kept one, or one solved into `fresh` (the simulations it ran added to `calls`).
+  void prepare_teacher(const Env& env, std::uint64_t key, const GraphTensors& graph, const std::string& method,
+                       std::map<std::uint64_t, TeacherEntry>& fresh, std::int64_t& calls) {
     const std::string resolved = teacher_method(method);
     auto it = teachers.find(key);
     if (it == teachers.end() || it->second.teacher.method != resolved) {
@@ -832,7 +831,6 @@ struct Agent::Impl {
       }
     }
     if (it->second.targets.empty()) it->second.targets = teacher_targets(graph, spec, it->second.teacher, device);
-    return it->second;
   }
 
   ImitationMetrics imitate(const std::vector<const Env*>& prototypes, std::int64_t steps, const std::string& teacher,
@@ -848,6 +846,7 @@ struct Agent::Impl {
     const auto start = std::chrono::steady_clock::now();
     struct Item {
       std::unique_ptr<Env> env;
+      std::uint64_t key = 0;
       GraphTensors graph;
       const TeacherEntry* teacher = nullptr;
       Batch states;  // the reset observation; with horizon > 1 refreshed by DAgger rollouts
@@ -859,13 +858,14 @@ struct Agent::Impl {
     for (std::size_t i = 0; i < prototypes.size(); ++i) {
       Item& item = items[i];
       item.env = copy_env(*prototypes[i]);
+      item.key = env_key(*item.env);
       item.graph = tensors_of(*item.env);
-      item.teacher = &teacher_for(*item.env, item.graph, method, fresh, metrics.simulator_calls);
+      prepare_teacher(*item.env, item.key, item.graph, method, fresh, metrics.simulator_calls);
       const DynamicObservation obs = item.env->reset(reset_seed(i, 0, 0, stream));
       item.states = stack({&obs}, spec, item.env->graph().num_nodes(), device);
     }
     for (auto& [key, entry] : fresh) teachers[key] = std::move(entry);  // every teacher was solved: keep them
-    for (Item& item : items) item.teacher = &teachers.at(env_key(*item.env));
+    for (Item& item : items) item.teacher = &teachers.at(item.key);
     config.teacher = method;
     const std::size_t per_step = config.graphs_per_update > 0
                                      ? std::min<std::size_t>(config.graphs_per_update, items.size())
