@@ -5,9 +5,19 @@
 // in topological order, FiLM conditioned on a graph embedding, one output layer
 // per decision head. Both train with PPO, stepping goenv Envs directly from C++.
 //
+// This file is the public facade: the Agent and the plain data it takes and
+// returns. The work lives in one room per job:
+//   config     AgentConfig, its option table, PolicySpec (torch-free)
+//   policy     the networks and the masked per-node distribution
+//   weights    the parameters as one flat buffer plus a version
+//   model      the policy on its device with optimizer and generators; the masked forward
+//   sampler    rollouts: env copies stepped through envs::VectorEnv; single episodes
+//   ppo        advantages, the clipped loss, update, train
+//   imitation  teachers, cross-entropy toward them, DAgger, self-imitation
+//   search     act, evaluate, optimize
+//   checkpoint the format-2 reader and writer
 // This header is torch-free on purpose: the Python binding (bindings/agents/)
-// includes only it, so the only translation units that parse <torch/torch.h>
-// are agents/policy.cc, agents/agent.cc and the agents test.
+// includes only it, so it never parses <torch/torch.h>.
 //
 // Contract:
 //  * An Agent owns its policy, optimizer and random generator. The policy is
@@ -30,16 +40,17 @@
 //  * The parameters live in one contiguous float32 buffer (weights()); every
 //    update() advances the weight version by one.
 //  * Warm start (DOPPLER, ICLR 2026; GDP/GO pretraining): imitate() trains the
-//    heads by cross-entropy toward a teacher's decisions (agents/teacher.h),
-//    one term per decision unit (a colocation group is one placement unit),
-//    on the states the policy itself reaches (DAgger: with horizon > 1 the
-//    policy's own rollouts, labelled with the teacher's decisions). The agent
-//    keeps each graph's teacher: PPO on it then adds teacher_coef x the same
-//    cross-entropy, decaying linearly to 0 over teacher_decay_steps env steps
-//    after the imitation, and (teacher_baseline) measures one-shot advantages
-//    against the teacher's reward, scaled but not centred, so only decisions
-//    better than the teacher's gain probability. With teacher_update, a
-//    sampled decision that beats the teacher replaces it (self-imitation).
+//    heads by cross-entropy toward a teacher's decisions (a baseline's, see
+//    Teacher below), one term per decision unit (a colocation group is one
+//    placement unit), on the states the policy itself reaches (DAgger: with
+//    horizon > 1 the policy's own rollouts, labelled with the teacher's
+//    decisions). The agent keeps each graph's teacher: PPO on it then adds
+//    teacher_coef x the same cross-entropy, decaying linearly to 0 over
+//    teacher_decay_steps env steps after the imitation, and (teacher_baseline)
+//    measures one-shot advantages against the teacher's reward, scaled but not
+//    centred, so only decisions better than the teacher's gain probability.
+//    With teacher_update, a sampled decision that beats the teacher replaces it
+//    (self-imitation).
 //  * Checkpoints hold the parameters, Adam's moments, both generators, the
 //    teachers and the schedules: a loaded agent continues exactly as the
 //    saved one would have.
@@ -52,77 +63,23 @@
 #include <string>
 #include <vector>
 
-#include "agents/teacher.h"
+#include "agents/config.h"
 #include "envs/env.h"
 
 namespace goenv::agents {
 
-// Every hyperparameter, settable by name (Python keyword arguments, checkpoints).
-struct AgentConfig {
-  std::string algorithm = "ppo";  // "ppo" | "go"
-  // Network.
-  int hidden = 64;              // embedding width
-  int sage_layers = 2;          // GraphSAGE depth
-  int attention_layers = 2;     // go: segment-recurrent attention layers
-  int attention_heads = 4;      // go: heads per attention layer (must divide hidden)
-  int segment_length = 512;     // go: nodes per segment; memory = the previous segment
-  // PPO.
-  double learning_rate = 1e-3;
-  double clip = 0.2;            // surrogate clip range
-  double value_coef = 0.5;
-  double entropy_coef = 0.01;   // bonus on the mean per-node entropy
-  double max_grad_norm = 0.5;
-  double gamma = 1.0;           // discount (one-shot episodes: irrelevant)
-  double gae_lambda = 0.95;
-  int epochs = 4;               // passes over each rollout
-  int minibatches = 2;          // per epoch
-  int envs_per_graph = 16;      // env copies stepped per graph per rollout step
-  int rollout_length = 0;       // steps per env copy per update; 0 = the env horizon
-  int graphs_per_update = 0;    // graphs per update, taken round-robin; 0 = all
-  bool normalize_advantages = true;  // per graph
-  double target_kl = 0;         // stop an update's epochs early above 1.5 x this; 0 = never
-  double entropy_coef_final = -1;  // entropy_coef decays linearly to this over entropy_decay_steps (-1 = no decay)
-  std::int64_t entropy_decay_steps = 0;
-  // Imitation and fine-tuning (see the contract above).
-  std::string teacher = "best";     // a baseline name, or "best" (the best heuristic by simulated runtime)
-  double imitation_flips = 4.0;     // label smoothing: sampled decisions differ from the teacher's in about this many units
-  double teacher_coef = 1.0;        // weight of the cross-entropy toward the teacher in PPO, at the start
-  std::int64_t teacher_decay_steps = 1024;  // env steps after imitate() over which it decays to 0 (0 = never decays)
-  bool teacher_baseline = false;    // one-shot advantages against the teacher's reward (else centred per graph)
-  bool teacher_update = true;       // a sampled decision better than the teacher becomes the teacher (self-imitation)
-  // Runtime.
-  std::int64_t seed = 0;
-  int num_threads = 0;          // torch intra-op threads inside train/act/evaluate (restored after); 0 = torch's
-  std::string device = "auto";  // "auto" (CUDA when available) | "cpu" | "cuda"
-};
-
-// Name, type ('i' integer, 'd' real, 'b' bool, 's' string) and meaning of each field.
-struct ConfigField {
-  std::string name;
-  char type;
-  std::string help;
-};
-const std::vector<ConfigField>& config_fields();
-// Setters by name: unknown names raise InvalidArgument listing the known ones;
-// numbers must fit the field's type (integral for 'i', 0/1 for 'b').
-void set_config(AgentConfig& config, const std::string& name, double value);
-void set_config(AgentConfig& config, const std::string& name, const std::string& value);
-// Every field as text (checkpoints), and back.
-std::map<std::string, std::string> config_to_text(const AgentConfig& config);
-AgentConfig config_from_text(const std::map<std::string, std::string>& text);
-// Throws InvalidArgument naming the first bad value.
-void validate(const AgentConfig& config);
-
-// What a policy's input and output layers are built for.
-struct PolicySpec {
-  int node_feature_dim = 0, node_state_dim = 0, global_dim = 0;
-  std::vector<Head> heads;   // decision heads, in action order
-  std::vector<int> choices;  // values per node of each head
-  static PolicySpec of(const Env& env);
-  int action_mask_width() const;
-  std::string describe() const;  // "F=.. S=.. G=.. heads=placement:2"
-  bool operator==(const PolicySpec& other) const;
-  bool operator!=(const PolicySpec& other) const { return !(*this == other); }
+// The teacher an agent imitates: a baseline's decisions on one env, as the
+// env's actions, with what they simulate to. `method` is a baseline name
+// (envs/baselines/baseline.h) or "best", short for "best-heuristic": the best
+// of the classic heuristics by simulated runtime. `simulator_calls` charges
+// every simulation: the baseline's own calls plus the one step that measures
+// the decisions.
+struct Teacher {
+  std::string method;                              // the baseline actually run ("best" -> "best-heuristic")
+  std::vector<std::vector<std::int64_t>> actions;  // per head in env.heads() order, (N,) values
+  double runtime = 0;                              // seconds, the stepped decisions
+  double reward = 0;                               // the env's reward for them (one-shot: the first step)
+  std::int64_t simulator_calls = 0;
 };
 
 // A batch of observations of one graph, as raw row-major arrays (numpy or C++).

@@ -3,7 +3,7 @@
 #include <sstream>
 #include <variant>
 
-#include "agents/agent.h"
+#include "agents/config.h"
 #include "core/error.h"
 #include "envs/observation.h"
 

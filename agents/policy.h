@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "agents/agent.h"
+#include "agents/config.h"
 
 namespace goenv::agents {
 

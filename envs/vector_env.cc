@@ -5,9 +5,11 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <map>
+#include <omp.h>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/serialization.h"
 #include "envs/registry.h"
 
@@ -23,12 +25,10 @@ const char* batch_layout_name(BatchLayout layout) {
 }
 
 std::uint64_t episode_seed(std::uint64_t seed, std::uint64_t episode) {
-  if (episode == 0) return seed;
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * episode;  // splitmix64
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return episode == 0 ? seed : splitmix64(seed + kSplitmixIncrement * (episode - 1));
 }
+
+int default_num_threads() { return omp_get_max_threads(); }
 
 VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs, BatchLayout layout, int num_threads, int pad_nodes,
                      int pad_edges, int max_episode_steps)
@@ -333,6 +333,24 @@ void VectorEnv::step(const std::int64_t* const* actions, const ActionLayout& act
     zero_padding(i, out);
   });
   last_call_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+int VectorEnv::reset_finished(const BatchBuffers& out) {
+  GOENV_CHECK(out.node_state && out.action_mask && out.globals, InvalidArgument,
+              "vector env: reset_finished needs node_state, action_mask and globals buffers");
+  const int finished = static_cast<int>(std::count(autoreset_.begin(), autoreset_.end(), std::uint8_t{1}));
+  if (finished == 0) return 0;
+  parallel_for_envs([&](int i) {
+    if (!autoreset_[i]) return;
+    ++episode_[i];
+    episode_steps_[i] = 0;
+    autoreset_[i] = 0;
+    envs_[i]->reset_into(episode_seed(seed_[i], episode_[i]), out.node_state + node_offset_[i] * node_state_dim_,
+                         out.action_mask + node_offset_[i] * action_mask_width_,
+                         out.globals + static_cast<std::size_t>(i) * global_dim_);
+    zero_padding(i, out);
+  });
+  return finished;
 }
 
 const BatchBuffers& VectorEnv::owned_buffers() {

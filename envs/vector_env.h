@@ -124,6 +124,12 @@ class VectorEnv {
   void reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& out);
   // actions: one pointer per head (heads() order), laid out as `layout` says.
   void step(const std::int64_t* const* actions, const ActionLayout& layout, const BatchBuffers& out);
+  // Same-step autoreset on demand (Gymnasium's SAME_STEP mode): resets now every
+  // env whose last step ended its episode, with the next seed of its own
+  // sequence, exactly as the next step() would, and writes those envs'
+  // observations into `out` (only node_state, action_mask and globals are
+  // written; the last step's rewards and info stay as they are). Returns how many.
+  int reset_finished(const BatchBuffers& out);
 
   // Buffers owned by the VectorEnv, allocated on first use and reused by every
   // step that is handed them (callers that want fresh arrays pass their own).
@@ -174,5 +180,7 @@ class VectorEnv {
 
 // The seed of env episode `episode` given the env's reset seed (splitmix64 mix).
 std::uint64_t episode_seed(std::uint64_t seed, std::uint64_t episode);
+// OpenMP's thread count for a parallel region here (OMP_NUM_THREADS, else the cores).
+int default_num_threads();
 
 }  // namespace goenv

@@ -1,5 +1,5 @@
 // VectorEnv (envs/vector_env.h): results independent of the thread count,
-// NEXT_STEP autoreset, the three layouts' offsets and padding, checks before any
+// NEXT_STEP autoreset and same-step reset_finished, the three layouts' offsets and padding, checks before any
 // env steps, per-env exceptions rethrown on the caller, and snapshots.
 #include <gtest/gtest.h>
 
@@ -173,6 +173,40 @@ TEST(VectorEnv, NextStepAutoresetIgnoresTheAction) {
   EXPECT_EQ(out.globals, reset_out.globals);
   // Now the action counts again.
   EXPECT_THROW(v->step(heads, {false, v->max_nodes()}, out.buffers), InvalidAction);
+}
+
+// reset_finished (what the agents' sampler uses) resets exactly the envs whose
+// episode ended, as the next step's autoreset would, and leaves the step's info.
+TEST(VectorEnv, ResetFinishedIsSameStepAutoreset) {
+  auto v = mixed_vector(3, 3, 2, BatchLayout::kPadded, 2, 40, 400);
+  auto twin = mixed_vector(3, 3, 2, BatchLayout::kPadded, 2, 40, 400);
+  Batch out(*v), twin_out(*twin);
+  std::vector<std::uint64_t> seeds = {5, 6, 7};
+  v->reset(seeds.data(), nullptr, out.buffers);
+  twin->reset(seeds.data(), nullptr, twin_out.buffers);
+  std::mt19937 rng(3);
+  auto actions = random_actions(*v, rng);
+  const std::int64_t* heads[] = {actions.data()};
+  v->step(heads, {false, v->max_nodes()}, out.buffers);
+  EXPECT_EQ(v->reset_finished(out.buffers), 0);  // horizon 2: nothing ended yet
+  v->step(heads, {false, v->max_nodes()}, out.buffers);
+  twin->step(heads, {false, twin->max_nodes()}, twin_out.buffers);
+  twin->step(heads, {false, twin->max_nodes()}, twin_out.buffers);
+  EXPECT_EQ(out.terminated, (std::vector<std::uint8_t>{1, 1, 1}));
+  const std::vector<double> runtime = out.runtime, reward = out.reward;
+  EXPECT_EQ(v->reset_finished(out.buffers), 3);
+  EXPECT_EQ(out.runtime, runtime);  // the step's outcomes stay
+  EXPECT_EQ(out.reward, reward);
+  twin->step(heads, {false, twin->max_nodes()}, twin_out.buffers);  // next-step autoreset: the same observation
+  EXPECT_EQ(out.node_state, twin_out.node_state);
+  EXPECT_EQ(out.action_mask, twin_out.action_mask);
+  EXPECT_EQ(out.globals, twin_out.globals);
+  // Both go on alike: the reset envs take actions again.
+  v->step(heads, {false, v->max_nodes()}, out.buffers);
+  twin->step(heads, {false, twin->max_nodes()}, twin_out.buffers);
+  EXPECT_EQ(out.runtime, twin_out.runtime);
+  EXPECT_EQ(out.node_state, twin_out.node_state);
+  EXPECT_EQ(v->get_state(), twin->get_state());
 }
 
 TEST(VectorEnv, MaxEpisodeStepsTruncates) {

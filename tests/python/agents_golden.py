@@ -28,7 +28,6 @@ import goenv
 import goenv.agents
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "agents_golden.json"
-make_agent = getattr(goenv.agents, "make_agent", None) or (lambda name, **o: goenv.agents.agent._CLASSES[name](**o))
 
 
 def digest(*parts) -> str:
@@ -111,7 +110,7 @@ def agent_cases(out: dict) -> None:
     for algorithm in ("go", "ppo"):
         for seed in (0, 1):
             def fresh():
-                return make_agent(algorithm, hidden=16, sage_layers=1, attention_layers=1,
+                return goenv.agents.make_agent(algorithm, hidden=16, sage_layers=1, attention_layers=1,
                                                attention_heads=2, segment_length=8, seed=seed, num_threads=1,
                                                envs_per_graph=4, epochs=2)
             tag = f"{algorithm}-seed{seed}"

@@ -133,3 +133,16 @@ def random_priorities(rng: random.Random, n: int) -> list:
     """Priorities to try: the default FIFO (None), random reals (negative too) and a
     few integer levels (many ties)."""
     return [None, [rng.uniform(-10.0, 10.0) for _ in range(n)], [float(rng.randrange(3)) for _ in range(n)]]
+
+
+def require_agents():
+    """goenv.agents with its goenv._agents module built; else skips the calling test module."""
+    import pytest
+
+    pytest.importorskip("torch")
+    agents = pytest.importorskip("goenv.agents")
+    try:
+        agents.options()
+    except ImportError as error:  # goenv built without _agents
+        pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
+    return agents

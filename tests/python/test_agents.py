@@ -16,12 +16,10 @@ import pytest
 
 import goenv
 
+from helpers import require_agents
+
+agents = require_agents()
 torch = pytest.importorskip("torch")
-agents = pytest.importorskip("goenv.agents")
-try:
-    agents.options()
-except ImportError as error:  # goenv built without _agents
-    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
 
 
 def branchy_graph(seed: int, branches: int = 4, depth: int = 7) -> goenv.Graph:
@@ -355,3 +353,15 @@ def test_update_refuses_rollouts_of_other_graphs():
     bad[0]["reward"] = bad[0]["reward"][:3]
     with pytest.raises(goenv.InvalidArgument, match="reward"):
         learner.update(bad)
+
+
+def test_algorithms_are_registered_and_made_by_name():
+    assert agents.algorithms() == ["go", "ppo"]
+    agent = agents.make_agent("go", seed=1, hidden=16)
+    assert type(agent) is agents.GO and agent.config["hidden"] == 16
+    with pytest.raises(ValueError, match=r"algorithm must be one of \['go', 'ppo'\], got 'dqn'"):
+        agents.make_agent("dqn")
+    with pytest.raises(ValueError, match="already registered"):
+        agents.registry.register("go", agents.PPO, "another class under a taken name")
+    agents.registry.register("go", agents.GO, "the same class again is a no-op")
+    assert agents.registry.describe("go").agent_class is agents.GO

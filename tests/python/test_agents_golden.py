@@ -16,12 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-agents = pytest.importorskip("goenv.agents")
-try:
-    agents.options()
-except ImportError as error:
-    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
+from helpers import require_agents
+
+require_agents()
 
 SCRIPT = Path(__file__).resolve().parent / "agents_golden.py"
 GOLDEN = json.loads((SCRIPT.parent / "data" / "agents_golden.json").read_text())

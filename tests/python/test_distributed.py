@@ -17,12 +17,9 @@ import pytest
 import goenv
 
 ray = pytest.importorskip("ray")
-pytest.importorskip("torch")
-agents = pytest.importorskip("goenv.agents")
-try:
-    agents.options()
-except ImportError as error:
-    pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
+from helpers import require_agents  # noqa: E402
+
+agents = require_agents()
 
 import goenv.distributed  # noqa: E402
 from test_agents import placement_env  # noqa: E402

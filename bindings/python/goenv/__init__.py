@@ -8,14 +8,9 @@
 Units everywhere: seconds, bytes, and FLOPs with a multiply-accumulate counted as 2.
 """
 
-import os as _os
-
-# Idle OpenMP threads sleep instead of spinning: on a busy machine spinning made make_vec's
-# default thread count 5-30x slower than one thread (tests/benchmarks/vector_under_load_bench.py).
-# Read once, when the OpenMP runtime loads with goenv._core; set the variable yourself to override.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from goenv._core import (  # noqa: E402
+# _openmp comes first (it sorts first too): it sets OMP_WAIT_POLICY before goenv._core loads OpenMP.
+from goenv import _openmp, agents, baselines, clusters, datasets, wrappers
+from goenv._core import (
     Cluster,
     Device,
     Error,
@@ -29,10 +24,9 @@ from goenv._core import (  # noqa: E402
     SimulationResult,
     op_type_names,
 )
-from goenv import agents, baselines, clusters, datasets, wrappers  # noqa: E402
-from goenv.envs import GraphEnv, list_envs, make  # noqa: E402
-from goenv.simulation import lower_bound, simulate  # noqa: E402
-from goenv.vector import GraphVectorEnv, make_vec  # noqa: E402
+from goenv.envs import GraphEnv, list_envs, make
+from goenv.simulation import lower_bound, simulate
+from goenv.vector import GraphVectorEnv, make_vec
 
 __version__ = "0.3.0"
 

@@ -24,7 +24,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from goenv import _core, text
+import goenv._core as _core
+from goenv import text
 
 __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities", "solve", "table"]
 

@@ -26,7 +26,8 @@ import numpy as np
 from tqdm import tqdm
 
 import goenv
-from goenv import _core, text
+import goenv._core as _core
+from goenv import text
 from goenv.render import save_gantt
 
 ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see --task)"
@@ -217,8 +218,7 @@ def _train(args: argparse.Namespace) -> None:
               f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
               f"{result.dropped_rollouts} stale rollouts dropped")
     else:
-        make = {"go": goenv.agents.GO, "ppo": goenv.agents.PPO}[args.agent]
-        agent = make(**{"seed": args.seed, **options})
+        agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
         if args.imitate:
             history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
             print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
@@ -368,7 +368,8 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env",
                                 extra_help=_agent_options_help)
     train.add_argument("id", help=ID_HELP)
-    train.add_argument("--agent", choices=["go", "ppo"], default="go", help="GO policy or the PPO baseline policy")
+    train.add_argument("--agent", choices=goenv.agents.algorithms(), default="go",
+                       help="GO policy or the PPO baseline policy")
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
     train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
     train.add_argument("--save", help="checkpoint path")

@@ -47,7 +47,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from goenv import _core
+import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 
 FORMAT = "goenv-dataset"

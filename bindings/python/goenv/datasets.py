@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from goenv import _core
+import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch

@@ -10,7 +10,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from goenv import _core
+import goenv._core as _core
 from goenv._core import Cluster, Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
 
@@ -57,7 +57,7 @@ def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | s
     if env_id in _core.task_names():
         raise NotFound(f"'{env_id}' is a task: give it a graph (goenv.make({env_id!r}, graph=g_or_path)) "
                               f"or use an id such as '{env_id}-inception' (goenv.list_envs())")
-    env = GraphEnv(_strip_gym_id(env_id), render_mode=render_mode, share_static=share_static, **options)
+    env = GraphEnv(strip_gym_id(env_id), render_mode=render_mode, share_static=share_static, **options)
     env.spec = _spec_for(env.core.id, render_mode, share_static, options)
     return env
 
@@ -73,7 +73,8 @@ def _spec_for(env_id: str, render_mode, share_static: bool, options: dict) -> gy
     return dataclasses.replace(spec, kwargs=kwargs)
 
 
-def _strip_gym_id(env_id: str) -> str:
+def strip_gym_id(env_id: str) -> str:
+    """goenv's id of a Gymnasium id ("goenv/placement-inception-v1" -> "placement-inception"); others as they are."""
     if env_id.startswith("goenv/"):
         env_id = env_id[len("goenv/"):]
         suffix = f"-v{VERSION}"
@@ -103,7 +104,7 @@ class GraphEnv(gymnasium.Env):
         if core is None:
             if env_id is None:
                 raise ValueError("GraphEnv needs an env id, e.g. 'placement-inception'")
-            core = _core.make_env(_strip_gym_id(env_id), **options)
+            core = _core.make_env(strip_gym_id(env_id), **options)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
@@ -173,7 +174,7 @@ class GraphEnv(gymnasium.Env):
             self._current_node = int(flags[0]) if len(flags) else None
         if not self.share_static:
             for key in self._STATIC_KEYS:
-                obs[key] = _readonly_copy(obs[key])
+                obs[key] = readonly_copy(obs[key])
         return obs
 
     def render(self):
@@ -191,16 +192,15 @@ class GraphEnv(gymnasium.Env):
     def set_state(self, state: bytes) -> None:
         self.core.set_state(state)
 
-    _OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
+    OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
                 "max_fusion_size", "colocation", "placement", "priority")
 
     def __getstate__(self) -> dict:
-        config = self.core.config
         return {
             "task": self.core.task,
             "graph": self.graph,
             "cluster": self.cluster,
-            "options": {key: config[key] for key in self._OPTIONS},
+            "options": env_options(self.core),
             "state": self.core.get_state(),
             "render_mode": self.render_mode,
             "share_static": self.share_static,
@@ -232,7 +232,13 @@ def checked_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def _readonly_copy(array: np.ndarray) -> np.ndarray:
+def env_options(core: "_core.Env") -> dict:
+    """The options that rebuild `core` on its graph and cluster (_core.make_env_on_graph keywords)."""
+    config = core.config
+    return {key: config[key] for key in GraphEnv.OPTIONS}
+
+
+def readonly_copy(array: np.ndarray) -> np.ndarray:
     """New memory, still read-only: the static arrays describe the graph, not the caller's state."""
     copy = array.copy()
     copy.flags.writeable = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goenv import _core
+import goenv._core as _core
 from goenv._core import Cluster, Graph, SimulationResult
 from goenv.clusters import get as get_cluster
 

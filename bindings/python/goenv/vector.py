@@ -44,8 +44,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from goenv import _core
-from goenv.envs import GraphEnv, _readonly_copy, _strip_gym_id, checked_flag
+import goenv._core as _core
+from goenv.envs import GraphEnv, readonly_copy, strip_gym_id, checked_flag
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -86,7 +86,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     for i in range(num_envs):
         entry = entries[i % len(entries)]
         if isinstance(entry, str):
-            env_id = _strip_gym_id(entry)
+            env_id = strip_gym_id(entry)
             if env_id not in built:
                 built[env_id] = _core.make_env(env_id, **options)
             templates.append(built[env_id])
@@ -286,7 +286,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 if a.ndim > 1 and a.strides[0] == 0:
                     obs[key] = np.broadcast_to(a[0].copy(), a.shape)
                 else:
-                    obs[key] = _readonly_copy(a)
+                    obs[key] = readonly_copy(a)
         return obs
 
     def render(self) -> tuple[np.ndarray, ...] | None:

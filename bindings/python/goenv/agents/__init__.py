@@ -10,6 +10,7 @@
     agent.imitate(["placement-inception"])            # warm start: copy the best heuristic
     agent.optimize(env, samples=16)                    # best of 16 decisions (+ local_search_budget=...)
     goenv.agents.pretrained("go-placement")            # the shipped placer, for graphs it never saw
+    goenv.agents.algorithms(); goenv.agents.make_agent("go", seed=0)   # the registry, by name
 
 `PPO` is GraphSAGE with per-node MLP heads; `GO` follows "Transferable Graph
 Optimizers for ML Compilers" (Zhou et al., NeurIPS 2020): GraphSAGE node
@@ -26,6 +27,9 @@ imported or is the one installed.
 
 import importlib.metadata
 import sys
+
+from goenv.agents.agent import GO, PPO, PRETRAINED, Agent, load, options, pretrained
+from goenv.agents.registry import algorithms, make_agent
 
 
 def _public_version(version: str) -> str:
@@ -58,6 +62,4 @@ def _check_torch_abi() -> None:
 
 _check_torch_abi()
 
-from goenv.agents.agent import GO, PPO, PRETRAINED, Agent, load, options, pretrained  # noqa: E402  (after the check)
-
-__all__ = ["GO", "PPO", "PRETRAINED", "Agent", "load", "options", "pretrained"]
+__all__ = ["GO", "PPO", "PRETRAINED", "Agent", "algorithms", "load", "make_agent", "options", "pretrained"]

@@ -8,9 +8,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from goenv import _core
 from goenv._core import InvalidArgument
-from goenv.envs import GraphEnv, _strip_gym_id
+from goenv.agents import registry
+from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
 
 _NATIVE = None
 
@@ -26,7 +26,7 @@ def _native():
                 "goenv.agents needs PyTorch: pip install 'torch==2.13.0' (or pip install 'goenv[torch]'), "
                 "then rebuild goenv so that goenv._agents is built against it") from error
         try:
-            from goenv import _agents
+            import goenv._agents as _agents
         except ImportError as error:
             raise ImportError(
                 "goenv was built without its agents module (goenv._agents): LibTorch was not found when goenv "
@@ -45,43 +45,6 @@ def _check_count(name: str, value: Any, low: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be {'a positive integer' if low == 1 else f'an integer >= {low}'}, "
                          f"got {value!r}")
-
-
-def _env_argument(env: Any):
-    """An env id (gymnasium ids too), or a GraphEnv described as plain data: goenv._agents
-    rebuilds it from bytes and never touches goenv._core's C++ objects."""
-    if isinstance(env, str):
-        return _strip_gym_id(env)
-    if isinstance(env, dict) and {"task", "graph", "cluster", "options"} <= env.keys():
-        return env  # already described (e.g. sent to a rollout worker)
-    core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
-    if not isinstance(core, _core.Env):
-        raise TypeError(f"expected an env id, a goenv GraphEnv or goenv._core.Env, got {type(env).__name__}")
-    config = core.config
-    return {
-        "id": core.id,
-        "task": core.task,
-        "graph": core.graph.to_bytes(),
-        "cluster": core.cluster.__getstate__(),
-        "options": {key: config[key] for key in GraphEnv._OPTIONS},
-    }
-
-
-def _title(env_arguments: list) -> str:
-    ids = [e if isinstance(e, str) else e["id"] for e in env_arguments]
-    return ids[0] if len(ids) == 1 else f"{len(ids)} graphs ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
-
-
-def _listed(envs: Any) -> list:
-    """One env (an id, a GraphEnv, a wrapper, a goenv._core.Env) as a list of one; a list as it is."""
-    return [envs] if isinstance(envs, (str, GraphEnv, _core.Env)) or hasattr(envs, "unwrapped") else list(envs)
-
-
-def _env_list(envs: Any) -> list:
-    envs = [_env_argument(e) for e in _listed(envs)]
-    if not envs:
-        raise ValueError("expected at least one env")
-    return envs
 
 
 class Agent:
@@ -108,7 +71,7 @@ class Agent:
             options["algorithm"] = self.algorithm
         self._agent = native.Agent(options)
         if env is not None:
-            self._agent.setup(_env_argument(env))
+            self._agent.setup(env_argument(env))
 
     # -- training ----------------------------------------------------------
     def train(self, envs: Any, total_steps: int, callback: Callable[[dict], Any] | None = None,
@@ -124,12 +87,12 @@ class Agent:
         from goenv.agents.training_log import TrainingLog, reference_runtimes
 
         _check_count("total_steps", total_steps)
-        env_arguments = _env_list(envs)
+        described = env_arguments(envs)
         log = None
         if log_dir is not None:  # a single graph's curve is drawn against its default and heuristics
-            given = _listed(envs)
+            given = listed(envs)
             one = given[0] if len(given) == 1 else None
-            log = TrainingLog(log_dir, title=f"{type(self).__name__} on {_title(env_arguments)}",
+            log = TrainingLog(log_dir, title=f"{type(self).__name__} on {title(described)}",
                               references=reference_runtimes(one) if one is not None else None)
         history: list[dict] = []
         bar = tqdm(total=int(total_steps), unit="step", disable=not progress, desc=type(self).__name__)
@@ -146,7 +109,7 @@ class Agent:
             return True
 
         try:
-            self._agent.train(env_arguments, int(total_steps), on_update)
+            self._agent.train(described, int(total_steps), on_update)
         finally:
             bar.close()
             if log is not None:
@@ -185,7 +148,7 @@ class Agent:
             return callback(metrics) is not False if callback is not None else True
 
         try:
-            self._agent.imitate(_env_list(envs), int(steps), teacher or "", on_step)
+            self._agent.imitate(env_arguments(envs), int(steps), teacher or "", on_step)
         finally:
             bar.close()
         return history
@@ -193,7 +156,7 @@ class Agent:
     def teacher(self, env: Any) -> dict | None:
         """The teacher kept for `env`'s graph by imitate() (None if there is none):
         {method, runtime (s), reward, simulator_calls, decisions: {head: (N,) int64}}."""
-        return self._agent.teacher(_env_argument(env))
+        return self._agent.teacher(env_argument(env))
 
     def optimize(self, env: Any, samples: int = 16, local_search_budget: int = 0) -> dict:
         """Search with the policy: the best of `samples` decisions on a copy of `env`
@@ -207,7 +170,7 @@ class Agent:
         ``env.step(result["decisions"])`` (one head: the array itself) replays it."""
         _check_count("samples", samples)
         _check_count("local_search_budget", local_search_budget, low=0)
-        return self._agent.optimize(_env_argument(env), int(samples), int(local_search_budget))
+        return self._agent.optimize(env_argument(env), int(samples), int(local_search_budget))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
@@ -215,11 +178,11 @@ class Agent:
         envs this agent steps (envs_per_graph copies each; default all), the others only
         lend their graph to update() (a learner passes []). `stream` != 0 gives this
         sampler its own random stream (rollout workers that share a graph)."""
-        env_arguments = _env_list(envs)
-        sampled = list(range(len(env_arguments))) if sampled is None else [int(i) for i in sampled]
+        described = env_arguments(envs)
+        sampled = list(range(len(described))) if sampled is None else [int(i) for i in sampled]
         if isinstance(stream, bool) or int(stream) < 0:
             raise ValueError(f"stream must be a non-negative integer, got {stream!r}")
-        self._agent.set_envs(env_arguments, sampled, int(stream))
+        self._agent.set_envs(described, sampled, int(stream))
 
     def collect(self) -> list[dict]:
         """One rollout per graph (graphs_per_update of the sampled ones, round robin) with
@@ -295,7 +258,7 @@ class Agent:
         {env_id: {"runtime", "initial_runtime", "speedup", "best_runtime", "lower_bound",
         "invalid_fraction", "episodes"}}; runtimes in seconds (means over episodes)."""
         results: dict[str, dict] = {}
-        for env in _env_list(envs):
+        for env in env_arguments(envs):
             result = self._agent.evaluate(env, int(episodes), bool(deterministic))
             result.pop("env_id")
             name, k = (env if isinstance(env, str) else env["id"]), 2
@@ -378,14 +341,15 @@ class GO(Agent):
     algorithm = "go"
 
 
-_CLASSES = {"ppo": PPO, "go": GO}
+registry.register("ppo", PPO, "GraphSAGE encoder + per-node MLP heads, trained with PPO")
+registry.register("go", GO, "the GO policy (GraphSAGE, segment-recurrent attention, FiLM), trained with PPO")
 
 
 def load(path: str | os.PathLike) -> Agent:
     """The agent saved at `path`, as a PPO or GO object."""
     data = _read(path)
     algorithm = _native().checkpoint_algorithm(data)
-    agent = _CLASSES[algorithm]()
+    agent = registry.make_agent(algorithm)
     agent._agent.from_bytes(data)
     return agent
 

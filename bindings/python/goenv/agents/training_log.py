@@ -19,28 +19,26 @@ SEARCHES = ("random-search", "local-search")
 def reference_runtimes(env) -> dict[str, float]:
     """Seconds: the compiler default, the best one-shot heuristic of the env's task (named) and
     the lower bound, for the lines of the training curve and for reports."""
-    import goenv
-    from goenv import _core
-    from goenv.envs import GraphEnv
+    import goenv._core as _core
+    from goenv import baselines
+    from goenv.envs import env_options, strip_gym_id
 
     core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
     if isinstance(env, str):
-        core = goenv.make(env, render_mode=None).core
+        core = _core.make_env(strip_gym_id(env))
     elif core is not None:  # a fresh twin: the caller's episode stays untouched
-        config = core.config
-        core = _core.make_env_on_graph(core.task, core.graph, core.cluster,
-                                       **{key: config[key] for key in GraphEnv._OPTIONS})
+        core = _core.make_env_on_graph(core.task, core.graph, core.cluster, **env_options(core))
     else:
         raise TypeError(f"expected an env id or a goenv env, got {type(env).__name__}")
     core.reset(0)
     best_name, best = None, float("inf")
-    for name in goenv.baselines.list(core.task):
+    for name in baselines.list(core.task):
         if name in SEARCHES:
             continue
-        result = goenv.baselines.solve(core, name)
+        result = baselines.solve(core, name)
         if not (result["oom"] or result["invalid"]) and result["runtime"] < best:
             best_name, best = name, result["runtime"]
-    references = {"default": core.initial_runtime, "lower bound": goenv.baselines.lower_bound(core)}
+    references = {"default": core.initial_runtime, "lower bound": baselines.lower_bound(core)}
     if best_name is not None:
         references[f"best heuristic ({best_name})"] = best
     return references

@@ -57,10 +57,11 @@ class Trainer:
                  max_lag: int = 2, requests_per_worker: int = 2, batches_per_update: int | None = None,
                  cpus_per_worker: float = 1.0, num_cpus: float | None = None, max_worker_restarts: int = 8,
                  connect_timeout: float = 25.0, **options) -> None:
-        from goenv.agents.agent import _CLASSES, _env_list
+        from goenv.agents import make_agent
+        from goenv.agents.env_arguments import env_arguments
+        from goenv.agents.registry import describe
 
-        if algorithm not in _CLASSES:
-            raise ValueError(f"algorithm must be one of {sorted(_CLASSES)}, got {algorithm!r}")
+        describe(algorithm)  # ValueError naming the choices
         self.num_workers = _positive_int("num_workers", num_workers)
         self.requests_per_worker = _positive_int("requests_per_worker", requests_per_worker)
         self.batches_per_update = _positive_int("batches_per_update", batches_per_update or self.num_workers)
@@ -76,10 +77,10 @@ class Trainer:
         self.connect_timeout = float(connect_timeout)
         self.address = session.check_address(address)
         self.num_cpus = num_cpus
-        self.envs = _env_list(envs)
+        self.envs = env_arguments(envs)
         self.shares = shares(len(self.envs), self.num_workers)
         # The learner's agent: built and checked against every env before Ray starts.
-        self.agent = _CLASSES[algorithm](**options)
+        self.agent = make_agent(algorithm, **options)
         self.agent.set_envs(self.envs, sampled=[])
         threads = max(1, int(self.cpus_per_worker))
         self.worker_options = {**self.agent.config, "device": "cpu", "num_threads": threads}

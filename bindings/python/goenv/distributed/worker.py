@@ -19,12 +19,12 @@ from goenv.distributed.weight_client import WeightClient
 @ray.remote
 class RolloutWorker:
     def __init__(self, index: int, envs: list, sampled: list[int], options: dict, registry, stream: int) -> None:
-        from goenv.agents.agent import _CLASSES
+        from goenv.agents import make_agent
 
         options = dict(options)
         algorithm = options.pop("algorithm")
         self.index = index
-        self.agent = _CLASSES[algorithm](**options)
+        self.agent = make_agent(algorithm, **options)
         self.agent.set_envs(envs, sampled=sampled, stream=stream)
         self.client = WeightClient(registry)
         self.version = -1  # no learner weights yet: the first sample() waits for them

@@ -1,0 +1,157 @@
+#include "agents/model.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/hash.h"
+
+namespace goenv::agents {
+
+namespace {
+
+torch::Device choose_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  GOENV_CHECK(cuda || name != "cuda", InvalidArgument, "device='cuda' but torch sees no CUDA device");
+  return cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+}
+
+}  // namespace
+
+ObservationView view_of(const DynamicObservation& o, const PolicySpec& spec, int num_nodes) {
+  const std::int64_t n = num_nodes;
+  GOENV_CHECK(static_cast<std::int64_t>(o.node_state.size()) == n * spec.node_state_dim &&
+                  static_cast<std::int64_t>(o.action_mask.size()) == n * spec.action_mask_width() &&
+                  static_cast<std::int64_t>(o.globals.size()) == spec.global_dim,
+              InvalidArgument, "observation does not match the policy's spec " << spec.describe());
+  return {o.node_state.data(), o.action_mask.data(), o.globals.data()};
+}
+
+Batch stack(const std::vector<ObservationView>& observations, const PolicySpec& spec, int num_nodes,
+            const torch::Device& device) {
+  const auto b = static_cast<std::int64_t>(observations.size());
+  const std::int64_t n = num_nodes, s = spec.node_state_dim, a = spec.action_mask_width(), g = spec.global_dim;
+  torch::Tensor state = torch::empty({b, n, s}, torch::kFloat32);
+  torch::Tensor mask = torch::empty({b, n, a}, torch::kInt8);
+  torch::Tensor globals = torch::empty({b, g}, torch::kFloat32);
+  for (std::int64_t i = 0; i < b; ++i) {
+    const ObservationView& o = observations[i];
+    std::memcpy(state[i].data_ptr<float>(), o.node_state, n * s * sizeof(float));
+    std::memcpy(mask[i].data_ptr<std::int8_t>(), o.action_mask, n * a);
+    std::memcpy(globals[i].data_ptr<float>(), o.globals, g * sizeof(float));
+  }
+  return {state.to(device), mask.to(device).to(torch::kBool), globals.to(device)};
+}
+
+Batch batch_of(std::int64_t b, std::int64_t n, const float* node_state, std::int64_t state_dim,
+               const std::int8_t* action_mask, std::int64_t mask_width, const float* globals, std::int64_t global_dim,
+               const torch::Device& device) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  return {torch::from_blob(const_cast<float*>(node_state), {b, n, state_dim}, f32).to(device),
+          torch::from_blob(const_cast<std::int8_t*>(action_mask), {b, n, mask_width}, torch::kInt8)
+              .to(device)
+              .to(torch::kBool),
+          torch::from_blob(const_cast<float*>(globals), {b, global_dim}, f32).to(device)};
+}
+
+ThreadScope::ThreadScope(int threads) {
+  if (threads <= 0) return;
+  const int current = torch::get_num_threads();
+  if (current == threads) return;
+  previous_ = current;
+  torch::set_num_threads(threads);
+}
+
+ThreadScope::~ThreadScope() {
+  if (previous_ > 0) torch::set_num_threads(previous_);
+}
+
+std::uint64_t env_key(const Env& env) {
+  const StaticObservation& so = env.static_observation();
+  std::uint64_t key = hash_bytes(env.id().data(), env.id().size());
+  for (Head h : env.heads()) key = splitmix64(key ^ (static_cast<std::uint64_t>(h) + 1) * 0x100 ^ env.choices(h));
+  key = hash_bytes(so.node_features.data(), sizeof(float) * so.node_features.size(), key);
+  key = hash_bytes(so.edge_index.data(), sizeof(std::int64_t) * so.edge_index.size(), key);
+  const auto& groups = env.graph().colocation();
+  return hash_bytes(groups.data(), sizeof(groups[0]) * groups.size(), key);
+}
+
+Model::Model(AgentConfig c) : config(std::move(c)) {
+  validate(config);
+  device = choose_device(config.device);
+  sampling = at::detail::createCPUGenerator(static_cast<std::uint64_t>(config.seed));
+  shuffling = at::detail::createCPUGenerator(splitmix64(static_cast<std::uint64_t>(config.seed) ^ 0x5348554646ULL));
+}
+
+void Model::build(const PolicySpec& s) {
+  Policy p = make_policy(config, s);
+  p->to(device);
+  policy = std::move(p);
+  spec = s;
+  ready = true;
+  weights.gather(*policy, device);
+  optimizer = std::make_unique<torch::optim::Adam>(policy->parameters(), torch::optim::AdamOptions(config.learning_rate));
+}
+
+std::int64_t Model::num_parameters() const {
+  if (!ready) return 0;
+  std::int64_t total = 0;
+  for (const auto& p : policy->parameters()) total += p.numel();
+  return total;
+}
+
+const TeacherEntry* Model::teacher_of(std::uint64_t key) const {
+  const auto it = teachers.find(key);
+  return it == teachers.end() || it->second.targets.empty() ? nullptr : &it->second;
+}
+
+void Model::check_spec(const PolicySpec& seen, const std::string& what) const {
+  GOENV_CHECK(seen == spec, InvalidArgument,
+              what << " does not fit the policy: it has " << seen.describe() << ", the policy was built for "
+                   << spec.describe() << " (one policy serves envs with the same features, devices and heads)");
+}
+
+void Model::check_env(const Env& env) {
+  GOENV_CHECK(!env.node_mode(), InvalidArgument,
+              env.id() << ": the agents decide whole graphs; decision_mode='node' is not supported");
+  const PolicySpec seen = PolicySpec::of(env);
+  if (!ready) build(seen);
+  check_spec(seen, "env " + env.id());
+}
+
+GraphTensors Model::tensors_of(const Env& env) const {
+  const StaticObservation& so = env.static_observation();
+  return graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges, so.edge_index.data(),
+                       device, env.graph().colocation().data());
+}
+
+std::pair<std::vector<torch::Tensor>, torch::Tensor> Model::run(const GraphTensors& graph, const Batch& batch) {
+  PolicyOutput out = policy->forward(graph, batch.node_state, batch.globals);
+  std::int64_t offset = 0;
+  for (std::size_t h = 0; h < out.logits.size(); ++h) {
+    const torch::Tensor mask = batch.mask.narrow(-1, offset, spec.choices[h]);
+    out.logits[h] = spec.heads[h] == Head::kPlacement ? unit_logits(graph, out.logits[h], mask)
+                                                      : mask_logits(out.logits[h], mask);
+    offset += spec.choices[h];
+  }
+  return {std::move(out.logits), std::move(out.value)};
+}
+
+torch::Tensor Model::env_actions(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions) const {
+  const torch::Tensor a = spec.heads[head] == Head::kPlacement ? node_actions(graph, actions) : actions;
+  return a.to(torch::kCPU).contiguous();
+}
+
+std::vector<std::vector<std::int64_t>> Model::decide(const GraphTensors& graph,
+                                                     const std::vector<torch::Tensor>& logits, bool deterministic) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t h = 0; h < logits.size(); ++h) {
+    const torch::Tensor a = env_actions(graph, h, sample_actions(logits[h], deterministic, sampling));
+    out.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+  }
+  return out;
+}
+
+}  // namespace goenv::agents
