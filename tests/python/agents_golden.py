@@ -51,19 +51,16 @@ def digest(*parts) -> str:
 
 
 def checkpoint_digest(data: bytes, envs: list) -> str:
-    """A checkpoint's content: its text header, the weights it loads, and what the loaded
-    agent does next (one collect and update on `envs`: Adam's moments and the generators
-    matter there). The raw bytes are no measure: torch's archive stores a random
-    serialization id and its tensors in varying order."""
-    import struct
-
-    header = data[24:24 + struct.unpack_from("<Q", data, 16)[0]]
+    """A checkpoint's content, whatever its byte format: what the loaded agent holds (options,
+    spec, counters, weights, the kept teachers) and what it does next (one collect and update
+    on `envs`: Adam's moments and the generators matter there)."""
     agent = _load_bytes(data)
-    loaded = np.array(agent.weights)
+    held = (agent.config, agent.spec, agent.steps_trained, agent.weights_version, np.array(agent.weights),
+            [agent.teacher(env) for env in envs])
     agent.set_envs(envs)
     rollouts = agent.collect()
     agent.update(rollouts)
-    return digest(header, loaded, [digest(r) for r in rollouts], np.array(agent.weights))
+    return digest(digest(*held), [digest(r) for r in rollouts], np.array(agent.weights))
 
 
 def _load_bytes(data: bytes):
@@ -126,6 +123,8 @@ def agent_cases(out: dict) -> None:
             out[f"{tag}/train-metrics"] = digest([{k: v for k, v in m.items() if k != "seconds"} for m in history])
             out[f"{tag}/train-weights"] = digest(np.array(agent.weights))
             out[f"{tag}/to_bytes"] = checkpoint_digest(agent._agent.to_bytes(), envs_now)
+            agent.imitate(envs_now, steps=2, progress=False)
+            out[f"{tag}/to_bytes-teachers"] = checkpoint_digest(agent._agent.to_bytes(), envs_now)
             agent = fresh()
             steps = agent.imitate(envs_now, steps=3, progress=False)
             out[f"{tag}/imitate"] = digest([{k: v for k, v in m.items() if k != "seconds"} for m in steps],
