@@ -8,6 +8,8 @@
 #include "agents/ppo.h"
 #include "agents/sampler.h"
 #include "agents/search.h"
+#include <cstring>
+
 #include "core/error.h"
 
 namespace goenv::agents {
@@ -63,7 +65,7 @@ void Agent::train(const std::vector<const Env*>& envs, std::int64_t total_steps,
 void Agent::set_envs(const std::vector<const Env*>& envs, const std::vector<int>& sampled, std::uint64_t stream) {
   guarded([&] {
     impl_->sampler.set_envs(impl_->model, envs, sampled, stream);
-    imitation::build_missing_targets(impl_->model, impl_->sampler.graphs());
+    imitation::restore_teachers(impl_->model, envs, impl_->sampler.graphs());
   });
 }
 std::vector<Rollout> Agent::collect() {
@@ -109,8 +111,12 @@ ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_
   });
 }
 const Teacher* Agent::teacher(const Env& env) const {
-  const auto it = impl_->model.teachers.find(env_key(env));
-  return it == impl_->model.teachers.end() ? nullptr : &it->second.teacher;
+  return guarded([&]() -> const Teacher* {
+    const std::uint64_t key = env_key(env);
+    imitation::verify_teacher(impl_->model, env, key);
+    const auto it = impl_->model.teachers.find(key);
+    return it == impl_->model.teachers.end() ? nullptr : &it->second.teacher;
+  });
 }
 
 std::string Agent::to_bytes() const {
@@ -119,12 +125,37 @@ std::string Agent::to_bytes() const {
 void Agent::from_bytes(const std::string& bytes) {
   guarded([&] {
     const checkpoint::Checkpoint c = checkpoint::parse(bytes);
-    auto fresh = std::make_unique<Impl>(checkpoint::read(c));
+    auto fresh = std::make_unique<Impl>(checkpoint::read(c, bytes));
     fresh->sampler.set_next_slot(static_cast<std::size_t>(std::max<std::int64_t>(0, c.next_slot)));
     impl_ = std::move(fresh);
   });
 }
 
-std::string checkpoint_algorithm(const std::string& bytes) { return checkpoint::parse(bytes).config.algorithm; }
+std::string checkpoint_algorithm(const std::string& bytes) {
+  return guarded([&] { return checkpoint::parse(bytes).config.algorithm; });
+}
+
+std::string checkpoint_from_arrays(const std::map<std::string, std::string>& metadata,
+                                   const std::vector<NamedArray>& arrays) {
+  return guarded([&] {
+    std::vector<checkpoint::Named> tensors;
+    for (const NamedArray& a : arrays) {
+      const torch::ScalarType type = a.dtype == "F32" ? torch::kFloat32
+                                     : a.dtype == "I64" ? torch::kInt64
+                                     : a.dtype == "U8" ? torch::kUInt8
+                                                       : throw InvalidArgument("array '" + a.name + "' has dtype " +
+                                                                               a.dtype + "; checkpoints hold F32, I64, U8");
+      torch::Tensor t = torch::empty(a.shape, torch::TensorOptions().dtype(type));
+      GOENV_CHECK(static_cast<std::size_t>(t.nbytes()) == a.bytes, InvalidArgument,
+                  "array '" << a.name << "' has " << a.bytes << " bytes, its shape needs " << t.nbytes());
+      std::memcpy(t.data_ptr(), a.data, a.bytes);
+      tensors.push_back({a.name, t});
+    }
+    std::string bytes = checkpoint::write_file(metadata, tensors);
+    Agent check;
+    check.from_bytes(bytes);
+    return bytes;
+  });
+}
 
 }  // namespace goenv::agents

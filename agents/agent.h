@@ -256,4 +256,18 @@ class Agent {
 // bytes are not a readable goenv agent checkpoint header.
 std::string checkpoint_algorithm(const std::string& bytes);
 
+// One named array for checkpoint_from_arrays: dtype "F32", "I64" or "U8", a
+// shape, and its row-major bytes (not owned).
+struct NamedArray {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+// A checkpoint in the current format from metadata strings and arrays (what the
+// converter of older formats has read, never running them). It is checked by
+// loading it: InvalidArgument names what does not fit.
+std::string checkpoint_from_arrays(const std::map<std::string, std::string>& metadata,
+                                   const std::vector<NamedArray>& arrays);
+
 }  // namespace goenv::agents

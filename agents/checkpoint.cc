@@ -1,6 +1,14 @@
 #include "agents/checkpoint.h"
 
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -10,54 +18,68 @@ namespace goenv::agents::checkpoint {
 
 namespace {
 
-constexpr char kMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};
-constexpr std::uint32_t kFormat = 2;  // 2: + optimizer, generators, teachers, schedules
+constexpr char kFormatName[] = "goenv-agent";
+constexpr char kLegacyMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};  // formats 1 and 2
+// The reader's bounds (safetensors itself caps the header at 100 MB).
+constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
+constexpr std::uint64_t kMaxDimension = 1ull << 40;
+constexpr std::size_t kMaxRank = 8;
+constexpr int kMaxSpecWidth = 1 << 16;  // feature, state and global widths; choices per head
 
-void put_u64(std::string& out, std::uint64_t x) { out.append(reinterpret_cast<const char*>(&x), 8); }
-
-struct Reader {
-  const std::string& bytes;
-  std::size_t at = 0;
-  void need(std::size_t n, const char* what) const {
-    GOENV_CHECK(n <= bytes.size() - at, InvalidArgument,
-                "corrupt agent checkpoint: truncated " << what << " (" << bytes.size() << " bytes in all)");
-  }
-  std::uint64_t u64(const char* what) {
-    need(8, what);
-    std::uint64_t x;
-    std::memcpy(&x, bytes.data() + at, 8);
-    at += 8;
-    return x;
-  }
-  std::string take(std::uint64_t n, const char* what) {
-    need(n, what);
-    std::string s = bytes.substr(at, n);
-    at += n;
-    return s;
-  }
+struct DType {
+  const char* name;
+  torch::ScalarType type;
+  std::uint64_t bytes;
 };
+constexpr DType kDTypes[] = {{"F32", torch::kFloat32, 4}, {"I64", torch::kInt64, 8}, {"U8", torch::kUInt8, 1}};
 
-// "key;method;runtime;reward;calls", numbers in full precision.
-std::string teacher_line(std::uint64_t key, const Teacher& t) {
+const DType& dtype_of(torch::ScalarType type) {
+  for (const DType& d : kDTypes)
+    if (d.type == type) return d;
+  GOENV_FAIL(Error, "checkpoints store no tensors of type " << type);
+}
+
+const char* dtype_name(torch::ScalarType type) { return dtype_of(type).name; }
+
+std::string teacher_name(std::uint64_t key, std::size_t head) {
+  return "teacher." + std::to_string(key) + "." + std::to_string(head);
+}
+
+// Every tensor of the model, in the order written: parameters, buffers, Adam's
+// state per parameter (where it has one), the generators, the teachers' decisions.
+std::vector<Named> model_tensors(const Model& m) {
+  std::vector<Named> out;
+  if (!m.ready) return out;
+  for (const auto& p : m.policy->named_parameters()) out.push_back({"policy." + p.key(), p.value()});
+  for (const auto& b : m.policy->named_buffers()) out.push_back({"policy_buffer." + b.key(), b.value()});
+  const auto& state = m.optimizer->state();
+  for (const auto& p : m.policy->named_parameters()) {
+    const auto it = state.find(p.value().unsafeGetTensorImpl());
+    if (it == state.end()) continue;
+    const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+    out.push_back({"adam." + p.key() + ".step", torch::tensor({s.step()}, torch::kInt64)});
+    out.push_back({"adam." + p.key() + ".exp_avg", s.exp_avg()});
+    out.push_back({"adam." + p.key() + ".exp_avg_sq", s.exp_avg_sq()});
+  }
+  out.push_back({"generator.sampling", m.sampling.get_state()});
+  out.push_back({"generator.shuffling", m.shuffling.get_state()});
+  for (const auto& [key, entry] : m.teachers)
+    for (std::size_t h = 0; h < entry.teacher.actions.size(); ++h)
+      out.push_back({teacher_name(key, h), torch::tensor(entry.teacher.actions[h], torch::kInt64)});
+  return out;
+}
+
+std::string full_precision(double x) {
   std::ostringstream os;
   os.precision(17);
-  os << key << ';' << t.method << ';' << t.runtime << ';' << t.reward << ';' << t.simulator_calls;
+  os << x;
   return os.str();
 }
 
-Checkpoint::TeacherHeader parse_teacher(const std::string& text) {
-  std::istringstream in(text);
-  std::string key, method, runtime, reward, calls;
-  GOENV_CHECK(std::getline(in, key, ';') && std::getline(in, method, ';') && std::getline(in, runtime, ';') &&
-                  std::getline(in, reward, ';') && std::getline(in, calls) && !method.empty(),
-              InvalidArgument, "corrupt agent checkpoint: bad teacher line '" << text << "'");
-  Checkpoint::TeacherHeader t;
-  t.key = std::stoull(key);
-  t.teacher.method = method;
-  t.teacher.runtime = std::stod(runtime);
-  t.teacher.reward = std::stod(reward);
-  t.teacher.simulator_calls = std::stoll(calls);
-  return t;
+// "method;runtime;reward;calls", numbers in full precision.
+std::string teacher_line(const Teacher& t) {
+  return t.method + ';' + full_precision(t.runtime) + ';' + full_precision(t.reward) + ';' +
+         std::to_string(t.simulator_calls);
 }
 
 std::string head_list(const PolicySpec& spec) {
@@ -67,8 +89,72 @@ std::string head_list(const PolicySpec& spec) {
   return out.str();
 }
 
-PolicySpec parse_heads(PolicySpec spec, const std::string& text) {
-  std::istringstream in(text);
+std::map<std::string, std::string> metadata_of(const Model& m, std::size_t next_slot) {
+  std::map<std::string, std::string> meta;
+  for (const auto& [key, value] : config_to_text(m.config)) meta["config." + key] = value;
+  meta["has_policy"] = m.ready ? "1" : "0";
+  meta["steps_trained"] = std::to_string(m.steps_trained);
+  meta["version"] = std::to_string(m.weights.version);
+  meta["updates"] = std::to_string(m.updates);
+  meta["schedule_origin"] = std::to_string(m.schedule_origin);
+  meta["next_slot"] = std::to_string(next_slot);
+  if (m.ready) {
+    meta["spec.node_feature_dim"] = std::to_string(m.spec.node_feature_dim);
+    meta["spec.node_state_dim"] = std::to_string(m.spec.node_state_dim);
+    meta["spec.global_dim"] = std::to_string(m.spec.global_dim);
+    meta["spec.heads"] = head_list(m.spec);
+  }
+  for (const auto& [key, entry] : m.teachers) meta["teacher." + std::to_string(key)] = teacher_line(entry.teacher);
+  return meta;
+}
+
+std::string hex(std::uint64_t x) {
+  std::ostringstream os;
+  os << std::hex << x;
+  return os.str();
+}
+
+// --- reading ------------------------------------------------------------------
+
+// An integer metadata value within [low, high].
+std::int64_t integer(const std::map<std::string, std::string>& meta, const std::string& key, std::int64_t low,
+                     std::int64_t high) {
+  const auto it = meta.find(key);
+  GOENV_CHECK(it != meta.end(), InvalidArgument, "corrupt agent checkpoint: no '" << key << "' in its metadata");
+  std::size_t used = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(it->second, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  GOENV_CHECK(used == it->second.size() && used > 0 && value >= low && value <= high, InvalidArgument,
+              "corrupt agent checkpoint: " << key << " must be an integer in [" << low << ", " << high << "], got '"
+                                           << it->second << "'");
+  return value;
+}
+
+double real(const std::string& text, const std::string& what) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  GOENV_CHECK(used == text.size() && used > 0 && std::isfinite(value), InvalidArgument,
+              "corrupt agent checkpoint: " << what << " is not a finite number: '" << text << "'");
+  return value;
+}
+
+PolicySpec parse_spec(const std::map<std::string, std::string>& meta) {
+  PolicySpec spec;
+  spec.node_feature_dim = static_cast<int>(integer(meta, "spec.node_feature_dim", 1, kMaxSpecWidth));
+  spec.node_state_dim = static_cast<int>(integer(meta, "spec.node_state_dim", 0, kMaxSpecWidth));
+  spec.global_dim = static_cast<int>(integer(meta, "spec.global_dim", 0, kMaxSpecWidth));
+  const auto it = meta.find("spec.heads");
+  GOENV_CHECK(it != meta.end(), InvalidArgument, "corrupt agent checkpoint: no 'spec.heads' in its metadata");
+  std::istringstream in(it->second);
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto colon = item.find(':');
@@ -79,150 +165,302 @@ PolicySpec parse_heads(PolicySpec spec, const std::string& text) {
     else if (name == "priority") head = Head::kPriority;
     else if (name == "fusion") head = Head::kFusion;
     else GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: unknown head '" << name << "'");
+    GOENV_CHECK(std::find(spec.heads.begin(), spec.heads.end(), head) == spec.heads.end(), InvalidArgument,
+                "corrupt agent checkpoint: head '" << name << "' twice");
     spec.heads.push_back(head);
-    spec.choices.push_back(std::stoi(item.substr(colon + 1)));
+    spec.choices.push_back(static_cast<int>(integer({{"choices", item.substr(colon + 1)}}, "choices", 1, kMaxSpecWidth)));
   }
+  GOENV_CHECK(!spec.heads.empty(), InvalidArgument, "corrupt agent checkpoint: the policy has no decision heads");
   return spec;
+}
+
+Checkpoint::TeacherHeader parse_teacher(const std::string& key, const std::string& text) {
+  std::istringstream in(text);
+  std::string method, runtime, reward, calls;
+  GOENV_CHECK(std::getline(in, method, ';') && std::getline(in, runtime, ';') && std::getline(in, reward, ';') &&
+                  std::getline(in, calls) && !method.empty(),
+              InvalidArgument, "corrupt agent checkpoint: bad teacher line '" << text << "'");
+  Checkpoint::TeacherHeader t;
+  std::size_t used = 0;
+  try {
+    t.key = key.empty() || key[0] == '-' ? 0 : std::stoull(key, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  GOENV_CHECK(used == key.size() && used > 0, InvalidArgument, "corrupt agent checkpoint: bad teacher key '" << key << "'");
+  t.teacher.method = method;
+  t.teacher.runtime = real(runtime, "a teacher's runtime");
+  t.teacher.reward = real(reward, "a teacher's reward");
+  t.teacher.simulator_calls = integer({{"simulator calls of a teacher", calls}}, "simulator calls of a teacher", 0,
+                                      std::numeric_limits<std::int64_t>::max());
+  return t;
+}
+
+std::string legacy_message(const std::string& bytes) {
+  std::uint64_t format = 0;
+  if (bytes.size() >= 16) std::memcpy(&format, bytes.data() + 8, 8);
+  std::ostringstream os;
+  os << "this agent checkpoint is in format " << format
+     << " (parameters in a TorchScript archive, which can run code when loaded); goenv reads only format "
+     << kFormat << " (safetensors). Convert it without running it: python -m goenv.agents.convert OLD NEW";
+  return os.str();
 }
 
 }  // namespace
 
-Checkpoint parse(const std::string& bytes) {
-  GOENV_CHECK(bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0, InvalidArgument,
-              "not a goenv agent checkpoint (bad magic bytes; " << bytes.size() << " bytes)");
-  Reader r{bytes, sizeof(kMagic)};
-  const std::uint64_t version = r.u64("version");
-  GOENV_CHECK(version == 1 || version == kFormat, InvalidArgument,
-              "agent checkpoint format version " << version << " is not supported (this goenv reads version "
-                                                 << "1 and " << kFormat << ")");
-  const std::uint64_t header_size = r.u64("header size");
-  const std::string header = r.take(header_size, "header");
-  const std::uint64_t payload_size = r.u64("payload size");
-  const std::uint64_t checksum = r.u64("checksum");
-  Checkpoint c;
-  c.format = version;
-  c.payload = r.take(payload_size, "parameters");
-  GOENV_CHECK(r.at == bytes.size(), InvalidArgument,
-              "corrupt agent checkpoint: " << bytes.size() - r.at << " unexpected trailing bytes");
-  GOENV_CHECK(hash_bytes(header.data(), header.size(), hash_bytes(c.payload.data(), c.payload.size())) == checksum,
-              InvalidArgument, "corrupt agent checkpoint: checksum mismatch");
-  std::map<std::string, std::string> config_text;
-  std::istringstream in(header);
-  std::string line;
-  try {
-    while (std::getline(in, line)) {
-      const auto eq = line.find('=');
-      GOENV_CHECK(eq != std::string::npos, InvalidArgument, "corrupt agent checkpoint: bad header line '" << line << "'");
-      const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key.rfind("config.", 0) == 0) config_text[key.substr(7)] = value;
-      else if (key == "spec.node_feature_dim") c.spec.node_feature_dim = std::stoi(value);
-      else if (key == "spec.node_state_dim") c.spec.node_state_dim = std::stoi(value);
-      else if (key == "spec.global_dim") c.spec.global_dim = std::stoi(value);
-      else if (key == "spec.heads") c.spec = parse_heads(c.spec, value);
-      else if (key == "has_policy") c.has_policy = value == "1";
-      else if (key == "steps_trained") c.steps_trained = std::stoll(value);
-      else if (key == "version") c.version = std::stoll(value);
-      else if (key == "updates") c.updates = std::stoll(value);
-      else if (key == "schedule_origin") c.schedule_origin = std::stoll(value);
-      else if (key == "next_slot") c.next_slot = std::stoll(value);
-      else if (key == "teacher") c.teachers.push_back(parse_teacher(value));
-      else GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: unknown header key '" << key << "'");
-    }
-  } catch (const std::logic_error& e) {  // std::stoi
-    GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: bad number in line '" << line << "'");
-  }
-  c.config = config_from_text(config_text);
-  validate(c.config);
-  return c;
+std::string write(const Model& m, std::size_t next_slot) {
+  return write_file(metadata_of(m, next_slot), model_tensors(m));
 }
 
-std::string write(const Model& m, std::size_t next_slot) {
-  std::string header;
-  for (const auto& [key, value] : config_to_text(m.config)) header += "config." + key + "=" + value + "\n";
-  header += "has_policy=" + std::string(m.ready ? "1" : "0") + "\n";
-  header += "steps_trained=" + std::to_string(m.steps_trained) + "\n";
-  header += "version=" + std::to_string(m.weights.version) + "\n";
-  header += "updates=" + std::to_string(m.updates) + "\n";
-  header += "schedule_origin=" + std::to_string(m.schedule_origin) + "\n";
-  header += "next_slot=" + std::to_string(next_slot) + "\n";
-  std::string payload;
-  if (m.ready) {
-    const PolicySpec& s = m.spec;
-    header += "spec.node_feature_dim=" + std::to_string(s.node_feature_dim) + "\n";
-    header += "spec.node_state_dim=" + std::to_string(s.node_state_dim) + "\n";
-    header += "spec.global_dim=" + std::to_string(s.global_dim) + "\n";
-    header += "spec.heads=" + head_list(s) + "\n";
-    torch::serialize::OutputArchive archive, policy, optimizer;
-    m.policy->save(policy);
-    m.optimizer->save(optimizer);
-    archive.write("policy", policy);
-    archive.write("optimizer", optimizer);
-    archive.write("sampler", m.sampling.get_state());
-    archive.write("shuffler", m.shuffling.get_state());
-    for (const auto& [key, entry] : m.teachers) {
-      header += "teacher=" + teacher_line(key, entry.teacher) + "\n";
-      for (std::size_t h = 0; h < entry.teacher.actions.size(); ++h)
-        archive.write("teacher." + std::to_string(key) + "." + std::to_string(h),
-                      torch::tensor(entry.teacher.actions[h], torch::kInt64));
-    }
-    std::ostringstream os;
-    archive.save_to(os);
-    payload = os.str();
+std::string write_file(std::map<std::string, std::string> meta, const std::vector<Named>& tensors) {
+  std::string data;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> offsets;
+  for (const Named& t : tensors) {
+    const torch::Tensor cpu = t.tensor.detach().to(torch::kCPU).contiguous();
+    const std::uint64_t begin = data.size();
+    data.append(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * dtype_of(cpu.scalar_type()).bytes);
+    offsets.emplace_back(begin, data.size());
   }
-  std::string out(kMagic, sizeof(kMagic));
-  put_u64(out, kFormat);
-  put_u64(out, header.size());
+  meta["format"] = kFormatName;
+  meta["format_version"] = std::to_string(kFormat);
+  meta["checksum"] = hex(hash_bytes(data.data(), data.size()));
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> json(buffer);
+  json.StartObject();
+  json.Key("__metadata__");
+  json.StartObject();
+  for (const auto& [key, value] : meta) {
+    json.Key(key.c_str(), static_cast<rapidjson::SizeType>(key.size()));
+    json.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+  }
+  json.EndObject();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    json.Key(tensors[i].name.c_str(), static_cast<rapidjson::SizeType>(tensors[i].name.size()));
+    json.StartObject();
+    json.Key("dtype");
+    json.String(dtype_name(tensors[i].tensor.scalar_type()));
+    json.Key("shape");
+    json.StartArray();
+    for (const std::int64_t d : tensors[i].tensor.sizes()) json.Uint64(static_cast<std::uint64_t>(d));
+    json.EndArray();
+    json.Key("data_offsets");
+    json.StartArray();
+    json.Uint64(offsets[i].first);
+    json.Uint64(offsets[i].second);
+    json.EndArray();
+    json.EndObject();
+  }
+  json.EndObject();
+  std::string header(buffer.GetString(), buffer.GetSize());
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
+  std::string out(8, '\0');
+  const std::uint64_t size = header.size();
+  std::memcpy(out.data(), &size, 8);  // little-endian, as safetensors (goenv builds on little-endian hosts)
   out += header;
-  put_u64(out, payload.size());
-  put_u64(out, hash_bytes(header.data(), header.size(), hash_bytes(payload.data(), payload.size())));
-  out += payload;
+  out += data;
   return out;
 }
 
-Model read(const Checkpoint& c) {
-  Model fresh(c.config);
-  std::vector<Checkpoint::TeacherHeader> teachers = c.teachers;
-  if (c.has_policy) {
-    fresh.build(c.spec);
-    try {
-      torch::serialize::InputArchive archive;
-      archive.load_from(c.payload.data(), c.payload.size(), fresh.device);
-      if (c.format == 1) {  // parameters only
-        fresh.policy->load(archive);
-        fresh.weights.gather(*fresh.policy, fresh.device);
-      } else {
-        torch::serialize::InputArchive policy, optimizer;
-        archive.read("policy", policy);
-        fresh.policy->load(policy);
-        // Loading replaced the parameters' storage; the optimizer keeps the same tensors.
-        fresh.weights.gather(*fresh.policy, fresh.device);
-        archive.read("optimizer", optimizer);
-        fresh.optimizer->load(optimizer);
-        torch::Tensor state;
-        archive.read("sampler", state);
-        fresh.sampling.set_state(state.to(torch::kCPU));
-        archive.read("shuffler", state);
-        fresh.shuffling.set_state(state.to(torch::kCPU));
-        for (auto& t : teachers) {
-          for (std::size_t h = 0; h < c.spec.heads.size(); ++h) {
-            torch::Tensor values;
-            archive.read("teacher." + std::to_string(t.key) + "." + std::to_string(h), values);
-            values = values.to(torch::kCPU).to(torch::kInt64).contiguous();
-            t.teacher.actions.emplace_back(values.data_ptr<std::int64_t>(),
-                                           values.data_ptr<std::int64_t>() + values.numel());
-          }
-        }
+Checkpoint parse(const std::string& bytes) {
+  GOENV_CHECK(!(bytes.size() >= 8 && std::memcmp(bytes.data(), kLegacyMagic, 8) == 0), InvalidArgument,
+              legacy_message(bytes));
+  GOENV_CHECK(bytes.size() >= 8, InvalidArgument,
+              "not a goenv agent checkpoint: " << bytes.size() << " bytes, fewer than a safetensors header size");
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), 8);
+  GOENV_CHECK(header_size >= 2 && header_size <= kMaxHeaderBytes && header_size <= bytes.size() - 8, InvalidArgument,
+              "not a goenv agent checkpoint: its header size " << header_size << " does not fit "
+                                                               << bytes.size() << " bytes (at most " << kMaxHeaderBytes
+                                                               << ")");
+  rapidjson::Document document;
+  // Iterative: nesting depth costs heap, not stack; strings must be valid UTF-8 (they reach Python).
+  document.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(bytes.data() + 8, header_size);
+  GOENV_CHECK(!document.HasParseError() && document.IsObject(), InvalidArgument,
+              "not a goenv agent checkpoint: its header is not a JSON object (error at byte "
+                  << document.GetErrorOffset() << ")");
+  Checkpoint c;
+  c.data_start = 8 + header_size;
+  const std::uint64_t data_size = bytes.size() - c.data_start;
+  std::map<std::string, std::string> meta;
+  for (auto member = document.MemberBegin(); member != document.MemberEnd(); ++member) {
+    const std::string name(member->name.GetString(), member->name.GetStringLength());
+    const rapidjson::Value& value = member->value;
+    if (name == "__metadata__") {
+      GOENV_CHECK(value.IsObject(), InvalidArgument, "corrupt agent checkpoint: __metadata__ is not an object");
+      for (auto m = value.MemberBegin(); m != value.MemberEnd(); ++m) {
+        GOENV_CHECK(m->value.IsString(), InvalidArgument, "corrupt agent checkpoint: metadata values must be strings");
+        meta[std::string(m->name.GetString(), m->name.GetStringLength())] =
+            std::string(m->value.GetString(), m->value.GetStringLength());
       }
-    } catch (const c10::Error& e) {
-      GOENV_FAIL(InvalidArgument, "corrupt agent checkpoint: parameters do not load: " << e.what_without_backtrace());
+      continue;
+    }
+    GOENV_CHECK(value.IsObject() && value.HasMember("dtype") && value["dtype"].IsString() && value.HasMember("shape") &&
+                    value["shape"].IsArray() && value.HasMember("data_offsets") && value["data_offsets"].IsArray() &&
+                    value["data_offsets"].Size() == 2 && value["data_offsets"][0].IsUint64() &&
+                    value["data_offsets"][1].IsUint64(),
+                InvalidArgument, "corrupt agent checkpoint: tensor '" << name << "' is not {dtype, shape, data_offsets}");
+    const DType* dtype = nullptr;
+    for (const DType& d : kDTypes)
+      if (std::strcmp(d.name, value["dtype"].GetString()) == 0) dtype = &d;
+    GOENV_CHECK(dtype != nullptr, InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' has dtype " << value["dtype"].GetString()
+                                                     << "; checkpoints hold F32, I64 and U8");
+    const rapidjson::Value& shape = value["shape"];
+    GOENV_CHECK(shape.Size() <= kMaxRank, InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' has rank " << shape.Size());
+    Checkpoint::Tensor t;
+    t.dtype = dtype->type;
+    std::uint64_t numel = 1;
+    for (const auto& d : shape.GetArray()) {
+      GOENV_CHECK(d.IsUint64() && d.GetUint64() <= kMaxDimension, InvalidArgument,
+                  "corrupt agent checkpoint: tensor '" << name << "' has a bad dimension");
+      numel = d.GetUint64() == 0 || numel <= kMaxDimension / d.GetUint64() ? numel * d.GetUint64() : kMaxDimension + 1;
+      t.shape.push_back(static_cast<std::int64_t>(d.GetUint64()));
+    }
+    t.begin = value["data_offsets"][0].GetUint64();
+    t.end = value["data_offsets"][1].GetUint64();
+    GOENV_CHECK(numel <= kMaxDimension && t.begin <= t.end && t.end <= data_size &&
+                    t.end - t.begin == numel * dtype->bytes,
+                InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' has offsets [" << t.begin << ", " << t.end
+                                                     << ") that do not hold its shape within " << data_size << " bytes");
+    c.tensors[name] = std::move(t);
+  }
+  // safetensors: the tensors tile the data section exactly, without gaps or overlaps.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  for (const auto& [name, t] : c.tensors) spans.emplace_back(t.begin, t.end);
+  std::sort(spans.begin(), spans.end());
+  std::uint64_t covered = 0;
+  for (const auto& [begin, end] : spans) {
+    GOENV_CHECK(begin == covered, InvalidArgument, "corrupt agent checkpoint: its tensors overlap or leave gaps");
+    covered = end;
+  }
+  GOENV_CHECK(covered == data_size, InvalidArgument,
+              "corrupt agent checkpoint: " << data_size - covered << " bytes after the last tensor");
+  GOENV_CHECK(meta["format"] == kFormatName, InvalidArgument,
+              "not a goenv agent checkpoint: a safetensors file whose metadata format is '" << meta["format"]
+                                                                                            << "', not '" << kFormatName
+                                                                                            << "'");
+  GOENV_CHECK(meta["format_version"] == std::to_string(kFormat), InvalidArgument,
+              "agent checkpoint format " << meta["format_version"] << " is not supported (this goenv reads format "
+                                         << kFormat << ")");
+  GOENV_CHECK(meta["checksum"] == hex(hash_bytes(bytes.data() + c.data_start, data_size)), InvalidArgument,
+              "corrupt agent checkpoint: checksum mismatch");
+  std::map<std::string, std::string> config_text;
+  for (const auto& [key, value] : meta)
+    if (key.rfind("config.", 0) == 0) config_text[key.substr(7)] = value;
+  c.config = config_from_text(config_text);
+  validate(c.config);
+  const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  c.has_policy = integer(meta, "has_policy", 0, 1) == 1;
+  c.steps_trained = integer(meta, "steps_trained", 0, most);
+  c.version = integer(meta, "version", 0, most);
+  c.updates = integer(meta, "updates", 0, most);
+  c.schedule_origin = integer(meta, "schedule_origin", 0, most);
+  c.next_slot = integer(meta, "next_slot", 0, std::numeric_limits<std::int32_t>::max());
+  if (c.has_policy) c.spec = parse_spec(meta);
+  for (const auto& [key, value] : meta)
+    if (key.rfind("teacher.", 0) == 0) c.teachers.push_back(parse_teacher(key.substr(8), value));
+  GOENV_CHECK(c.has_policy || (c.tensors.empty() && c.teachers.empty()), InvalidArgument,
+              "corrupt agent checkpoint: tensors or teachers without a policy");
+  return c;
+}
+
+Model read(const Checkpoint& c, const std::string& bytes) {
+  Model fresh(c.config);
+  if (!c.has_policy) return fresh;
+  // The policy the options ask for must fit in the bytes the file holds (at
+  // least its GraphSAGE and attention matrices, policy.cc): a small file cannot
+  // make the reader build a huge policy.
+  std::uint64_t declared = 0;
+  for (const auto& [name, t] : c.tensors)
+    if (name.rfind("policy.", 0) == 0) declared += t.end - t.begin;
+  const double hidden = c.config.hidden;
+  const double least = 4.0 * hidden * hidden *
+                       (3.0 * c.config.sage_layers + (c.config.algorithm == "go" ? 8.0 * c.config.attention_layers : 0.0));
+  GOENV_CHECK(static_cast<double>(declared) >= least, InvalidArgument,
+              "corrupt agent checkpoint: its options need a policy of at least " << least << " bytes, the file holds "
+                                                                                  << declared);
+  fresh.build(c.spec);
+  // Every tensor the model takes, with its destination; checked before any value is copied.
+  struct Slot {
+    torch::Tensor like;  // shape and dtype expected
+    bool optional = false;
+  };
+  std::map<std::string, Slot> wanted;
+  const auto parameters = fresh.policy->named_parameters();
+  for (const auto& p : parameters) {
+    wanted["policy." + p.key()] = {p.value()};
+    for (const char* part : {".exp_avg", ".exp_avg_sq"}) wanted["adam." + p.key() + part] = {p.value(), true};
+    wanted["adam." + p.key() + ".step"] = {torch::zeros({1}, torch::kInt64), true};
+  }
+  for (const auto& b : fresh.policy->named_buffers()) wanted["policy_buffer." + b.key()] = {b.value()};
+  // Optional: a checkpoint converted from format 1 has none; the config's seed then seeds them.
+  wanted["generator.sampling"] = {fresh.sampling.get_state(), true};
+  wanted["generator.shuffling"] = {fresh.shuffling.get_state(), true};
+  for (const auto& t : c.teachers)
+    for (std::size_t h = 0; h < c.spec.heads.size(); ++h) wanted[teacher_name(t.key, h)] = {torch::Tensor()};
+  for (const auto& [name, t] : c.tensors) {
+    const auto it = wanted.find(name);
+    GOENV_CHECK(it != wanted.end(), InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' is not part of this " << c.config.algorithm
+                                                     << " policy (" << c.spec.describe() << ")");
+    const torch::Tensor& like = it->second.like;
+    if (like.defined()) {
+      GOENV_CHECK(t.dtype == like.scalar_type() && t.shape == like.sizes().vec(), InvalidArgument,
+                  "corrupt agent checkpoint: tensor '" << name << "' is " << dtype_name(t.dtype) << " "
+                                                       << torch::IntArrayRef(t.shape) << ", the policy has "
+                                                       << dtype_name(like.scalar_type()) << " " << like.sizes());
+    } else {
+      GOENV_CHECK(t.dtype == torch::kInt64 && t.shape.size() == 1, InvalidArgument,
+                  "corrupt agent checkpoint: teacher decisions '" << name << "' are not a 1-D I64 tensor");
     }
   }
+  for (const auto& [name, slot] : wanted)
+    GOENV_CHECK(slot.optional || c.tensors.count(name), InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' is missing");
+  for (const auto& p : parameters) {
+    const int present = static_cast<int>(c.tensors.count("adam." + p.key() + ".step")) +
+                        static_cast<int>(c.tensors.count("adam." + p.key() + ".exp_avg")) +
+                        static_cast<int>(c.tensors.count("adam." + p.key() + ".exp_avg_sq"));
+    GOENV_CHECK(present == 0 || present == 3, InvalidArgument,
+                "corrupt agent checkpoint: Adam's state of '" << p.key() << "' is incomplete");
+  }
+  // Copies: every check has passed.
+  auto load = [&](const std::string& name) {
+    const Checkpoint::Tensor& t = c.tensors.at(name);
+    torch::Tensor out = torch::empty(t.shape, torch::TensorOptions().dtype(t.dtype));
+    std::memcpy(out.data_ptr(), bytes.data() + c.data_start + t.begin, t.end - t.begin);
+    return out;
+  };
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters) p.value().copy_(load("policy." + p.key()));
+    for (auto& b : fresh.policy->named_buffers()) b.value().copy_(load("policy_buffer." + b.key()));
+  }
+  for (const auto& p : parameters) {
+    if (!c.tensors.count("adam." + p.key() + ".step")) continue;
+    auto state = std::make_unique<torch::optim::AdamParamState>();
+    state->step(load("adam." + p.key() + ".step").item<std::int64_t>());
+    state->exp_avg(load("adam." + p.key() + ".exp_avg").to(fresh.device));
+    state->exp_avg_sq(load("adam." + p.key() + ".exp_avg_sq").to(fresh.device));
+    fresh.optimizer->state()[p.value().unsafeGetTensorImpl()] = std::move(state);
+  }
+  if (c.tensors.count("generator.sampling")) fresh.sampling.set_state(load("generator.sampling"));
+  if (c.tensors.count("generator.shuffling")) fresh.shuffling.set_state(load("generator.shuffling"));
   fresh.steps_trained = c.steps_trained;
   fresh.weights.version = c.version;
   fresh.updates = c.updates;
   fresh.schedule_origin = c.schedule_origin;
-  // Targets need their graph's decision units: built when set_envs or imitate meets the graph.
-  for (auto& t : teachers) fresh.teachers[t.key] = TeacherEntry{std::move(t.teacher), {}};
+  for (const auto& header : c.teachers) {
+    TeacherEntry entry{header.teacher, {}};
+    entry.verified = false;  // re-simulated when its graph is met (Model::teachers' contract)
+    for (std::size_t h = 0; h < c.spec.heads.size(); ++h) {
+      const torch::Tensor values = load(teacher_name(header.key, h));
+      entry.teacher.actions.emplace_back(values.data_ptr<std::int64_t>(), values.data_ptr<std::int64_t>() + values.numel());
+    }
+    fresh.teachers[header.key] = std::move(entry);
+  }
   return fresh;
 }
 

@@ -1,10 +1,23 @@
-// Agent checkpoints, format 2: magic bytes, the format, a text header
-// (config, spec, training counters, teachers' lines), and a checksummed
-// payload holding the parameters, Adam's moments, both generators and the
-// teachers' decisions. Format 1 (parameters only) still loads.
+// Agent checkpoints: data, never code (DESIGN §5). Format 3 is the safetensors
+// layout (a little-endian u64 header size, a JSON header of string metadata and
+// of tensors' dtype, shape and byte offsets, then the raw bytes), readable by
+// the `safetensors` library. Metadata: the format, every option, the policy
+// spec, the training counters, the teachers' lines and a checksum of the bytes.
+// Tensors: the policy's parameters, Adam's moments and steps, both generators'
+// states and the teachers' decisions.
+//
+// The reader is bounded: the header's size, every shape and offset, the
+// options and spec numbers are checked before the policy is built, the policy's
+// size against the bytes the file holds, and every name, dtype and shape
+// against the built policy before any value is copied. Values loaded are not
+// trusted as results: a kept teacher is re-simulated when its graph is met
+// (Model::verify_teacher). Formats 1 and 2 (a TorchScript archive, which can
+// run code when loaded) are refused with how to convert them
+// (python -m goenv.agents.convert, which never runs them).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,27 +25,42 @@
 
 namespace goenv::agents::checkpoint {
 
-// A checkpoint's header, parsed and checked, with its payload still unread.
+inline constexpr int kFormat = 3;
+
+// A checkpoint's header, parsed and checked; the tensors' bytes stay in the file.
 struct Checkpoint {
-  std::uint64_t format = 0;
   AgentConfig config;
   PolicySpec spec;
   bool has_policy = false;
-  std::int64_t steps_trained = 0;
-  // Format 2: the training state.
-  std::int64_t version = 0, updates = 0, schedule_origin = 0, next_slot = 0;
+  std::int64_t steps_trained = 0, version = 0, updates = 0, schedule_origin = 0, next_slot = 0;
   struct TeacherHeader {
     std::uint64_t key = 0;
-    Teacher teacher;  // without actions (those are in the payload)
+    Teacher teacher;  // without actions (those are tensors)
   };
   std::vector<TeacherHeader> teachers;
-  std::string payload;
+  struct Tensor {
+    torch::ScalarType dtype = torch::kFloat32;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin = 0, end = 0;  // byte offsets in the data section
+  };
+  std::map<std::string, Tensor> tensors;
+  std::uint64_t data_start = 0;  // where the data section begins in the file
 };
+
+// One tensor of a checkpoint, under its name.
+struct Named {
+  std::string name;
+  torch::Tensor tensor;
+};
+// A checkpoint file of these metadata strings and tensors (F32, I64 or U8, in
+// this order); the format's own metadata (format, version, checksum) is added.
+std::string write_file(std::map<std::string, std::string> metadata, const std::vector<Named>& tensors);
 
 // InvalidArgument naming the problem on bytes that are not a readable checkpoint.
 Checkpoint parse(const std::string& bytes);
 std::string write(const Model& model, std::size_t next_slot);
-// The model a checkpoint holds, ready to continue exactly as the saved one would have.
-Model read(const Checkpoint& checkpoint);
+// The model the checkpoint `bytes` (parsed into `checkpoint`) holds, ready to
+// continue exactly as the saved one would have.
+Model read(const Checkpoint& checkpoint, const std::string& bytes);
 
 }  // namespace goenv::agents::checkpoint

@@ -73,6 +73,7 @@ double accuracy(const std::vector<torch::Tensor>& logits, const std::vector<torc
 void prepare_teacher(Model& model, const Env& env, std::uint64_t key, const GraphTensors& graph,
                      const std::string& method, std::map<std::uint64_t, TeacherEntry>& fresh, std::int64_t& calls) {
   const std::string resolved = teacher_method(method);
+  verify_teacher(model, env, key);
   auto it = model.teachers.find(key);
   if (it == model.teachers.end() || it->second.teacher.method != resolved) {
     it = fresh.find(key);
@@ -141,11 +142,38 @@ double smoothing_for(const std::vector<torch::Tensor>& targets, double flips) {
   return units == 0 ? 0.0 : std::min(0.5, flips / static_cast<double>(units));
 }
 
-void build_missing_targets(Model& model, const std::vector<GraphEntry>& graphs) {
-  for (const GraphEntry& g : graphs) {
-    const auto it = model.teachers.find(g.key);
+void verify_teacher(Model& model, const Env& env, std::uint64_t key) {
+  const auto it = model.teachers.find(key);
+  if (it == model.teachers.end() || it->second.verified) return;
+  Teacher& t = it->second.teacher;
+  const std::vector<Head>& heads = env.heads();
+  bool fits = t.actions.size() == heads.size();
+  for (std::size_t h = 0; fits && h < heads.size(); ++h) {
+    fits = t.actions[h].size() == static_cast<std::size_t>(env.graph().num_nodes());
+    for (const std::int64_t v : t.actions[h]) fits = fits && v >= 0 && v < env.choices(heads[h]);
+  }
+  GOENV_CHECK(fits, InvalidArgument,
+              "agent checkpoint: the kept teacher of " << env.id() << " does not fit its graph ("
+                                                       << env.graph().num_nodes() << " nodes, heads "
+                                                       << PolicySpec::of(env).describe() << ")");
+  auto copy = copy_env(env);
+  copy->reset(reset_seed(model.config, 0, kEvaluation, 0));
+  const StepResult r = step_actions(*copy, t.actions);
+  if (r.info.oom || r.info.invalid) {
+    model.teachers.erase(it);
+    return;
+  }
+  t.runtime = r.info.runtime;
+  t.reward = r.reward;
+  it->second.verified = true;
+}
+
+void restore_teachers(Model& model, const std::vector<const Env*>& prototypes, const std::vector<GraphEntry>& graphs) {
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    verify_teacher(model, *prototypes[i], graphs[i].key);
+    const auto it = model.teachers.find(graphs[i].key);
     if (it != model.teachers.end() && it->second.targets.empty())
-      it->second.targets = targets(g.graph, model.spec, it->second.teacher, model.device);
+      it->second.targets = targets(graphs[i].graph, model.spec, it->second.teacher, model.device);
   }
 }
 

@@ -44,8 +44,13 @@ torch::Tensor cross_entropy(const std::vector<torch::Tensor>& logits, const std:
 // The label smoothing that leaves about `flips` decision units of a sampled decision off the teacher's.
 double smoothing_for(const std::vector<torch::Tensor>& targets, double flips);
 
-// Builds the targets of kept teachers that have none yet (loaded from a checkpoint) for these graphs.
-void build_missing_targets(Model& model, const std::vector<GraphEntry>& graphs);
+// A kept teacher read from a checkpoint, met with its graph: its decisions must
+// fit the env (InvalidArgument otherwise), and its runtime and reward become the
+// simulator's. One that is infeasible there is dropped.
+void verify_teacher(Model& model, const Env& env, std::uint64_t key);
+// Verifies the kept teachers of these envs (graphs[i] is prototypes[i]'s) and
+// builds the targets of those that have none yet (loaded from a checkpoint).
+void restore_teachers(Model& model, const std::vector<const Env*>& prototypes, const std::vector<GraphEntry>& graphs);
 // Imitation warm start (Agent::imitate): solves every teacher first, then `steps` Adam steps.
 ImitationMetrics imitate(Model& model, const std::vector<const Env*>& prototypes, std::int64_t steps,
                          const std::string& teacher, std::uint64_t stream,

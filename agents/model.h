@@ -70,6 +70,9 @@ std::uint64_t env_key(const Env& env);
 struct TeacherEntry {
   Teacher teacher;
   std::vector<torch::Tensor> targets;
+  // False for a teacher read from a checkpoint until imitation::verify_teacher
+  // has re-simulated it on its graph: a file's runtime is never taken as a result.
+  bool verified = true;
 };
 
 struct Model {

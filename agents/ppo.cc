@@ -309,7 +309,7 @@ void train(Model& model, Sampler& sampler, const std::vector<const Env*>& protot
   std::vector<int> all(prototypes.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   sampler.set_envs(model, prototypes, all, 0);
-  imitation::build_missing_targets(model, sampler.graphs());
+  imitation::restore_teachers(model, prototypes, sampler.graphs());
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t before = model.steps_trained;
   std::int64_t count = 0;

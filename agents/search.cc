@@ -12,6 +12,37 @@
 
 namespace goenv::agents::search {
 
+namespace {
+
+// The policy's input must be finite, and every node must have an allowed choice in every head.
+void check_observation(const PolicySpec& spec, const ObservationBatch& o) {
+  auto finite = [](const float* values, std::int64_t count, const char* what) {
+    for (std::int64_t i = 0; i < count; ++i)
+      GOENV_CHECK(std::isfinite(values[i]), InvalidArgument,
+                  "observation's " << what << " holds a non-finite value (" << values[i] << " at flat index " << i
+                                   << ")");
+  };
+  const std::int64_t b = o.batch, n = o.num_nodes;
+  finite(o.node_features, n * o.node_feature_dim, "node_features");
+  finite(o.node_state, b * n * o.node_state_dim, "node_state");
+  finite(o.globals, b * o.global_dim, "globals");
+  for (std::int64_t row = 0; row < b * n; ++row) {
+    const std::int8_t* mask = o.action_mask + row * o.action_mask_width;
+    int offset = 0;
+    for (std::size_t h = 0; h < spec.heads.size(); ++h) {
+      bool any = false;
+      for (int c = 0; c < spec.choices[h]; ++c) any = any || mask[offset + c] != 0;
+      GOENV_CHECK(any, InvalidArgument,
+                  "action_mask allows no " << head_name(spec.heads[h]) << " choice for node " << row % n
+                                           << (b > 1 ? " of observation " + std::to_string(row / n) : std::string())
+                                           << ": every node needs at least one");
+      offset += spec.choices[h];
+    }
+  }
+}
+
+}  // namespace
+
 const GraphTensors& Actor::graph_for(const Model& model, const ObservationBatch& o) {
   std::uint64_t key = hash_bytes(o.node_features, sizeof(float) * o.num_nodes * static_cast<std::size_t>(o.node_feature_dim));
   key = hash_bytes(o.edge_index, sizeof(std::int64_t) * 2 * static_cast<std::size_t>(o.num_edges), key);
@@ -39,6 +70,7 @@ std::vector<std::vector<std::int64_t>> Actor::act(Model& model, const Observatio
   GOENV_CHECK(o.action_mask_width == model.spec.action_mask_width(), InvalidArgument,
               "action_mask has " << o.action_mask_width << " columns, the policy's heads need "
                                  << model.spec.action_mask_width() << " (" << model.spec.describe() << ")");
+  check_observation(model.spec, o);
   const ThreadScope threads(model.config.num_threads);
   torch::NoGradGuard no_grad;
   const GraphTensors& graph = graph_for(model, o);
@@ -105,6 +137,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, int samples, std::in
     }
   }
   // The best decisions training found on this graph (a kept teacher) were simulated then.
+  imitation::verify_teacher(model, *env, env_key(*env));
   if (const auto it = model.teachers.find(env_key(*env));
       it != model.teachers.end() && it->second.teacher.runtime < result.runtime) {
     result.runtime = it->second.teacher.runtime;

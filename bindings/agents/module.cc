@@ -513,4 +513,25 @@ PYBIND11_MODULE(_agents, m) {
   }, "(name, type, default, help) of every agent option.");
   m.def("checkpoint_algorithm", [](const py::bytes& data) { return agents::checkpoint_algorithm(std::string(data)); },
         py::arg("data"), "The algorithm a checkpoint holds; goenv.InvalidArgument when it is not one.");
+  m.def("checkpoint_from_arrays", [](const std::map<std::string, std::string>& metadata, const py::dict& arrays) {
+    std::vector<py::array> kept;  // alive until written
+    std::vector<agents::NamedArray> views;
+    for (const auto& [key, value] : arrays) {
+      py::array a = py::array::ensure(value, py::array::c_style);
+      GOENV_CHECK(a, InvalidArgument, "checkpoint array '" << std::string(py::str(key)) << "' is not an array");
+      const std::string kind = py::str(a.dtype().attr("str"));
+      const std::string dtype = kind == "<f4" ? "F32" : kind == "<i8" ? "I64" : kind == "|u1" ? "U8" : kind;
+      std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
+      views.push_back({py::str(key), dtype, shape, a.data(), static_cast<std::size_t>(a.nbytes())});
+      kept.push_back(std::move(a));
+    }
+    std::string bytes;
+    {
+      py::gil_scoped_release release;
+      bytes = agents::checkpoint_from_arrays(metadata, views);
+    }
+    return py::bytes(bytes);
+  }, py::arg("metadata"), py::arg("arrays"),
+        "A checkpoint in the current format from metadata strings and {name: float32/int64/uint8 array}; "
+        "checked by loading it (goenv.InvalidArgument names what does not fit).");
 }

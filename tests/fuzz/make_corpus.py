@@ -44,6 +44,24 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for i in range(4):
         write("env_actions", f"random-{i}", rng.bytes(64 * (i + 1)))
+    checkpoints()
+
+
+def checkpoints() -> None:
+    """Small real checkpoints: GO with a teacher, PPO after one update, an agent without a policy."""
+    import goenv.agents
+
+    from fuzz_checkpoint import ENV
+
+    small = dict(hidden=8, sage_layers=1, attention_layers=1, attention_heads=2, segment_length=4, seed=0,
+                 num_threads=1, envs_per_graph=2, epochs=1)
+    go = goenv.agents.GO(env=ENV, **small)
+    go.imitate(ENV, steps=1, progress=False)
+    write("checkpoint", "go-teacher", go._agent.to_bytes())
+    ppo = goenv.agents.PPO(env=ENV, **small)
+    ppo.train(ENV, total_steps=2, progress=False)
+    write("checkpoint", "ppo-trained", ppo._agent.to_bytes())
+    write("checkpoint", "no-policy", goenv.agents.PPO(hidden=8)._agent.to_bytes())
 
 
 if __name__ == "__main__":

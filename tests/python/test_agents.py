@@ -365,3 +365,19 @@ def test_algorithms_are_registered_and_made_by_name():
         agents.registry.register("go", agents.PPO, "another class under a taken name")
     agents.registry.register("go", agents.GO, "the same class again is a no-op")
     assert agents.registry.describe("go").agent_class is agents.GO
+
+
+def test_act_refuses_non_finite_observations_and_empty_masks():
+    env = placement_env()
+    agent = small(env=env)
+    obs, _ = env.reset(seed=0)
+    for key in ("node_state", "globals", "node_features"):
+        bad = {k: np.array(v, copy=True) for k, v in obs.items()}
+        bad[key].flat[0] = np.inf if key == "globals" else np.nan
+        with pytest.raises(goenv.InvalidArgument, match=f"{key} holds a non-finite value"):
+            agent.act(bad)
+    bad = {k: np.array(v, copy=True) for k, v in obs.items()}
+    bad["action_mask"][3] = 0
+    with pytest.raises(goenv.InvalidArgument, match="allows no placement choice for node 3"):
+        agent.act(bad)
+    assert agent.act(obs).shape == (env.core.num_nodes,)  # the good observation still acts

@@ -28,7 +28,7 @@ imported or is the one installed.
 import importlib.metadata
 import sys
 
-from goenv.agents.agent import GO, PPO, PRETRAINED, Agent, load, options, pretrained
+from goenv.agents.agent import GO, PPO, PRETRAINED, Agent, load, load_bytes, options, pretrained
 from goenv.agents.registry import algorithms, make_agent
 
 
@@ -62,4 +62,4 @@ def _check_torch_abi() -> None:
 
 _check_torch_abi()
 
-__all__ = ["GO", "PPO", "PRETRAINED", "Agent", "algorithms", "load", "make_agent", "options", "pretrained"]
+__all__ = ["GO", "PPO", "PRETRAINED", "Agent", "algorithms", "load", "load_bytes", "make_agent", "options", "pretrained"]

@@ -270,24 +270,9 @@ class Agent:
 
     # -- checkpoints -------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Writes a checkpoint atomically (a temporary file, then os.replace)."""
-        path = os.fspath(path)
-        data = self._agent.to_bytes()
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-        try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a checkpoint is an ordinary file
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        """Writes a checkpoint (safetensors layout: plain tensors, no code) atomically: a
+        temporary file, then os.replace; only over a regular file or a new path."""
+        _write_atomically(path, self._agent.to_bytes())
 
     def load(self, path: str | os.PathLike) -> "Agent":
         """Replaces config and parameters with a checkpoint's; goenv.InvalidArgument on a
@@ -347,9 +332,12 @@ registry.register("go", GO, "the GO policy (GraphSAGE, segment-recurrent attenti
 
 def load(path: str | os.PathLike) -> Agent:
     """The agent saved at `path`, as a PPO or GO object."""
-    data = _read(path)
-    algorithm = _native().checkpoint_algorithm(data)
-    agent = registry.make_agent(algorithm)
+    return load_bytes(_read(path))
+
+
+def load_bytes(data: bytes) -> Agent:
+    """The agent a checkpoint's bytes hold; goenv.InvalidArgument names what is wrong with bad ones."""
+    agent = registry.make_agent(_native().checkpoint_algorithm(data))
     agent._agent.from_bytes(data)
     return agent
 
@@ -378,9 +366,50 @@ def pretrained(name: str = "go-placement", num_devices: int = 2) -> Agent:
     return load(folder / f"{name}-{int(num_devices)}dev.agent")
 
 
+MAX_CHECKPOINT_BYTES = 1 << 31  # checkpoints are megabytes; a larger file is refused before it is read
+
+
 def _read(path: str | os.PathLike) -> bytes:
-    with open(os.fspath(path), "rb") as f:
-        return f.read()
+    """A checkpoint file's bytes: a regular file within MAX_CHECKPOINT_BYTES, else goenv.InvalidArgument."""
+    import stat
+
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidArgument(f"{path} is not a regular file; checkpoints are read from regular files only")
+        if info.st_size > MAX_CHECKPOINT_BYTES:
+            raise InvalidArgument(f"{path} has {info.st_size} bytes, more than a checkpoint may "
+                                  f"({MAX_CHECKPOINT_BYTES})")
+        return f.read(MAX_CHECKPOINT_BYTES + 1)
+
+
+def _write_atomically(path: str | os.PathLike, data: bytes) -> None:
+    """A temporary file beside `path`, then os.replace: only over a regular file or a new path."""
+    import stat
+
+    path = os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InvalidArgument(f"{path} exists and is not a regular file; a checkpoint replaces only regular files")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a checkpoint is an ordinary file
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _split_concatenated(obs: dict) -> Iterable[dict]:

@@ -1,0 +1,186 @@
+"""Agent checkpoints are data, never code (DESIGN §5): the safetensors layout, read
+by a bounded reader that checks everything before it copies anything; old formats
+(a TorchScript archive) are refused, and converted without running them."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import goenv
+from helpers import require_agents
+
+agents = require_agents()
+from goenv.agents import convert  # noqa: E402
+from test_agents import placement_env, small  # noqa: E402
+
+LEGACY = Path(__file__).resolve().parent / "data" / "legacy" / "go-placement-2dev-format2.agent"
+SHIPPED = Path(agents.__file__).resolve().parent / "pretrained" / "go-placement-2dev.agent"
+
+
+def split(data: bytes) -> tuple[dict, bytes]:
+    size = struct.unpack_from("<Q", data)[0]
+    return json.loads(data[8:8 + size]), data[8 + size:]
+
+
+def join(header: dict, body: bytes) -> bytes:
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + body
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    env = placement_env()
+    agent = small(agents.GO, env=env, segment_length=8)
+    agent.imitate(env, steps=2, progress=False)
+    agent.train(env, total_steps=16, progress=False)
+    path = tmp_path_factory.mktemp("checkpoints") / "go.agent"
+    agent.save(path)
+    return env, agent, path.read_bytes()
+
+
+def test_a_checkpoint_is_a_safetensors_file_readable_without_goenv(saved, tmp_path):
+    from safetensors import safe_open
+
+    env, agent, data = saved
+    (tmp_path / "go.safetensors").write_bytes(data)
+    with safe_open(str(tmp_path / "go.safetensors"), framework="numpy") as f:
+        metadata = f.metadata()
+        names = list(f.keys())
+        policy = {name: f.get_tensor(name) for name in names if name.startswith("policy.")}
+    assert metadata["format"] == "goenv-agent" and metadata["format_version"] == "3"
+    assert metadata["config.algorithm"] == "go" and metadata["spec.heads"] == "placement:2"
+    assert any(name.startswith("adam.") for name in names) and "generator.sampling" in names
+    assert any(name.startswith("teacher.") for name in names)
+    header, _ = split(data)
+    in_file_order = sorted(policy, key=lambda name: header[name]["data_offsets"][0])
+    flat = np.concatenate([policy[name].ravel() for name in in_file_order])
+    np.testing.assert_array_equal(flat, agent.weights)  # the parameters, bit for bit, in weights() order
+    assert agents.load(tmp_path / "go.safetensors").act(env.reset(seed=0)[0], deterministic=True).tolist() == \
+        agent.act(env.reset(seed=0)[0], deterministic=True).tolist()
+
+
+def test_old_formats_are_refused_with_how_to_convert_and_change_nothing(saved, tmp_path):
+    env, agent, _ = saved
+    before = np.array(agent.weights)
+    with pytest.raises(goenv.InvalidArgument, match=r"format 2 .*TorchScript.*python -m goenv.agents.convert"):
+        agent.load(LEGACY)
+    with pytest.raises(goenv.InvalidArgument, match="goenv.agents.convert"):
+        agents.load(LEGACY)
+    np.testing.assert_array_equal(agent.weights, before)
+
+
+def test_the_converter_reproduces_the_shipped_placer_from_its_old_file(tmp_path):
+    target = tmp_path / "converted.agent"
+    assert convert.main([str(LEGACY), str(target)]) == 0
+    assert target.read_bytes() == SHIPPED.read_bytes()  # deterministic, and what ships is this conversion
+    assert convert.main([str(SHIPPED), str(tmp_path / "again.agent")]) == 2  # already current: not a legacy file
+    assert convert.main([]) == 2
+
+
+def legacy_file(pickled: bytes, header: str = "config.algorithm=go\nhas_policy=1\n") -> bytes:
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("archive/data.pkl", pickled)
+    payload = payload.getvalue()
+    head = header.encode()
+    return b"GOENVAGT" + struct.pack("<QQ", 2, len(head)) + head + struct.pack("<QQ", len(payload), 0) + payload
+
+
+def test_the_converter_never_runs_what_the_archive_names(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    for pickled in (pickle.dumps(Payload(), protocol=2),
+                    b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x00print()q\x01\x85q\x02Rq\x03."):
+        with pytest.raises(goenv.InvalidArgument, match="cannot convert: refused (posix|os|builtins)"):
+            convert.convert_bytes(legacy_file(pickled))
+    assert not marker.exists()
+    with pytest.raises(goenv.InvalidArgument, match="cannot convert"):
+        convert.convert_bytes(b"GOENVAGT" + b"\x00" * 40)
+
+
+def crafted(data: bytes, change) -> bytes:
+    header, body = split(data)
+    result = change(header, body)
+    return result if isinstance(result, bytes) else join(header, body)
+
+
+def first(header: dict, prefix: str) -> str:
+    return next(name for name in header if name.startswith(prefix))
+
+
+CASES = {
+    "header size past the end": lambda h, b: struct.pack("<Q", 1 << 40) + b"{}",
+    "header not JSON": lambda h, b: struct.pack("<Q", 8) + b"not json" + b,
+    "deeply nested JSON": lambda h, b: struct.pack("<Q", 200_000) + b"[" * 200_000,
+    "unknown tensor": lambda h, b: h.__setitem__("evil", h.pop(first(h, "policy."))),
+    "wrong shape": lambda h, b: h[first(h, "policy.")].__setitem__("shape", [1, 1, 1]),
+    "transposed shape": lambda h, b: h[first(h, "policy.")].__setitem__("shape", h[first(h, "policy.")]["shape"][::-1]),
+    "dtype F16": lambda h, b: h[first(h, "policy.")].__setitem__("dtype", "F16"),
+    "overlapping offsets": lambda h, b: h[first(h, "adam.")].__setitem__("data_offsets", [0, 8]),
+    "data past the tensors": lambda h, b: join(h, b + b"\0" * 8),
+    "checksum": lambda h, b: join(h, b[:-1] + bytes([b[-1] ^ 1])),
+    "not goenv's": lambda h, b: h["__metadata__"].__setitem__("format", "other"),
+    "future format": lambda h, b: h["__metadata__"].__setitem__("format_version", "9"),
+    "huge policy in a small file": lambda h, b: h["__metadata__"].__setitem__("config.hidden", "4096"),
+    "huge spec": lambda h, b: h["__metadata__"].__setitem__("spec.node_feature_dim", str(1 << 40)),
+    "non-finite teacher runtime": lambda h, b: h["__metadata__"].__setitem__(
+        first(h["__metadata__"], "teacher."), "best-heuristic;nan;0;1"),
+    "missing counter": lambda h, b: h["__metadata__"].pop("steps_trained"),
+    "non-UTF-8 metadata": lambda h, b: join(h, b).replace(b'"config.algorithm": "go"', b'"config.algorithm": "g\xf1"'),
+    "non-string metadata": lambda h, b: h["__metadata__"].__setitem__("next_slot", 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_crafted_checkpoints_raise_a_clear_error_and_change_nothing(saved, tmp_path, case):
+    env, agent, data = saved
+    path = tmp_path / "crafted.agent"
+    path.write_bytes(crafted(data, CASES[case]))
+    before = np.array(agent.weights)
+    with pytest.raises(goenv.InvalidArgument, match="checkpoint"):
+        agent.load(path)
+    with pytest.raises(goenv.InvalidArgument, match="checkpoint"):
+        agents.load(path)
+    np.testing.assert_array_equal(agent.weights, before)
+
+
+def test_a_loaded_teacher_is_simulated_again_not_taken_from_the_file(saved, tmp_path):
+    env, agent, data = saved
+    true_runtime = agent.teacher(env)["runtime"]
+
+    def flatter(header, body):
+        key = first(header["__metadata__"], "teacher.")
+        method, _, reward, calls = header["__metadata__"][key].split(";")
+        header["__metadata__"][key] = f"{method};1e-12;{reward};{calls}"
+
+    path = tmp_path / "flattering.agent"
+    path.write_bytes(crafted(data, flatter))
+    loaded = agents.load(path)
+    assert loaded.teacher(env)["runtime"] == true_runtime
+    assert loaded.optimize(env, samples=1)["runtime"] >= true_runtime * 0.999999
+
+
+def test_checkpoints_are_read_only_from_regular_files_and_written_only_over_them(saved, tmp_path):
+    env, agent, _ = saved
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(goenv.InvalidArgument, match="not a regular file"):
+        agent.save(tmp_path / "fifo")
+    with pytest.raises(goenv.InvalidArgument, match="not a regular file"):
+        agent.save(tmp_path)
+    assert (tmp_path / "fifo").exists() and not (tmp_path / "fifo").is_file()
+    with pytest.raises(goenv.InvalidArgument, match="not a regular file"):
+        agents.load("/dev/zero")
