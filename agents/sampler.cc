@@ -45,13 +45,23 @@ StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& 
 
 StepResult run_episode(Model& model, Env& env, const GraphTensors& graph, std::uint64_t seed, bool deterministic,
                        std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls,
-                       std::vector<DynamicObservation>* visited) {
+                       std::vector<DynamicObservation>* visited, ForwardCache* cache) {
   const int n = static_cast<int>(graph.num_nodes);
   DynamicObservation obs = env.reset(seed);
   StepResult r;
   do {
-    const auto logits = model.run(graph, stack({view_of(obs, model.spec, n)}, model.spec, n, model.device)).first;
-    decided = model.decide(graph, logits, deterministic);
+    const bool cached = cache != nullptr && !cache->logits.empty() && obs.node_state == cache->observation.node_state &&
+                        obs.action_mask == cache->observation.action_mask && obs.globals == cache->observation.globals;
+    if (!cached) {
+      auto logits = model.run(graph, stack({view_of(obs, model.spec, n)}, model.spec, n, model.device)).first;
+      if (cache == nullptr) {
+        decided = model.decide(graph, logits, deterministic);
+      } else {
+        cache->observation = obs;
+        cache->logits = std::move(logits);
+      }
+    }
+    if (cache != nullptr) decided = model.decide(graph, cache->logits, deterministic);
     r = step_actions(env, decided);
     ++calls;
     if (visited != nullptr) visited->push_back(std::move(obs));

@@ -72,11 +72,19 @@ StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& 
 inline constexpr std::uint64_t kEvaluation = ~std::uint64_t{0}, kDagger = ~std::uint64_t{1};
 std::uint64_t reset_seed(const AgentConfig& config, std::uint64_t stream, std::uint64_t graph, std::uint64_t copy);
 
+// The policy's logits for the last observation forwarded: episodes that start
+// from the same observation (one-shot samples of one graph) forward it once.
+struct ForwardCache {
+  DynamicObservation observation;
+  std::vector<torch::Tensor> logits;
+};
+
 // Runs one episode on `env` (greedy or sampled); returns the last step, with
 // its per-node actions in `decided`, and adds the steps to `calls`. `visited`,
 // when given, receives every observation acted on (all but the terminal one).
+// With `cache`, an observation equal to the cached one reuses its logits.
 StepResult run_episode(Model& model, Env& env, const GraphTensors& graph, std::uint64_t seed, bool deterministic,
                        std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls,
-                       std::vector<DynamicObservation>* visited = nullptr);
+                       std::vector<DynamicObservation>* visited = nullptr, ForwardCache* cache = nullptr);
 
 }  // namespace goenv::agents

@@ -94,8 +94,10 @@ EvaluationResult evaluate(Model& model, const Env& prototype, int episodes, bool
   std::vector<std::vector<std::int64_t>> decided;
   torch::NoGradGuard no_grad;
   const std::uint64_t seed = reset_seed(model.config, 0, kEvaluation, 0);
+  ForwardCache cache;
   for (int e = 0; e < episodes; ++e) {
-    const StepResult r = run_episode(model, *env, graph, episode_seed(seed, e), deterministic, decided, calls);
+    const StepResult r =
+        run_episode(model, *env, graph, episode_seed(seed, e), deterministic, decided, calls, nullptr, &cache);
     const bool bad = r.info.oom || r.info.invalid;
     runtime += r.info.runtime;
     invalid += bad ? 1 : 0;
@@ -124,9 +126,10 @@ OptimizeResult optimize(Model& model, const Env& prototype, int samples, std::in
   torch::NoGradGuard no_grad;
   std::vector<std::vector<std::int64_t>> decided;
   const std::uint64_t seed = reset_seed(model.config, 0, kEvaluation, 0);
+  ForwardCache cache;  // one-shot samples all start from the reset observation: one forward
   for (int i = 0; i < samples; ++i) {
-    const StepResult r =
-        run_episode(model, *env, graph, episode_seed(seed, i), i == 0, decided, result.simulator_calls);
+    const StepResult r = run_episode(model, *env, graph, episode_seed(seed, i), i == 0, decided,
+                                     result.simulator_calls, nullptr, &cache);
     result.initial_runtime = r.info.initial_runtime;
     const bool valid = !(r.info.oom || r.info.invalid);
     if (i == 0) result.greedy_runtime = valid ? r.info.runtime : inf;
