@@ -15,6 +15,7 @@
 
 #include "core/cluster.h"
 #include "core/graph.h"
+#include "core/simulator.h"
 
 namespace goenv::test {
 
@@ -108,6 +109,48 @@ inline GraphPtr random_dag(std::mt19937& rng, int num_nodes, double edge_prob, b
       }
   std::shuffle(edges.begin(), edges.end(), rng);
   return Graph::from_specs("random", std::move(nodes), std::move(edges));
+}
+
+// FNV-1a over bytes: equal digests mean equal results, bit for bit.
+class Digest {
+ public:
+  void add(const void* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) hash_ = (hash_ ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  }
+  template <typename T>
+  void add_vector(const std::vector<T>& v) {
+    add(v.data(), v.size() * sizeof(T));
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 1469598103934665603ull;
+};
+
+// Every output of a simulation (times, devices, memory, transfers, kernels).
+inline std::uint64_t result_digest(const SimulationResult& r) {
+  Digest d;
+  d.add(&r.runtime, sizeof r.runtime);
+  d.add(&r.bytes_moved, sizeof r.bytes_moved);
+  d.add(&r.oom, sizeof r.oom);
+  d.add(&r.invalid, sizeof r.invalid);
+  d.add(r.invalid_reason.data(), r.invalid_reason.size());
+  d.add_vector(r.device_busy);
+  d.add_vector(r.peak_memory);
+  d.add_vector(r.start);
+  d.add_vector(r.finish);
+  d.add_vector(r.device);
+  d.add_vector(r.critical);
+  d.add_vector(r.kernel);
+  for (const Transfer& t : r.transfers) {
+    d.add(&t.node, sizeof t.node);
+    d.add(&t.src, sizeof t.src);
+    d.add(&t.dst, sizeof t.dst);
+    d.add(&t.bytes, sizeof t.bytes);
+    d.add(&t.start, sizeof t.start);
+    d.add(&t.end, sizeof t.end);
+  }
+  return d.value();
 }
 
 // Runs `f`, which must throw E; returns the message (or fails the test).
