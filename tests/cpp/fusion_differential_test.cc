@@ -150,5 +150,59 @@ TEST(FusionDifferential, BigGraphsMatchTheDigestsOfThePassBeforeTheRewrite) {
   EXPECT_TRUE(all_same) << "fused results differ from the pass before the rewrite (lines marked above)";
 }
 
+// Random DAGs (ids a random permutation of a topological order, every op kind),
+// random placements, fusion levels, size limits and windows down to 1 slot, so
+// that every refusal (size, window, opaque, reduction, convexity) happens often.
+TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
+  std::mt19937 rng(2024);
+  int merges = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 120);
+    const double edge_prob = std::uniform_real_distribution<double>(0.01, 0.3)(rng);
+    const GraphPtr g = test::random_dag(rng, n, edge_prob, /*rich=*/trial % 3 == 0);
+    const int devices = 1 + static_cast<int>(rng() % 3);
+    const Cluster cluster = test::test_cluster(devices);
+    std::vector<std::int32_t> placement(n);
+    for (auto& p : placement) p = static_cast<std::int32_t>(rng() % devices);
+    const std::vector<std::int32_t> fusion = random_levels(rng, n, 2 + static_cast<int>(rng() % 6));
+    const std::vector<double> priority = random_priorities(rng, n);
+    const int sizes[] = {1, 2, 3, 5, 16, 1 << 20};
+    const int windows[] = {1, 2, 4, 9, kWindow};
+    const int max_size = sizes[rng() % 6], window = windows[rng() % 5];
+    const FusionPlan expected = test::reference_plan_fusion(*g, placement.data(), fusion.data(), max_size, window);
+    const FusionPlan actual = plan_fusion(*g, placement.data(), fusion.data(), max_size, window);
+    ASSERT_EQ(actual.group, expected.group) << "trial " << trial << " size " << max_size << " window " << window;
+    ASSERT_EQ(actual.num_groups, expected.num_groups);
+    ASSERT_EQ(actual.num_fused_nodes, expected.num_fused_nodes);
+    merges += n - actual.num_groups;
+    const Decisions decisions{placement.data(), trial % 2 ? priority.data() : nullptr};
+    const SimulationResult want =
+        reference_simulate_fused(g, cluster, decisions, fusion.data(), max_size, kWindow);
+    FusedSimulator fused(g, cluster);
+    for (int again = 0; again < 2; ++again)  // a reused simulator gives the same result
+      ASSERT_EQ(test::result_digest(fused.run(decisions, fusion.data(), max_size)), test::result_digest(want))
+          << "trial " << trial;
+  }
+  EXPECT_GT(merges, 500);  // the trials do fuse (984 merges with this seed)
+}
+
+// Several graphs through one FusedSimulator each, interleaved, with decisions
+// that change every call: no state leaks from one run into the next.
+TEST(FusionDifferential, ReusedSimulatorMatchesFreshOnes) {
+  std::mt19937 rng(5);
+  const GraphPtr g = test::random_dag(rng, 300, 0.02);
+  const Cluster cluster = test::test_cluster(3);
+  FusedSimulator reused(g, cluster);
+  for (int call = 0; call < 20; ++call) {
+    std::vector<std::int32_t> placement(300);
+    for (auto& p : placement) p = static_cast<std::int32_t>(rng() % 3);
+    const auto fusion = random_levels(rng, 300, 4);
+    const int max_size = 1 + static_cast<int>(rng() % 20);
+    const SimulationResult fresh = simulate_fused(g, cluster, {placement.data(), nullptr}, fusion.data(), max_size);
+    ASSERT_EQ(test::result_digest(reused.run({placement.data(), nullptr}, fusion.data(), max_size)),
+              test::result_digest(fresh));
+  }
+}
+
 }  // namespace
 }  // namespace goenv
