@@ -10,7 +10,8 @@ part of `goenv bench`):
   * the first goenv.simulate of a process vs a warm one (fresh subprocesses);
   * make_vec with 2 threads vs 1: 16 envs, 100 steps, at 1,000 and 200 nodes.
 
-    python tests/benchmarks/ratio_bench.py [--json FILE] [--quick]
+    python tests/benchmarks/ratio_bench.py [--json FILE] [--quick] [--readme README.md]
+    goenv bench --ratios --readme README.md      # the same through the CLI; plain `goenv bench` includes it
 
 Each number is the best of a few repetitions inside this one run; compare the
 ratios, not the absolute times (the machines are shared and noisy).
@@ -94,21 +95,23 @@ COLD_SCRIPT = """
 import sys, time, json
 sys.path.insert(0, sys.argv[1])
 from python_bench import layered_graph
+import numpy as np
 import goenv
 graph = layered_graph(int(sys.argv[2]))
-cluster = goenv.clusters.get("4xgpu-nvlink")
+placement = np.arange(graph.num_nodes, dtype=np.int32) % 4
 times = []
 for _ in range(6):
     start = time.perf_counter()
-    goenv.simulate(graph, cluster)
+    goenv.simulate(graph, "4xgpu-nvlink", placement=placement)
     times.append(time.perf_counter() - start)
 print(json.dumps(times))
 """
 
 
 def cold_start(num_nodes: int, processes: int) -> dict:
-    """The first goenv.simulate of a fresh process (after import goenv and building the graph) vs
-    the best later call in it; the median first call over `processes` processes."""
+    """The first goenv.simulate of a fresh process (after import goenv and building the graph; a
+    preset name and a placement array, as users call it) vs the best later call in it; medians
+    over `processes` processes."""
     firsts, warms = [], []
     for _ in range(processes):
         proc = subprocess.run([sys.executable, "-c", COLD_SCRIPT, HERE, str(num_nodes)], capture_output=True,
@@ -146,7 +149,8 @@ def vector_scaling(graph, label: str, num_envs: int, steps: int, repeats: int) -
 
 def run(quick: bool = False, bench_binary: str | None = None) -> dict:
     repeats = 2 if quick else 5
-    report: dict = {"load_average": os.getloadavg()}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    report: dict = {"load_average": os.getloadavg(), "cores": cores}
     report["steps"] = {}
     for graph in STEP_GRAPHS:
         seconds = step_seconds(graph, repeats, 3 if graph == "gnmt-8" else 50)
@@ -192,17 +196,38 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readme_section(report: dict) -> str:
+    """The README's ratio table with the run's conditions: written only from a report, never by hand."""
+    load = report["load_average"][0]
+    return (f"Issue 22's ratios, all from one run of `goenv bench --ratios --readme README.md` "
+            f"({report['cores']} cores, load average {load:.1f} at the start):\n\n" + markdown(report).rstrip())
+
+
+def write_outputs(report: dict, json_path: str | None, readme: str | None) -> None:
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+    if readme:
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+        from readme_tables import replace_section  # the markers' one implementation
+        with open(readme) as f:
+            text = replace_section(f.read(), "ratios", readme_section(report))
+        tmp = readme + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, readme)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", default="out/ratio_bench.json")
+    parser.add_argument("--readme", metavar="FILE", help="write the table into FILE's <!-- ratios --> section")
     args = parser.parse_args(argv)
     report = run(args.quick)
     print(markdown(report))
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+    write_outputs(report, args.json, args.readme)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,22 @@ void BM_SimulateLayered(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateLayered)->Arg(100)->Arg(1000)->Arg(10000)->Arg(80000)->Unit(benchmark::kMicrosecond);
 
+// A simulator built and run once per iteration (what the first goenv.simulate
+// on a graph costs in C++), against BM_SimulateLayered's warm runs.
+void BM_SimulateCold(benchmark::State& state) {
+  static std::map<int, GraphPtr> cache;
+  const int n = static_cast<int>(state.range(0));
+  if (!cache.count(n)) cache[n] = layered_dag(n);
+  const Cluster cluster = Cluster::preset("4xgpu-nvlink");
+  const auto placement = block_placement(*cache[n], cluster.num_devices());
+  for (auto _ : state) {
+    Simulator simulator(cache[n], cluster);
+    benchmark::DoNotOptimize(simulator.run({placement.data(), nullptr}).runtime);
+  }
+  set_element_counters(state, *cache[n]);
+}
+BENCHMARK(BM_SimulateCold)->Arg(1000)->Arg(80000)->Unit(benchmark::kMicrosecond);
+
 void BM_SimulateSingleDevice(benchmark::State& state) {
   static std::map<int, GraphPtr> cache;
   const int n = static_cast<int>(state.range(0));
