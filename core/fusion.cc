@@ -37,7 +37,7 @@ class Planner {
  public:
   explicit Planner(const Graph& graph)
       : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), out_target_(graph.num_edges()), group_(n_),
-        size_(n_), head_(n_), tail_(n_), next_(n_), order_(n_), at_(n_), mark_(n_, 0), renumber_(n_) {
+        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), renumber_(n_) {
     for (NodeId v = 0; v < n_; ++v) {
       const FusibleKind k = graph.fusible(v);
       kind_[v] = k == FusibleKind::kOpaque ? kNeverFuses : k == FusibleKind::kReduction ? kSinkOnly : kFusesAnywhere;
@@ -118,7 +118,7 @@ class Planner {
       group_[v] = head_[v] = tail_[v] = v;
       next_[v] = kNone;
       size_[v] = 1;
-      order_[v] = position_[v];
+      slot_[v].order = position_[v];
       at_[position_[v]] = v;
     }
   }
@@ -127,13 +127,13 @@ class Planner {
   // window are in reached_ and carry this check's stamp (merge() needs them).
   bool legal_union(std::int32_t a, std::int32_t b, int max_size, int max_window) {
     if (size_[a] + size_[b] > max_size) return false;
-    if (order_[b] - order_[a] > max_window) return false;
+    if (slot_[b].order - slot_[a].order > max_window) return false;
     if (kind_[a] == kNeverFuses && size_[a] == 1) return false;
     if (kind_[b] == kNeverFuses && size_[b] == 1) return false;
     next_stamp();
     reached_.clear();
     const std::int32_t* out_offsets = g_.out_offsets().data();
-    const int limit = order_[b];
+    const int limit = slot_[b].order;
     for (NodeId m = head_[a]; m != kNone; m = next_[m]) {
       const bool reduction = kind_[m] == kSinkOnly;
       for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
@@ -142,28 +142,34 @@ class Planner {
           if (reduction) return false;  // a reduction must stay a sink of its group
           continue;                     // the direct edges a -> b are what we fuse
         }
-        if (h != a && order_[h] < limit && mark_[h] != stamp_) {
-          mark_[h] = stamp_;
-          reached_.push_back(h);
-        }
+        if (h != a) reach(h, limit);
       }
     }
-    for (std::size_t i = 0; i < reached_.size(); ++i)  // is there a path a -> x -> b?
-      for (NodeId m = head_[reached_[i]]; m != kNone; m = next_[m])
+    for (std::size_t i = 0; i < reached_.size(); ++i) {  // is there a path a -> x -> b?
+      const std::int32_t x = reached_[i];
+      for (NodeId m = head_[x]; m != kNone; m = next_[m])
         for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
           const std::int32_t h = group_[out_target_[e]];
+          if (h == x) continue;  // inside x
           if (h == b) return false;
-          if (h != a && order_[h] < limit && mark_[h] != stamp_) {
-            mark_[h] = stamp_;
-            reached_.push_back(h);
-          }
+          if (h != a) reach(h, limit);
         }
+    }
     return true;
+  }
+
+  // A group the search reached: kept when it lies before b (limit) and is new.
+  void reach(std::int32_t h, int limit) {
+    Slot& s = slot_[h];
+    if (s.order < limit && s.mark != stamp_) {
+      s.mark = stamp_;
+      reached_.push_back(h);
+    }
   }
 
   // Merges a and b; call right after a successful legal_union(a, b).
   void merge(std::int32_t a, std::int32_t b) {
-    const int lo = order_[a], hi = order_[b];
+    const int lo = slot_[a].order, hi = slot_[b].order;
     // The window's new layout: the groups a does not reach, the merged group, the
     // groups it reaches; the same slots in order, the last (b's) left empty.
     slots_.clear();
@@ -173,7 +179,7 @@ class Planner {
       const std::int32_t h = at_[slot];
       if (h == kNone) continue;
       slots_.push_back(slot);
-      if (h != a && h != b) (mark_[h] == stamp_ ? after_ : before_).push_back(h);
+      if (h != a && h != b) (slot_[h].mark == stamp_ ? after_ : before_).push_back(h);
     }
     const bool keep_a = size_[a] >= size_[b];  // relabel the smaller group
     const std::int32_t kept = keep_a ? a : b, gone = keep_a ? b : a;
@@ -190,12 +196,12 @@ class Planner {
 
   void place(std::int32_t h, int slot) {
     at_[slot] = h;
-    order_[h] = slot;
+    slot_[h].order = slot;
   }
 
   void next_stamp() {
     if (++stamp_ == 0) {  // wrapped: forget every old mark
-      std::fill(mark_.begin(), mark_.end(), 0);
+      for (Slot& s : slot_) s.mark = 0;
       stamp_ = 1;
     }
   }
@@ -208,9 +214,12 @@ class Planner {
   std::vector<std::int32_t> group_;    // per node: its group (a member's id)
   std::vector<std::int32_t> size_, head_, tail_;  // per group
   std::vector<NodeId> next_;           // per node: the next member of its group
-  std::vector<int> order_;             // per group: its slot
+  struct Slot {
+    int order = 0;            // the group's slot
+    std::uint32_t mark = 0;   // the stamp of the last check that reached it
+  };
+  std::vector<Slot> slot_;             // per group (one cache line read per group the search meets)
   std::vector<std::int32_t> at_;       // per slot: the group there, or kNone
-  std::vector<std::uint32_t> mark_;    // per group: the stamp of the last check that reached it
   std::uint32_t stamp_ = 0;
   std::vector<std::int32_t> renumber_, reached_, slots_, before_, after_, count_;
   std::vector<NodeId> visit_;
