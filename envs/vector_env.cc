@@ -209,8 +209,8 @@ void VectorEnv::build_static() {
 // each time the choice stands. Results never depend on the mode (each env owns
 // its state); only the speed does.
 namespace {
-constexpr int kBlock = 4;
-constexpr std::int64_t kFirstInterval = 64, kLongestInterval = 8192;
+constexpr int kBlock = 3;
+constexpr std::int64_t kFirstInterval = 128, kLongestInterval = 8192;
 }  // namespace
 
 bool VectorEnv::choose_threads() {

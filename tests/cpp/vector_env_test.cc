@@ -114,7 +114,7 @@ TEST(VectorEnv, SameResultsForEveryThreadCount) {
 }
 
 // One graph (stacked: contiguous blocks per thread), long enough that step()
-// measures both modes, picks one and re-measures them (kFirstInterval = 64):
+// measures both modes, picks one and re-measures them (kFirstInterval = 128):
 // whatever it runs, the results are those of one thread.
 TEST(VectorEnv, StackedSameResultsThroughTheThreadChoice) {
   std::vector<std::vector<double>> traces;
