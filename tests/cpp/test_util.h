@@ -121,6 +121,14 @@ class Digest {
   void add_vector(const std::vector<T>& v) {
     add(v.data(), v.size() * sizeof(T));
   }
+  template <typename... T>
+  void add_values(const T&... values) {
+    (add(&values, sizeof values), ...);
+  }
+  template <typename... V>
+  void add_vectors(const V&... vectors) {
+    (add_vector(vectors), ...);
+  }
   std::uint64_t value() const { return hash_; }
 
  private:
@@ -130,26 +138,10 @@ class Digest {
 // Every output of a simulation (times, devices, memory, transfers, kernels).
 inline std::uint64_t result_digest(const SimulationResult& r) {
   Digest d;
-  d.add(&r.runtime, sizeof r.runtime);
-  d.add(&r.bytes_moved, sizeof r.bytes_moved);
-  d.add(&r.oom, sizeof r.oom);
-  d.add(&r.invalid, sizeof r.invalid);
+  d.add_values(r.runtime, r.bytes_moved, r.oom, r.invalid);
   d.add(r.invalid_reason.data(), r.invalid_reason.size());
-  d.add_vector(r.device_busy);
-  d.add_vector(r.peak_memory);
-  d.add_vector(r.start);
-  d.add_vector(r.finish);
-  d.add_vector(r.device);
-  d.add_vector(r.critical);
-  d.add_vector(r.kernel);
-  for (const Transfer& t : r.transfers) {
-    d.add(&t.node, sizeof t.node);
-    d.add(&t.src, sizeof t.src);
-    d.add(&t.dst, sizeof t.dst);
-    d.add(&t.bytes, sizeof t.bytes);
-    d.add(&t.start, sizeof t.start);
-    d.add(&t.end, sizeof t.end);
-  }
+  d.add_vectors(r.device_busy, r.peak_memory, r.start, r.finish, r.device, r.critical, r.kernel);
+  for (const Transfer& t : r.transfers) d.add_values(t.node, t.src, t.dst, t.bytes, t.start, t.end);  // not the padding
   return d.value();
 }
 
