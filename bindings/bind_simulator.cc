@@ -34,11 +34,25 @@ bool same_cluster(const Cluster& a, const Cluster& b) {
 // table, adjacency: as long as a run on gnmt-8) every call, so each thread keeps
 // its last one, reused for the same graph object and an equal cluster. It holds
 // that graph until the thread simulates another one.
+// The old one is freed before the new one is built, so the new one reuses its
+// memory (no fresh pages to fault in). Fused calls keep their own.
+template <typename S>
+S& cached(std::unique_ptr<S>& last, const GraphPtr& graph, const Cluster& cluster) {
+  if (!last || &last->graph() != graph.get() || !same_cluster(last->cluster(), cluster)) {
+    last.reset();
+    last = std::make_unique<S>(graph, cluster);
+  }
+  return *last;
+}
+
 Simulator& cached_simulator(const GraphPtr& graph, const Cluster& cluster) {
   thread_local std::unique_ptr<Simulator> last;
-  if (!last || &last->graph() != graph.get() || !same_cluster(last->cluster(), cluster))
-    last = std::make_unique<Simulator>(graph, cluster);
-  return *last;
+  return cached(last, graph, cluster);
+}
+
+FusedSimulator& cached_fused_simulator(const GraphPtr& graph, const Cluster& cluster) {
+  thread_local std::unique_ptr<FusedSimulator> last;
+  return cached(last, graph, cluster);
 }
 
 }  // namespace
@@ -108,7 +122,8 @@ void bind_simulator(py::module_& m) {
           }
           const Decisions decisions{p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()};
           py::gil_scoped_release release;
-          if (!f.empty()) return simulate_fused(g, cluster, decisions, f.data(), max_fusion_size);
+          if (!f.empty())
+            return SimulationResult(cached_fused_simulator(g, cluster).run(decisions, f.data(), max_fusion_size));
           return SimulationResult(cached_simulator(g, cluster).run(decisions));
         },
         py::arg("graph"), py::arg("cluster"), py::arg("placement") = py::none(), py::arg("priority") = py::none(),

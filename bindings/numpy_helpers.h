@@ -69,8 +69,17 @@ inline py::array_t<std::int64_t> integer_values(py::handle value, const std::str
 // An integer array of shape (expected,). Float arrays are accepted only when
 // every value is integral; NaN, fractions, bools and out-of-range values are errors.
 // numpy.ma arrays are refused: converting one silently drops its mask.
+// A masked array exists only once numpy.ma is imported, so numpy.ma is looked up
+// in sys.modules, never imported here: importing it took ~20 ms, the cold start
+// of a process's first goenv.simulate or step with an array (issue 22).
 inline void refuse_masked(py::handle value, const std::string& what) {
-  static const py::handle masked_array = py::object(py::module_::import("numpy.ma").attr("MaskedArray")).release();
+  static py::handle masked_array;  // numpy.ma.MaskedArray once seen (kept alive: released)
+  if (!masked_array) {
+    static const py::handle modules = py::object(py::module_::import("sys").attr("modules")).release();
+    const py::handle numpy_ma = PyDict_GetItemString(modules.ptr(), "numpy.ma");  // borrowed, no error set
+    if (!numpy_ma) return;
+    masked_array = py::object(numpy_ma.attr("MaskedArray")).release();
+  }
   GOENV_CHECK(!py::isinstance(value, masked_array), InvalidAction,
               what << " is a masked array; pass plain values (numpy.ma.filled) so no mask is ignored");
 }

@@ -16,12 +16,16 @@ namespace goenv {
 // Per-node bytes each op reads and writes; computed once per graph.
 std::vector<double> bytes_touched(const Graph& graph);
 
+// The formula itself, for ops that are not nodes of a Graph (the fusion pass's kernels).
+inline double roofline_cost(double flops, double touched, double measured, const Device& device) {
+  if (!std::isnan(measured)) return measured;
+  return std::max(flops / device.peak_flops, touched / device.memory_bandwidth) + device.launch_overhead;
+}
+
 inline double op_cost(const Graph& graph, const std::vector<double>& touched, NodeId v,
                       const Device& device) {
-  const double measured = graph.cost()[v * kNumDeviceKinds + static_cast<int>(device.kind)];
-  if (!std::isnan(measured)) return measured;
-  return std::max(graph.flops()[v] / device.peak_flops, touched[v] / device.memory_bandwidth) +
-         device.launch_overhead;
+  return roofline_cost(graph.flops()[v], touched[v], graph.cost()[v * kNumDeviceKinds + static_cast<int>(device.kind)],
+                       device);
 }
 
 }  // namespace goenv

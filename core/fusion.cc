@@ -5,167 +5,235 @@
 #include <map>
 #include <numeric>
 
+#include "core/cost_model.h"
 #include "core/error.h"
 
 namespace goenv {
 
 namespace {
 
-// Groups as the nodes of a quotient DAG, kept in a topological order (slots).
-// Merging a producer group A into a consumer group B keeps the quotient acyclic
-// (and so every group convex) iff no path A -> X -> B runs through another group;
-// any such X sits between A and B in the order, which bounds the search. After a
-// merge, the window between them is re-laid out: groups A reaches go after the
-// merged group, the rest before it (Pearce & Kelly's dynamic topological order).
-class GroupSet {
+enum : std::uint8_t { kFusesAnywhere = 0, kSinkOnly = 1, kNeverFuses = 2 };  // per node, from its FusibleKind
+
+// The greedy pass (DESIGN §2) over groups kept as the nodes of a quotient DAG in
+// a topological order of slots. Merging a producer group A into a consumer group
+// B keeps the quotient acyclic (so every group convex) iff no path A -> X -> B
+// runs through another group; any such X sits between A and B in the order,
+// which bounds the search, and a window wider than max_window slots is refused.
+// After a merge the window between them is re-laid out: groups A reaches go
+// after the merged group, the rest before it (Pearce & Kelly's dynamic
+// topological order); the freed slot stays empty.
+//
+// The decisions are those of the pass before issue 22 (tests/cpp/fusion_reference.h),
+// merge for merge; what changed is what a legality check costs:
+//  * size, and "no opaque op" (only a singleton can hold one), are O(1) per group;
+//  * "a reduction only as a sink" needs no walk of its own: existing groups are
+//    legal, and an edge from B into A cannot exist (A precedes B), so the only
+//    new violation is an edge from a reduction in A into B, which the convexity
+//    search sees anyway as it walks A's out-edges;
+//  * members are intrusive lists and the smaller group is relabeled on a merge,
+//    so merging costs O(smaller group + window) and allocates nothing;
+//  * every array is sized once per graph and reused by every plan.
+class Planner {
  public:
-  // Windows wider than this many slots are not searched: the merge is refused.
-  static constexpr int kMaxWindow = 4096;
-
-  explicit GroupSet(const Graph& graph)
-      : g_(graph), group_(graph.num_nodes()), members_(graph.num_nodes()), order_(graph.num_nodes()),
-        at_(graph.num_nodes()), mark_(graph.num_nodes(), 0) {
-    for (NodeId v = 0; v < g_.num_nodes(); ++v) {
-      group_[v] = v;
-      members_[v] = {v};
+  explicit Planner(const Graph& graph)
+      : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), out_target_(graph.num_edges()), group_(n_),
+        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), renumber_(n_) {
+    for (NodeId v = 0; v < n_; ++v) {
+      const FusibleKind k = graph.fusible(v);
+      kind_[v] = k == FusibleKind::kOpaque ? kNeverFuses : k == FusibleKind::kReduction ? kSinkOnly : kFusesAnywhere;
     }
-    for (int i = 0; i < g_.num_nodes(); ++i) {
-      const NodeId v = g_.topological_order()[i];
-      order_[v] = i;
-      at_[i] = v;
-    }
+    for (int i = 0; i < n_; ++i) position_[graph.topological_order()[i]] = i;
+    for (int e = 0; e < graph.num_edges(); ++e) out_target_[e] = static_cast<NodeId>(graph.edge_dst()[e]);
   }
 
-  std::int32_t group(NodeId v) const { return group_[v]; }
-
-  // a is a producer group of b. On success, reached_ holds the groups a reaches
-  // inside the window (needed by merge()).
-  bool legal_union(std::int32_t a, std::int32_t b, int max_size) {
-    if (static_cast<int>(members_[a].size() + members_[b].size()) > max_size) return false;
-    if (order_[b] - order_[a] > kMaxWindow) return false;
-    ++stamp_;
-    for (std::int32_t s : {a, b})
-      for (NodeId v : members_[s]) {
-        if (g_.fusible(v) == FusibleKind::kOpaque) return false;
-        mark_[v] = stamp_;
+  void plan(const std::int32_t* placement, const std::int32_t* priority, int max_size, int max_window,
+            FusionPlan& plan) {
+    GOENV_CHECK(max_size >= 1, InvalidArgument, "max_fusion_size must be >= 1, got " << max_size);
+    visiting_order(priority);
+    reset();
+    const std::int32_t* in_offsets = g_.in_offsets().data();
+    const std::int32_t* in_edges = g_.in_edges().data();
+    const std::int64_t* edge_src = g_.edge_src().data();
+    const std::int64_t* edge_bytes = g_.edge_bytes().data();
+    for (NodeId v : visit_) {
+      producers_.clear();
+      for (int i = in_offsets[v]; i < in_offsets[v + 1]; ++i) {
+        const int e = in_edges[i];
+        const auto u = static_cast<NodeId>(edge_src[e]);
+        if (placement[u] == placement[v]) producers_.emplace_back(-edge_bytes[e], u);
       }
-    // A reduction must stay a sink of its group.
-    for (std::int32_t s : {a, b})
-      for (NodeId v : members_[s])
-        if (g_.fusible(v) == FusibleKind::kReduction)
-          for (int e = g_.out_offsets()[v]; e < g_.out_offsets()[v + 1]; ++e)
-            if (mark_[g_.edge_dst()[e]] == stamp_) return false;
-    // Is there a path a -> x -> b through another group x?
-    ++stamp_;  // marks visited groups (by representative)
-    reached_.clear();
-    auto visit_successors = [&](std::int32_t from, bool first) {
-      for (NodeId v : members_[from])
-        for (int e = g_.out_offsets()[v]; e < g_.out_offsets()[v + 1]; ++e) {
-          const std::int32_t h = group_[g_.edge_dst()[e]];
-          if (h == b) {
-            if (!first) return false;
-            continue;  // the direct edges a -> b are what we fuse
-          }
-          if (h != a && order_[h] < order_[b] && mark_[h] != stamp_) {
-            mark_[h] = stamp_;
-            reached_.push_back(h);
-          }
+      std::sort(producers_.begin(), producers_.end());  // largest tensor first, then lowest id
+      for (const auto& [negative_bytes, u] : producers_) {
+        const std::int32_t gu = group_[u], gv = group_[v];
+        if (gu != gv && legal_union(gu, gv, max_size, max_window)) {
+          merge(gu, gv);
+          break;
         }
-      return true;
-    };
-    if (!visit_successors(a, true)) return false;
-    for (std::size_t i = 0; i < reached_.size(); ++i)
-      if (!visit_successors(reached_[i], false)) return false;
-    return true;
-  }
-
-  // Merges b into a; call right after a successful legal_union(a, b).
-  void merge(std::int32_t a, std::int32_t b) {
-    const int lo = order_[a], hi = order_[b];
-    std::vector<std::int32_t> before, after;
-    const int reached_stamp = stamp_;
-    for (int slot = lo; slot <= hi; ++slot) {
-      const std::int32_t h = at_[slot];
-      if (h == -1 || h == a || h == b) continue;
-      (mark_[h] == reached_stamp ? after : before).push_back(h);
-    }
-    for (NodeId v : members_[b]) group_[v] = a;
-    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
-    members_[b].clear();
-    before.push_back(a);
-    before.insert(before.end(), after.begin(), after.end());
-    int next = 0;
-    for (int slot = lo; slot <= hi; ++slot) {
-      if (at_[slot] == -1) continue;
-      if (next < static_cast<int>(before.size())) {
-        at_[slot] = before[next];
-        order_[before[next++]] = slot;
-      } else {
-        at_[slot] = -1;  // one slot fewer: the merged group freed it
       }
+    }
+    // Kernels are numbered by their lowest node id, so the simulator's "lowest id"
+    // tie-break means the same with and without fusion.
+    plan.group.resize(n_);
+    plan.num_groups = plan.num_fused_nodes = 0;
+    std::fill(renumber_.begin(), renumber_.end(), -1);
+    for (NodeId v = 0; v < n_; ++v) {
+      auto& id = renumber_[group_[v]];
+      if (id == -1) id = plan.num_groups++;
+      plan.group[v] = id;
+      plan.num_fused_nodes += size_[group_[v]] > 1;
     }
   }
 
  private:
+  // Fusible nodes with priority > 0 by descending priority, ties in topological order.
+  void visiting_order(const std::int32_t* priority) {
+    std::int32_t top = 0;
+    for (NodeId v = 0; v < n_; ++v) {
+      GOENV_CHECK(priority[v] >= 0, InvalidAction, "fusion priority of node " << v << " is " << priority[v] << " < 0");
+      top = std::max(top, priority[v]);
+    }
+    visit_.clear();
+    const auto& topological = g_.topological_order();
+    if (top <= 2 * n_ + 64) {  // few levels (the env's case): a stable counting sort, O(N + levels)
+      count_.assign(static_cast<std::size_t>(top) + 2, 0);
+      for (NodeId v = 0; v < n_; ++v)
+        if (priority[v] > 0 && kind_[v] != kNeverFuses) ++count_[top - priority[v] + 1];
+      for (std::size_t i = 1; i < count_.size(); ++i) count_[i] += count_[i - 1];
+      visit_.resize(count_.back());
+      for (NodeId v : topological)
+        if (priority[v] > 0 && kind_[v] != kNeverFuses) visit_[count_[top - priority[v]]++] = v;
+      return;
+    }
+    keys_.clear();
+    for (NodeId v = 0; v < n_; ++v)
+      if (priority[v] > 0 && kind_[v] != kNeverFuses)
+        keys_.push_back(static_cast<std::uint64_t>(INT32_MAX - priority[v]) << 32 |
+                        static_cast<std::uint32_t>(position_[v]));
+    std::sort(keys_.begin(), keys_.end());
+    for (std::uint64_t key : keys_) visit_.push_back(topological[key & 0xffffffffu]);
+  }
+
+  void reset() {
+    for (NodeId v = 0; v < n_; ++v) {
+      group_[v] = head_[v] = tail_[v] = v;
+      next_[v] = kNone;
+      size_[v] = 1;
+      slot_[v].order = position_[v];
+      at_[position_[v]] = v;
+    }
+  }
+
+  // a is a producer group of b. On success, the groups a reaches inside the
+  // window are in reached_ and carry this check's stamp (merge() needs them).
+  bool legal_union(std::int32_t a, std::int32_t b, int max_size, int max_window) {
+    if (size_[a] + size_[b] > max_size) return false;
+    if (slot_[b].order - slot_[a].order > max_window) return false;
+    if (kind_[a] == kNeverFuses && size_[a] == 1) return false;
+    if (kind_[b] == kNeverFuses && size_[b] == 1) return false;
+    next_stamp();
+    reached_.clear();
+    const std::int32_t* out_offsets = g_.out_offsets().data();
+    const int limit = slot_[b].order;
+    for (NodeId m = head_[a]; m != kNone; m = next_[m]) {
+      const bool reduction = kind_[m] == kSinkOnly;
+      for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
+        const std::int32_t h = group_[out_target_[e]];
+        if (h == b) {
+          if (reduction) return false;  // a reduction must stay a sink of its group
+          continue;                     // the direct edges a -> b are what we fuse
+        }
+        if (h != a) reach(h, limit);
+      }
+    }
+    for (std::size_t i = 0; i < reached_.size(); ++i) {  // is there a path a -> x -> b?
+      const std::int32_t x = reached_[i];
+      for (NodeId m = head_[x]; m != kNone; m = next_[m])
+        for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
+          const std::int32_t h = group_[out_target_[e]];
+          if (h == x) continue;  // inside x
+          if (h == b) return false;
+          if (h != a) reach(h, limit);
+        }
+    }
+    return true;
+  }
+
+  // A group the search reached: kept when it lies before b (limit) and is new.
+  void reach(std::int32_t h, int limit) {
+    Slot& s = slot_[h];
+    if (s.order < limit && s.mark != stamp_) {
+      s.mark = stamp_;
+      reached_.push_back(h);
+    }
+  }
+
+  // Merges a and b; call right after a successful legal_union(a, b).
+  void merge(std::int32_t a, std::int32_t b) {
+    const int lo = slot_[a].order, hi = slot_[b].order;
+    // The window's new layout: the groups a does not reach, the merged group, the
+    // groups it reaches; the same slots in order, the last (b's) left empty.
+    slots_.clear();
+    before_.clear();
+    after_.clear();
+    for (int slot = lo; slot <= hi; ++slot) {
+      const std::int32_t h = at_[slot];
+      if (h == kNone) continue;
+      slots_.push_back(slot);
+      if (h != a && h != b) (slot_[h].mark == stamp_ ? after_ : before_).push_back(h);
+    }
+    const bool keep_a = size_[a] >= size_[b];  // relabel the smaller group
+    const std::int32_t kept = keep_a ? a : b, gone = keep_a ? b : a;
+    for (NodeId m = head_[gone]; m != kNone; m = next_[m]) group_[m] = kept;
+    next_[tail_[kept]] = head_[gone];
+    tail_[kept] = tail_[gone];
+    size_[kept] += size_[gone];
+    std::size_t s = 0;
+    for (std::int32_t h : before_) place(h, slots_[s++]);
+    place(kept, slots_[s++]);
+    for (std::int32_t h : after_) place(h, slots_[s++]);
+    at_[slots_[s]] = kNone;
+  }
+
+  void place(std::int32_t h, int slot) {
+    at_[slot] = h;
+    slot_[h].order = slot;
+  }
+
+  void next_stamp() {
+    if (++stamp_ == 0) {  // wrapped: forget every old mark
+      for (Slot& s : slot_) s.mark = 0;
+      stamp_ = 1;
+    }
+  }
+
   const Graph& g_;
-  std::vector<std::int32_t> group_;
-  std::vector<std::vector<NodeId>> members_;
-  std::vector<int> order_;           // per group representative: its slot
-  std::vector<std::int32_t> at_;     // per slot: the group there, or -1
-  std::vector<int> mark_;
-  std::vector<std::int32_t> reached_;
-  int stamp_ = 0;
+  const int n_;
+  std::vector<std::uint8_t> kind_;
+  std::vector<int> position_;          // per node: its index in the graph's topological order
+  std::vector<NodeId> out_target_;     // per out-edge
+  std::vector<std::int32_t> group_;    // per node: its group (a member's id)
+  std::vector<std::int32_t> size_, head_, tail_;  // per group
+  std::vector<NodeId> next_;           // per node: the next member of its group
+  struct Slot {
+    int order = 0;            // the group's slot
+    std::uint32_t mark = 0;   // the stamp of the last check that reached it
+  };
+  std::vector<Slot> slot_;             // per group (one cache line read per group the search meets)
+  std::vector<std::int32_t> at_;       // per slot: the group there, or kNone
+  std::uint32_t stamp_ = 0;
+  std::vector<std::int32_t> renumber_, reached_, slots_, before_, after_, count_;
+  std::vector<NodeId> visit_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::pair<std::int64_t, NodeId>> producers_;
 };
 
 }  // namespace
 
 FusionPlan plan_fusion(const Graph& graph, const std::int32_t* placement, const std::int32_t* priority,
-                       int max_fusion_size) {
-  GOENV_CHECK(max_fusion_size >= 1, InvalidArgument, "max_fusion_size must be >= 1, got " << max_fusion_size);
-  const int n = graph.num_nodes();
-  std::vector<int> position(n);
-  for (int i = 0; i < n; ++i) position[graph.topological_order()[i]] = i;
-  std::vector<NodeId> order;
-  for (NodeId v = 0; v < n; ++v) {
-    GOENV_CHECK(priority[v] >= 0, InvalidAction, "fusion priority of node " << v << " is " << priority[v] << " < 0");
-    if (priority[v] > 0) order.push_back(v);
-  }
-  std::sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
-    return priority[a] != priority[b] ? priority[a] > priority[b] : position[a] < position[b];
-  });
-
-  GroupSet groups(graph);
-  std::vector<std::pair<std::int64_t, NodeId>> producers;
-  for (NodeId v : order) {
-    if (graph.fusible(v) == FusibleKind::kOpaque) continue;
-    producers.clear();
-    for (int i = graph.in_offsets()[v]; i < graph.in_offsets()[v + 1]; ++i) {
-      const int e = graph.in_edges()[i];
-      const auto u = static_cast<NodeId>(graph.edge_src()[e]);
-      if (placement[u] == placement[v]) producers.emplace_back(-graph.edge_bytes()[e], u);
-    }
-    std::sort(producers.begin(), producers.end());  // largest tensor first, then lowest id
-    for (const auto& [negative_bytes, u] : producers) {
-      const auto gu = groups.group(u), gv = groups.group(v);
-      if (gu != gv && groups.legal_union(gu, gv, max_fusion_size)) {
-        groups.merge(gu, gv);
-        break;
-      }
-    }
-  }
-
+                       int max_fusion_size, int max_window) {
+  Planner planner(graph);
   FusionPlan plan;
-  plan.group.assign(n, -1);
-  std::vector<std::int32_t> renumber(n, -1), size(n, 0);
-  // Kernels are numbered by their lowest node id, so the simulator's "lowest id"
-  // tie-break means the same with and without fusion.
-  for (NodeId v = 0; v < n; ++v) {
-    auto& id = renumber[groups.group(v)];
-    if (id == -1) id = plan.num_groups++;
-    plan.group[v] = id;
-    ++size[id];
-  }
-  for (NodeId v = 0; v < n; ++v) plan.num_fused_nodes += size[plan.group[v]] > 1;
+  planner.plan(placement, priority, max_fusion_size, max_window, plan);
   return plan;
 }
 
@@ -224,45 +292,205 @@ GraphPtr contract(const Graph& graph, const FusionPlan& plan) {
   return Graph::from_specs(std::move(name), std::move(kernels), std::move(edges));
 }
 
-SimulationResult simulate_fused(const GraphPtr& graph, const Cluster& cluster, const Decisions& decisions,
-                                const std::int32_t* fusion_priority, int max_fusion_size, FusionPlan* plan_out) {
-  const Graph& g = *graph;
-  const int n = g.num_nodes();
-  std::vector<std::int32_t> placement(n, 0);
-  if (decisions.placement) std::copy(decisions.placement, decisions.placement + n, placement.begin());
-  const std::string invalid_reason = validate_decisions(g, cluster, placement.data(), decisions.priority);
-  FusionPlan plan = plan_fusion(g, placement.data(), fusion_priority, max_fusion_size);
-  GraphPtr kernels = contract(g, plan);
+// Everything a fused run needs besides the simulator, sized once per graph.
+struct FusedSimulator::Scratch {
+  explicit Scratch(const Graph& graph) : planner(graph) {}
 
-  std::vector<std::int32_t> kernel_placement(plan.num_groups, 0);
-  std::vector<double> kernel_priority(plan.num_groups, -std::numeric_limits<double>::infinity());
-  std::vector<NodeId> first_member(plan.num_groups, kNone);
-  for (NodeId v = 0; v < n; ++v) {
-    const auto k = plan.group[v];
-    kernel_placement[k] = placement[v];
-    kernel_priority[k] = std::max(kernel_priority[k], decisions.priority ? decisions.priority[v] : 0.0);
-    if (first_member[k] == kNone) first_member[k] = v;
+  // The kernel graph of `plan` as contract() defines it (same nodes, edges, bytes
+  // and costs, summed in the same order, so the simulation is bit-identical),
+  // straight into flat arrays: O(N + E) after the plan, no Graph, no map.
+  void build_kernels(const Graph& g, const Cluster& cluster);
+
+  Planner planner;
+  FusionPlan plan;
+  FlatGraph kernels;
+  std::vector<std::int32_t> member_offsets, members;  // kernel k's nodes, by id: members[offsets[k]..]
+  std::vector<std::int64_t> edge_sum;                 // per destination kernel: bytes from this kernel
+  std::vector<std::int64_t> tensor_max;               // per destination kernel: this node's largest edge
+  std::vector<std::int32_t> seen_by_kernel, seen_by_node;  // stamps for the two above
+  std::vector<std::int32_t> kernel_targets, node_targets;
+  std::vector<std::int64_t> kernel_edge_bytes, in_bytes;
+  std::vector<double> flops, measured, touched;
+  std::vector<std::int64_t> output_bytes;
+  std::vector<std::int32_t> placement, kernel_placement, fill;
+  std::vector<double> kernel_priority;
+};
+
+void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& cluster) {
+  const int n = g.num_nodes(), k = plan.num_groups;
+  const std::vector<std::int32_t>& group = plan.group;
+  // Members of each kernel in increasing id (a counting sort).
+  member_offsets.assign(k + 1, 0);
+  for (NodeId v = 0; v < n; ++v) ++member_offsets[group[v] + 1];
+  for (int i = 0; i < k; ++i) member_offsets[i + 1] += member_offsets[i];
+  members.resize(n);
+  fill.assign(member_offsets.begin(), member_offsets.end() - 1);
+  for (NodeId v = 0; v < n; ++v) members[fill[group[v]]++] = v;
+
+  FlatGraph& f = kernels;
+  f.num_nodes = k;
+  f.out_offsets.assign(k + 1, 0);
+  f.out_target.clear();
+  kernel_edge_bytes.clear();
+  f.param_bytes.assign(k, 0);
+  output_bytes.assign(k, 0);
+  flops.assign(k, 0.0);
+  measured.assign(static_cast<std::size_t>(k) * kNumDeviceKinds, 0.0);
+  seen_by_kernel.assign(k, -1);
+  seen_by_node.assign(k, -1);
+  edge_sum.resize(k);
+  tensor_max.resize(k);
+  const std::int32_t* out_offsets = g.out_offsets().data();
+  const std::int64_t* edge_dst = g.edge_dst().data();
+  const std::int64_t* edge_bytes = g.edge_bytes().data();
+  for (int kernel = 0; kernel < k; ++kernel) {
+    kernel_targets.clear();
+    for (int i = member_offsets[kernel]; i < member_offsets[kernel + 1]; ++i) {
+      const NodeId u = members[i];
+      flops[kernel] += g.flops()[u];
+      f.param_bytes[kernel] += g.param_bytes()[u];
+      for (int kind = 0; kind < kNumDeviceKinds; ++kind)  // NaN (not measured) stays NaN
+        measured[kernel * kNumDeviceKinds + kind] += g.cost()[u * kNumDeviceKinds + kind];
+      // Only outputs that leave the kernel (or leave the graph) are materialized.
+      bool leaves = out_offsets[u] == out_offsets[u + 1];
+      node_targets.clear();
+      for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
+        const std::int32_t to = group[edge_dst[e]];
+        if (to == kernel) continue;
+        leaves = true;
+        if (seen_by_node[to] != u) {  // u's tensor counts once per destination kernel: its largest edge there
+          seen_by_node[to] = u;
+          tensor_max[to] = edge_bytes[e];
+          node_targets.push_back(to);
+        } else {
+          tensor_max[to] = std::max(tensor_max[to], edge_bytes[e]);
+        }
+      }
+      if (leaves) output_bytes[kernel] += g.output_bytes()[u];
+      for (const std::int32_t to : node_targets) {
+        if (seen_by_kernel[to] != kernel) {
+          seen_by_kernel[to] = kernel;
+          edge_sum[to] = 0;
+          kernel_targets.push_back(to);
+        }
+        edge_sum[to] += tensor_max[to];
+      }
+    }
+    std::sort(kernel_targets.begin(), kernel_targets.end());  // CSR order: by source, then destination
+    for (const std::int32_t to : kernel_targets) {
+      f.out_target.push_back(to);
+      kernel_edge_bytes.push_back(edge_sum[to]);
+    }
+    f.out_offsets[kernel + 1] = static_cast<std::int32_t>(f.out_target.size());
   }
-  SimulationResult kernel_result = simulate(kernels, cluster, {kernel_placement.data(), kernel_priority.data()});
+  const int m = static_cast<int>(f.out_target.size());
+  f.out_bytes.assign(kernel_edge_bytes.begin(), kernel_edge_bytes.end());
+  // In-edges grouped by consumer, producers increasing (a Graph's in_edges() order).
+  f.in_degree.assign(k, 0);
+  for (int e = 0; e < m; ++e) ++f.in_degree[f.out_target[e]];
+  f.in_offsets.assign(k + 1, 0);
+  for (int i = 0; i < k; ++i) f.in_offsets[i + 1] = f.in_offsets[i] + f.in_degree[i];
+  f.in_source.resize(m);
+  in_bytes.resize(m);
+  fill.assign(f.in_offsets.begin(), f.in_offsets.end() - 1);
+  for (int src = 0; src < k; ++src)
+    for (int e = f.out_offsets[src]; e < f.out_offsets[src + 1]; ++e) {
+      const int slot = fill[f.out_target[e]]++;
+      f.in_source[slot] = src;
+      in_bytes[slot] = kernel_edge_bytes[e];
+    }
+  // bytes_touched() and op_cost() of the kernel graph, additions in the same order.
+  touched.resize(k);
+  f.node_bytes.resize(k);
+  for (int kernel = 0; kernel < k; ++kernel) {
+    double t = static_cast<double>(output_bytes[kernel]) + static_cast<double>(f.param_bytes[kernel]);
+    for (int i = f.in_offsets[kernel]; i < f.in_offsets[kernel + 1]; ++i) t += static_cast<double>(in_bytes[i]);
+    touched[kernel] = t;
+    f.node_bytes[kernel] = static_cast<double>(output_bytes[kernel]);
+  }
+  const int num_devices = cluster.num_devices();
+  f.cost.resize(static_cast<std::size_t>(k) * num_devices);
+  for (int d = 0; d < num_devices; ++d) {
+    const Device& device = cluster.device(d);
+    const int kind = static_cast<int>(device.kind);
+    double* cost = f.cost.data() + static_cast<std::size_t>(d) * k;
+    for (int kernel = 0; kernel < k; ++kernel)
+      cost[kernel] = roofline_cost(flops[kernel], touched[kernel], measured[kernel * kNumDeviceKinds + kind], device);
+  }
+}
 
-  SimulationResult r = kernel_result;  // device-level numbers carry over
+FusedSimulator::FusedSimulator(GraphPtr graph, Cluster cluster)
+    : simulator_(std::move(graph), std::move(cluster)), scratch_(std::make_unique<Scratch>(simulator_.graph())) {}
+
+FusedSimulator::FusedSimulator(const Simulator& simulator)
+    : simulator_(simulator), scratch_(std::make_unique<Scratch>(simulator_.graph())) {}
+
+FusedSimulator::FusedSimulator(const FusedSimulator& other)
+    : simulator_(other.simulator_), scratch_(std::make_unique<Scratch>(simulator_.graph())), result_(other.result_) {}
+
+FusedSimulator& FusedSimulator::operator=(const FusedSimulator& other) {
+  if (this != &other) *this = FusedSimulator(other);
+  return *this;
+}
+
+FusedSimulator::FusedSimulator(FusedSimulator&&) noexcept = default;
+FusedSimulator& FusedSimulator::operator=(FusedSimulator&&) noexcept = default;
+FusedSimulator::~FusedSimulator() = default;
+
+const SimulationResult& FusedSimulator::run(const Decisions& decisions, const std::int32_t* fusion_priority,
+                                            int max_fusion_size, FusionPlan* plan_out) {
+  const Graph& g = simulator_.graph();
+  const int n = g.num_nodes();
+  Scratch& s = *scratch_;
+  s.placement.assign(n, 0);
+  if (decisions.placement) std::copy(decisions.placement, decisions.placement + n, s.placement.begin());
+  std::string invalid_reason = simulator_.validate(s.placement.data(), decisions.priority);
+  s.planner.plan(s.placement.data(), fusion_priority, max_fusion_size, kFusionWindow, s.plan);
+  s.build_kernels(g, simulator_.cluster());
+
+  const int k = s.plan.num_groups;
+  s.kernel_placement.resize(k);
+  for (int kernel = 0; kernel < k; ++kernel) s.kernel_placement[kernel] = s.placement[s.members[s.member_offsets[kernel]]];
+  // A kernel runs at its members' highest priority; without priorities, FIFO as unfused.
+  const double* kernel_priority = nullptr;
+  if (decisions.priority) {
+    s.kernel_priority.assign(k, -std::numeric_limits<double>::infinity());
+    for (NodeId v = 0; v < n; ++v)
+      s.kernel_priority[s.plan.group[v]] = std::max(s.kernel_priority[s.plan.group[v]], decisions.priority[v]);
+    kernel_priority = s.kernel_priority.data();
+  }
+  const SimulationResult& kr = simulator_.run_flat(s.kernels, {s.kernel_placement.data(), kernel_priority});
+
+  SimulationResult& r = result_;  // device-level numbers carry over
+  r.runtime = kr.runtime;
+  r.device_busy = kr.device_busy;
+  r.peak_memory = kr.peak_memory;
+  r.oom = kr.oom;
+  r.bytes_moved = kr.bytes_moved;
   r.invalid = !invalid_reason.empty();
-  r.invalid_reason = invalid_reason;
+  r.invalid_reason = std::move(invalid_reason);
   r.start.resize(n);
   r.finish.resize(n);
   r.device.resize(n);
   r.critical.resize(n);
-  r.kernel = plan.group;
+  r.kernel = s.plan.group;
   for (NodeId v = 0; v < n; ++v) {
-    const auto k = plan.group[v];
-    r.start[v] = kernel_result.start[k];
-    r.finish[v] = kernel_result.finish[k];
-    r.device[v] = kernel_result.device[k];
-    r.critical[v] = kernel_result.critical[k];
+    const auto kernel = s.plan.group[v];
+    r.start[v] = kr.start[kernel];
+    r.finish[v] = kr.finish[kernel];
+    r.device[v] = kr.device[kernel];
+    r.critical[v] = kr.critical[kernel];
   }
-  for (Transfer& t : r.transfers) t.node = first_member[t.node];
-  if (plan_out) *plan_out = std::move(plan);
+  r.transfers = kr.transfers;
+  for (Transfer& t : r.transfers) t.node = s.members[s.member_offsets[t.node]];  // the kernel's lowest id
+  if (plan_out) *plan_out = s.plan;
   return r;
+}
+
+SimulationResult simulate_fused(const GraphPtr& graph, const Cluster& cluster, const Decisions& decisions,
+                                const std::int32_t* fusion_priority, int max_fusion_size, FusionPlan* plan_out) {
+  FusedSimulator simulator(graph, cluster);
+  return simulator.run(decisions, fusion_priority, max_fusion_size, plan_out);
 }
 
 }  // namespace goenv

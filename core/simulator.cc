@@ -49,12 +49,8 @@ double bits_time(std::uint64_t bits) {
 struct Simulator::Tables {
   int num_devices = 0, num_channels = 0;
   bool has_colocation = false, has_kind_limits = false;  // any colocation group; any allowed-kinds mask
-  std::vector<double> cost;                    // per device * N + node
+  FlatGraph flat;                              // the graph: adjacency, bytes, costs
   std::vector<double> op_gap;                  // per device
-  std::vector<NodeId> in_source;               // producer of each in-edge, in in_edges() order
-  std::vector<NodeId> out_target;              // consumer of each out-edge
-  std::vector<double> out_bytes, node_bytes;   // per out-edge; output bytes per node
-  std::vector<std::int32_t> in_degree;
   std::vector<std::int32_t> channel;           // per src * D + dst
   std::vector<double> latency, bandwidth;      // per src * D + dst
 };
@@ -69,8 +65,8 @@ struct Simulator::Workspace {
     NodeId node;
   };
 
-  Workspace(const Graph& g, const Tables& tables);
-  void run(const Graph& g, const Tables& tables, const Decisions& decisions, SimulationResult& r);
+  Workspace(int num_nodes, const Tables& tables);
+  void run(const FlatGraph& g, const Decisions& decisions, SimulationResult& r);
 
   static bool before(const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.key < b.key; }
   static bool worse(const Ready& a, const Ready& b) {  // heap order: highest priority, earliest ready, lowest id
@@ -135,7 +131,7 @@ struct Simulator::Workspace {
   void finish(NodeId v, double t, SimulationResult& r);
   void arrive(std::int32_t id, double t, SimulationResult& r);
 
-  const Graph* graph = nullptr;
+  const FlatGraph* flat = nullptr;  // the graph of the current run
   const Tables* tables = nullptr;
   int num_devices = 0;
   const double* priority = nullptr;
@@ -168,8 +164,9 @@ struct Simulator::Workspace {
   std::int32_t epoch = 0;
 };
 
-Simulator::Workspace::Workspace(const Graph& g, const Tables& t) : graph(&g), tables(&t), num_devices(t.num_devices) {
-  const int n = g.num_nodes(), d = t.num_devices;
+// Sized for `num_nodes`: a run may use fewer (a kernel graph), never more.
+Simulator::Workspace::Workspace(int num_nodes, const Tables& t) : tables(&t), num_devices(t.num_devices) {
+  const int n = num_nodes, d = t.num_devices;
   pending.resize(n);
   ready_time.resize(n);
   binding.resize(n);
@@ -196,19 +193,24 @@ Simulator::Simulator(GraphPtr graph, Cluster cluster) : graph_(std::move(graph))
   t->num_devices = num_devices;
   t->num_channels = cluster_.num_channels();
   const std::vector<double> touched = bytes_touched(g);
-  t->cost.resize(static_cast<std::size_t>(n) * num_devices);
+  FlatGraph& f = t->flat;
+  f.num_nodes = n;
+  f.cost.resize(static_cast<std::size_t>(n) * num_devices);
   for (int d = 0; d < num_devices; ++d) {
     t->op_gap.push_back(cluster_.device(d).op_gap);
     for (NodeId v = 0; v < n; ++v)
-      t->cost[static_cast<std::size_t>(d) * n + v] = op_cost(g, touched, v, cluster_.device(d));
+      f.cost[static_cast<std::size_t>(d) * n + v] = op_cost(g, touched, v, cluster_.device(d));
   }
-  t->in_source.resize(g.num_edges());
-  for (int i = 0; i < g.num_edges(); ++i) t->in_source[i] = static_cast<NodeId>(g.edge_src()[g.in_edges()[i]]);
-  t->out_target.assign(g.edge_dst().begin(), g.edge_dst().end());
-  t->out_bytes.assign(g.edge_bytes().begin(), g.edge_bytes().end());
-  t->node_bytes.assign(g.output_bytes().begin(), g.output_bytes().end());
-  t->in_degree.resize(n);
-  for (NodeId v = 0; v < n; ++v) t->in_degree[v] = g.in_offsets()[v + 1] - g.in_offsets()[v];
+  f.in_offsets = g.in_offsets();
+  f.out_offsets = g.out_offsets();
+  f.in_source.resize(g.num_edges());
+  for (int i = 0; i < g.num_edges(); ++i) f.in_source[i] = static_cast<NodeId>(g.edge_src()[g.in_edges()[i]]);
+  f.out_target.assign(g.edge_dst().begin(), g.edge_dst().end());
+  f.out_bytes.assign(g.edge_bytes().begin(), g.edge_bytes().end());
+  f.node_bytes.assign(g.output_bytes().begin(), g.output_bytes().end());
+  f.param_bytes = g.param_bytes();
+  f.in_degree.resize(n);
+  for (NodeId v = 0; v < n; ++v) f.in_degree[v] = g.in_offsets()[v + 1] - g.in_offsets()[v];
   t->has_colocation = g.num_colocation_groups() > 0;
   t->has_kind_limits =
       std::any_of(g.allowed_kinds().begin(), g.allowed_kinds().end(), [](std::uint8_t k) { return k != 0; });
@@ -225,14 +227,14 @@ Simulator::Simulator(GraphPtr graph, Cluster cluster) : graph_(std::move(graph))
       t->bandwidth[s * num_devices + d] = link.bandwidth;
     }
   tables_ = std::move(t);
-  work_ = std::make_unique<Workspace>(g, *tables_);
+  work_ = std::make_unique<Workspace>(n, *tables_);
 }
 
 Simulator::Simulator(const Simulator& other)
     : graph_(other.graph_),
       cluster_(other.cluster_),
       tables_(other.tables_),
-      work_(std::make_unique<Workspace>(*graph_, *tables_)),
+      work_(std::make_unique<Workspace>(graph_->num_nodes(), *tables_)),
       result_(other.result_) {}
 
 Simulator& Simulator::operator=(const Simulator& other) {
@@ -245,7 +247,7 @@ Simulator& Simulator::operator=(Simulator&& other) noexcept = default;
 Simulator::~Simulator() = default;
 
 double Simulator::cost(NodeId v, int device) const {
-  return tables_->cost[static_cast<std::size_t>(device) * graph_->num_nodes() + v];
+  return tables_->flat.cost[static_cast<std::size_t>(device) * graph_->num_nodes() + v];
 }
 
 namespace {
@@ -331,8 +333,8 @@ void Simulator::Workspace::sort_new_ready(int d) {
 void Simulator::Workspace::dispatch(double t, SimulationResult& r) {
   for (const std::int32_t d : unsorted_list) sort_new_ready(d);
   unsorted_list.clear();
-  const double* cost = tables->cost.data();
-  const std::size_t num_nodes = tables->in_degree.size();
+  const double* cost = flat->cost.data();
+  const std::size_t num_nodes = flat->num_nodes;
   // Devices start independently of each other, so the order of candidates does not matter.
   for (const std::int32_t d : candidates) {
     candidate[d] = 0;
@@ -356,14 +358,14 @@ void Simulator::Workspace::dispatch(double t, SimulationResult& r) {
     last_on_device[d] = v;
     running[d] = 1;
     run_cost[d] = c;
-    allocate(d, tables->node_bytes[v]);
+    allocate(d, flat->node_bytes[v]);
     push_event(f, kFinish, v);
   }
   candidates.clear();
 }
 
 void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
-  const Graph& g = *graph;
+  const FlatGraph& g = *flat;
   const Tables& tb = *tables;
   const int d = placement[v];
   // The last finisher: latest finish, lowest id among equal ones (a zero-cost kernel
@@ -378,11 +380,11 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
   if (gap > 0) push_event(free_at[d], kDeviceFree, d);
   wake(d);
   // This kernel was a consumer: its inputs have one use fewer.
-  const std::int32_t* in_offsets = g.in_offsets().data();
+  const std::int32_t* in_offsets = g.in_offsets.data();
   for (int i = in_offsets[v]; i < in_offsets[v + 1]; ++i) {
-    const NodeId u = tb.in_source[i];
+    const NodeId u = g.in_source[i];
     if (placement[u] == d) {
-      if (--uses_left[u] == 0) release(d, tb.node_bytes[u]);
+      if (--uses_left[u] == 0) release(d, g.node_bytes[u]);
     } else {
       std::int32_t id = first_transfer[u];
       while (r.transfers[id].dst != d) ++id;
@@ -391,22 +393,22 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
   }
   // Local consumers get the output now; remote devices get one transfer each.
   std::int32_t uses = 0;
-  const std::int32_t* out_offsets = g.out_offsets().data();
+  const std::int32_t* out_offsets = g.out_offsets.data();
   for (int e = out_offsets[v]; e < out_offsets[v + 1]; ++e) {
-    const NodeId w = tb.out_target[e];
+    const NodeId w = g.out_target[e];
     const int dw = placement[w];
     if (dw == d) {
       ++uses;
       if (--pending[w] == 0) make_ready(w, d, t, v);
     } else {
       if (send_bytes[dw] < 0) send_list.push_back(dw);
-      send_bytes[dw] = std::max(send_bytes[dw], tb.out_bytes[e]);
+      send_bytes[dw] = std::max(send_bytes[dw], g.out_bytes[e]);
       ++send_edges[dw];
     }
   }
   if (send_list.empty()) {
     uses_left[v] = uses;
-    if (uses == 0) release(d, tb.node_bytes[v]);
+    if (uses == 0) release(d, g.node_bytes[v]);
     return;
   }
   // Destinations in increasing order (transfers on a shared channel queue in that order).
@@ -438,21 +440,22 @@ void Simulator::Workspace::finish(NodeId v, double t, SimulationResult& r) {
 }
 
 void Simulator::Workspace::arrive(std::int32_t id, double t, SimulationResult& r) {
-  const Graph& g = *graph;
-  const Tables& tb = *tables;
+  const FlatGraph& g = *flat;
   const Transfer tr = r.transfers[id];
-  for (int e = g.out_offsets()[tr.node]; e < g.out_offsets()[tr.node + 1]; ++e) {
-    const NodeId w = tb.out_target[e];
+  for (int e = g.out_offsets[tr.node]; e < g.out_offsets[tr.node + 1]; ++e) {
+    const NodeId w = g.out_target[e];
     if (placement[w] == tr.dst && --pending[w] == 0) make_ready(w, tr.dst, t, tr.node);
   }
-  if (--uses_left[tr.node] == 0) release(tr.src, tb.node_bytes[tr.node]);
+  if (--uses_left[tr.node] == 0) release(tr.src, g.node_bytes[tr.node]);
   if (--transfer_uses_left[id] == 0) release(tr.dst, tr.bytes);
   const std::int32_t next = queued_next[id];
   if (next >= 0) allocate(r.transfers[next].dst, r.transfers[next].bytes);
 }
 
-void Simulator::Workspace::run(const Graph& g, const Tables& tb, const Decisions& decisions, SimulationResult& r) {
-  const int n = g.num_nodes();
+void Simulator::Workspace::run(const FlatGraph& g, const Decisions& decisions, SimulationResult& r) {
+  const Tables& tb = *tables;
+  const int n = g.num_nodes;
+  flat = &g;
   priority = decisions.priority;
   placement = r.device.data();
 
@@ -465,9 +468,9 @@ void Simulator::Workspace::run(const Graph& g, const Tables& tb, const Decisions
   r.device_busy.assign(num_devices, 0);
   r.peak_memory.assign(num_devices, 0);
   r.bytes_moved = 0;
-  std::copy(tb.in_degree.begin(), tb.in_degree.end(), pending.begin());
+  std::copy(g.in_degree.begin(), g.in_degree.begin() + n, pending.begin());
   std::fill(per_device.begin(), per_device.end(), 0);
-  const std::int64_t* params = g.param_bytes().data();
+  const std::int64_t* params = g.param_bytes.data();
   for (NodeId v = 0; v < n; ++v) {
     ++per_device[placement[v]];
     r.peak_memory[placement[v]] += static_cast<double>(params[v]);  // params, resident all run
@@ -516,21 +519,41 @@ void Simulator::Workspace::run(const Graph& g, const Tables& tb, const Decisions
   r.runtime = last_finisher == kNone ? 0.0 : last_finish_time;
 }
 
+std::string Simulator::validate(const std::int32_t* placement, const double* priority) {
+  return validate_with(*graph_, cluster_, placement, priority, work_->group_node, tables_->has_kind_limits,
+                       tables_->has_colocation);
+}
+
 const SimulationResult& Simulator::run(const Decisions& decisions) {
-  const Graph& g = *graph_;
-  const int n = g.num_nodes();
+  const int n = graph_->num_nodes();
   auto& r = result_;
   r.device.resize(n);
   if (decisions.placement) std::copy(decisions.placement, decisions.placement + n, r.device.begin());
   else std::fill(r.device.begin(), r.device.end(), 0);
-  r.invalid_reason =
-      validate_with(g, cluster_, r.device.data(), decisions.priority, work_->group_node, tables_->has_kind_limits,
-                    tables_->has_colocation);
+  r.invalid_reason = validate(r.device.data(), decisions.priority);
   r.invalid = !r.invalid_reason.empty();
-  r.kernel.clear();
+  return run_on(tables_->flat, decisions);
+}
 
+const SimulationResult& Simulator::run_flat(const FlatGraph& flat, const Decisions& decisions) {
+  GOENV_CHECK(flat.num_nodes <= graph_->num_nodes(), InvalidArgument,
+              "run_flat: " << flat.num_nodes << " nodes, the simulator holds scratch for " << graph_->num_nodes());
+  auto& r = result_;
+  r.device.resize(flat.num_nodes);
+  if (decisions.placement) std::copy(decisions.placement, decisions.placement + flat.num_nodes, r.device.begin());
+  else std::fill(r.device.begin(), r.device.end(), 0);
+  r.invalid = false;
+  r.invalid_reason.clear();
+  return run_on(flat, decisions);
+}
+
+// The run itself, after r.device holds the placement.
+const SimulationResult& Simulator::run_on(const FlatGraph& flat, const Decisions& decisions) {
+  const int n = flat.num_nodes;
+  auto& r = result_;
+  r.kernel.clear();
   Workspace& w = *work_;
-  w.run(g, *tables_, decisions, r);
+  w.run(flat, decisions, r);
   r.oom = false;
   for (int d = 0; d < cluster_.num_devices(); ++d) {
     r.peak_memory[d] += w.peak[d];

@@ -69,6 +69,21 @@ struct Decisions {
 std::string validate_decisions(const Graph& graph, const Cluster& cluster, const std::int32_t* placement,
                                const double* priority);
 
+// A graph as the event loop reads it: flat CSR arrays and a device-major cost
+// table. Simulator builds one per (graph, cluster); the fusion pass fills one per
+// step for its kernel graph (core/fusion.h) instead of building a Graph.
+struct FlatGraph {
+  int num_nodes = 0;
+  std::vector<std::int32_t> in_offsets, out_offsets;  // num_nodes + 1 each
+  std::vector<NodeId> in_source;                      // producer of each in-edge, grouped by consumer
+  std::vector<NodeId> out_target;                     // consumer of each out-edge, grouped by producer
+  std::vector<double> out_bytes;                      // per out-edge
+  std::vector<double> node_bytes;                     // output bytes per node
+  std::vector<std::int64_t> param_bytes;              // resident weights per node
+  std::vector<std::int32_t> in_degree;
+  std::vector<double> cost;                           // seconds, device * num_nodes + node
+};
+
 // Reusable workspace: construct once per (graph, cluster), call run() per step
 // without allocating after the first call. Not thread-safe; use one per thread.
 // Copies share the immutable tables (costs, flat adjacency) and own their scratch.
@@ -84,10 +99,18 @@ class Simulator {
   const Graph& graph() const { return *graph_; }
   const Cluster& cluster() const { return cluster_; }
   double cost(NodeId v, int device) const;  // seconds of node v on a device
+  // The checks run() makes: throws InvalidAction for a device outside the cluster or
+  // a non-finite priority; returns why the decisions are invalid, or "".
+  std::string validate(const std::int32_t* placement, const double* priority);
+  // Runs another graph of at most graph().num_nodes() nodes on this cluster with
+  // this simulator's scratch: the fusion pass's kernel graph. Decisions index its
+  // nodes and are not validated; the result has no invalid flag or kernel column.
+  const SimulationResult& run_flat(const FlatGraph& flat, const Decisions& decisions);
 
  private:
   struct Tables;     // immutable per (graph, cluster), shared by copies (simulator.cc)
   struct Workspace;  // per-run scratch (simulator.cc)
+  const SimulationResult& run_on(const FlatGraph& flat, const Decisions& decisions);
   GraphPtr graph_;
   Cluster cluster_;
   std::shared_ptr<const Tables> tables_;

@@ -55,6 +55,7 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
 
   GOENV_CHECK(config_.max_fusion_size >= 1, InvalidArgument, "max_fusion_size must be >= 1");
   fuses_ = std::find(heads_.begin(), heads_.end(), Head::kFusion) != heads_.end();
+  if (fuses_) fused_.emplace(simulator_);  // shares the simulator's tables
 
   // The compiler's defaults: FIFO, the XLA-style fusion pass, and the task's placement.
   const int n = graph_->num_nodes();
@@ -95,9 +96,7 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
 const SimulationResult& Env::simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
                                       const std::vector<std::int32_t>& fusion) {
   if (!fuses_) return simulator_.run({placement.data(), priority.data()});
-  fused_result_ = simulate_fused(graph_, cluster(), {placement.data(), priority.data()}, fusion.data(),
-                                 config_.max_fusion_size);
-  return fused_result_;
+  return fused_->run({placement.data(), priority.data()}, fusion.data(), config_.max_fusion_size);
 }
 
 // Graph mode: every group to its members' majority device. Node mode: the

@@ -24,10 +24,12 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/fusion.h"
 #include "core/graph.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
@@ -183,7 +185,7 @@ class Env {
   Simulator simulator_;
   ColocationRule colocation_;
   bool follow_colocation_ = true;  // config colocation == "follow"
-  SimulationResult fused_result_;
+  std::optional<FusedSimulator> fused_;  // tasks that decide fusion: the pass and its kernel simulation
   std::shared_ptr<const StaticObservation> static_obs_;
   LowerBound lower_bound_;
   // Episode state.

@@ -197,12 +197,77 @@ void VectorEnv::build_static() {
   }
 }
 
+// Threads pay only when an env step outweighs waking them, and on a busy machine
+// they can cost more than they give: after a parallel region OpenMP's workers
+// spin for milliseconds, taking the core the caller (the Python loop, the policy)
+// needs. So step() measures both modes and keeps the faster, whatever the size
+// and the load: a block of kBlock steps per mode, timed from the start of one
+// step to the start of the next (the caller's work between steps included, as
+// the spinning workers slow it), the shortest cycle of the block counted
+// without its first (which still feels the previous mode). The mode in use is
+// re-measured against the other every probe_interval steps; the interval doubles
+// each time the choice stands. Results never depend on the mode (each env owns
+// its state); only the speed does.
+namespace {
+constexpr int kBlock = 3;
+constexpr std::int64_t kFirstInterval = 128, kLongestInterval = 8192;
+}  // namespace
+
+bool VectorEnv::choose_threads() {
+  ThreadChoice& c = choice_;
+  const auto now = std::chrono::steady_clock::now();
+  if (c.has_last && c.block_calls >= 2) {  // the cycle of the previous step (not a block's first)
+    const double cycle = std::chrono::duration<double>(now - c.last_start).count();
+    c.block_best = c.block_best > 0 ? std::min(c.block_best, cycle) : cycle;
+  }
+  c.has_last = true;
+  c.last_start = now;
+  if (c.probing && c.block_calls == kBlock) {  // a block is over: record it, then the next block or the choice
+    c.best[c.mode] = c.block_best;
+    c.block_calls = 0;
+    c.block_best = 0;
+    if (c.best[!c.mode] < 0) {
+      c.mode = !c.mode;  // the other mode was never measured: it is next
+    } else {
+      const bool faster = c.best[1] < c.best[0];
+      c.probe_interval = faster == c.threads && c.probe_interval ? std::min(2 * c.probe_interval, kLongestInterval)
+                                                                 : kFirstInterval;
+      c.threads = faster;
+      c.probing = false;
+      c.calls_since_probe = 0;
+    }
+  }
+  if (!c.probing && ++c.calls_since_probe > c.probe_interval) {  // time to re-measure: both modes, one block each
+    c.probing = true;
+    c.mode = !c.threads;
+    c.best[0] = c.best[1] = -1;
+    c.block_calls = 0;
+    c.block_best = 0;
+  }
+  if (!c.probing) return c.threads;
+  ++c.block_calls;
+  return c.mode;
+}
+
 template <typename F>
-void VectorEnv::parallel_for_envs(F&& body) {
+void VectorEnv::parallel_for_envs(F&& body, bool timed) {
   const int b = num_envs();
   std::fill(errors_.begin(), errors_.end(), nullptr);
   const int threads = std::min(num_threads_, b);
-  if (threads <= 1) {
+  // Untimed calls (reset, set_state) use threads unless steps measured them slower.
+  const bool parallel = threads > 1 && (timed ? choose_threads() : choice_.probe_interval == 0 || choice_.threads);
+  if (!parallel) {
+    for (int i = 0; i < b; ++i) {
+      try {
+        body(i);
+      } catch (...) {
+        errors_[i] = std::current_exception();
+      }
+    }
+  } else if (same_graph_) {
+    // One graph: equal work per env, so contiguous blocks (no scheduling, and
+    // neighbouring envs' outputs, which share cache lines, stay on one thread).
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int i = 0; i < b; ++i) {
       try {
         body(i);
@@ -331,7 +396,7 @@ void VectorEnv::step(const std::int64_t* const* actions, const ActionLayout& act
       write_info(i, out, o.reward, o.terminated, truncated);
     }
     zero_padding(i, out);
-  });
+  }, /*timed=*/true);
   last_call_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 

@@ -148,7 +148,8 @@ class VectorEnv {
   void write_info(int i, const BatchBuffers& out, double reward, bool terminated, bool truncated);
   void zero_padding(int i, const BatchBuffers& out);
   template <typename F>
-  void parallel_for_envs(F&& body);
+  void parallel_for_envs(F&& body, bool timed = false);
+  bool choose_threads();  // for the step about to run (see ThreadChoice in vector_env.cc)
 
   std::vector<std::unique_ptr<Env>> envs_;
   BatchLayout layout_;
@@ -176,6 +177,18 @@ class VectorEnv {
   std::vector<double> own_rejected_runtime_;
   std::vector<std::int64_t> own_colocation_moved_;
   double last_call_seconds_ = 0;
+  // Threads or not for step(), chosen from measured blocks of steps (vector_env.cc).
+  struct ThreadChoice {
+    bool threads = false;            // the mode in use outside probes
+    bool probing = true;             // running a block of `mode` to measure it
+    bool mode = false;               // the mode of the current block
+    int block_calls = 0;             // calls made in the current block
+    double block_best = 0;           // shortest measured cycle of the current block
+    double best[2] = {-1, -1};       // last block's shortest cycle per mode (-1: never measured)
+    std::int64_t calls_since_probe = 0, probe_interval = 0;
+    bool has_last = false;
+    std::chrono::steady_clock::time_point last_start;
+  } choice_;
 };
 
 // The seed of env episode `episode` given the env's reset seed (splitmix64 mix).

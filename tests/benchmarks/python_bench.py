@@ -7,6 +7,7 @@ built) the C++ simulator cost per node+edge on the largest graph.
     python tests/benchmarks/python_bench.py --quick         # a smoke run
     python tests/benchmarks/python_bench.py --json out.json --markdown out.md
     python tests/benchmarks/python_bench.py --simulator-floor   # simulator vs floor (simulator_floor.py)
+    python tests/benchmarks/python_bench.py --ratios-only --readme README.md   # issue 22's ratios (ratio_bench.py)
 
 Every number in one report comes from one run on one machine; ratios are what
 to compare across machines. Steps are whole-graph placement decisions on random
@@ -231,6 +232,13 @@ def cpp_simulator(bench_binary: str) -> dict | None:
     return out
 
 
+def _ratio_bench():
+    """ratio_bench.py, beside this file (it imports layered_graph from here)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ratio_bench as module
+    return module
+
+
 def markdown(report: dict) -> str:
     lines = [f"## goenv vector benchmark ({report['machine']}, {report['cores']} cores, B={report['num_envs']})", ""]
     lines += ["### Env steps per second", "",
@@ -270,6 +278,8 @@ def markdown(report: dict) -> str:
         for b, row in m.items():
             lines.append(f"| {b} | {row['delta'] / 2**20:.0f} MiB | {row['delta'] / b / 2**20:.1f} MiB |")
         lines.append(f"| ratio | {many['delta'] / max(one['delta'], 1):.1f}x for {max(m)}x the envs | |")
+    if report.get("ratios"):
+        lines += ["", "### Ratios (ratio_bench.py)", "", _ratio_bench().markdown(report["ratios"]).rstrip()]
     if report.get("simulator"):
         lines += ["", "### C++ simulator, one core (goenv_bench)", "", "| benchmark | nodes | ns per node+edge |",
                   "|---|---|---|"]
@@ -293,6 +303,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short measurements, no memory run")
     parser.add_argument("--json", default="out/python_bench.json")
     parser.add_argument("--markdown", default="out/python_bench.md")
+    parser.add_argument("--ratios-only", action="store_true",
+                        help="only the ratios of ratio_bench.py (step times by task, fused vs floor, cold start, "
+                             "make_vec 2 vs 1 threads)")
+    parser.add_argument("--readme", metavar="FILE",
+                        help="write the ratio table into FILE between its <!-- ratios:begin/end --> markers")
     parser.add_argument("--scaling-only", type=int, metavar="NODES", help=argparse.SUPPRESS)
     parser.add_argument("--bench-binary", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "dev",
                                                               "goenv_bench"))
@@ -301,6 +316,12 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if args.scaling_only:
         print(json.dumps(thread_scaling(args.scaling_only, args.num_envs, seconds, cores)))
+        return
+    ratio_bench = _ratio_bench()
+    if args.ratios_only:
+        ratios = ratio_bench.run(args.quick, os.path.normpath(args.bench_binary))
+        print(ratio_bench.markdown(ratios))
+        ratio_bench.write_outputs(ratios, args.json, args.readme)
         return
     started = time.time()
     report = {"machine": platform.processor() or platform.machine(), "cores": cores, "num_envs": args.num_envs,
@@ -311,6 +332,9 @@ def main() -> None:
     report["overhead"] = python_overhead(2000 if args.quick else 20000)
     report["memory"] = None if args.quick else memory(args.memory_envs)
     report["simulator"] = None if args.quick else cpp_simulator(os.path.normpath(args.bench_binary))
+    report["ratios"] = ratio_bench.run(args.quick, os.path.normpath(args.bench_binary))
+    if args.readme:
+        ratio_bench.write_outputs(report["ratios"], None, args.readme)
     report["seconds"] = time.time() - started
     text = markdown(report)
     print(text)

@@ -15,6 +15,7 @@
 
 #include "core/cluster.h"
 #include "core/graph.h"
+#include "core/simulator.h"
 
 namespace goenv::test {
 
@@ -108,6 +109,40 @@ inline GraphPtr random_dag(std::mt19937& rng, int num_nodes, double edge_prob, b
       }
   std::shuffle(edges.begin(), edges.end(), rng);
   return Graph::from_specs("random", std::move(nodes), std::move(edges));
+}
+
+// FNV-1a over bytes: equal digests mean equal results, bit for bit.
+class Digest {
+ public:
+  void add(const void* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) hash_ = (hash_ ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  }
+  template <typename T>
+  void add_vector(const std::vector<T>& v) {
+    add(v.data(), v.size() * sizeof(T));
+  }
+  template <typename... T>
+  void add_values(const T&... values) {
+    (add(&values, sizeof values), ...);
+  }
+  template <typename... V>
+  void add_vectors(const V&... vectors) {
+    (add_vector(vectors), ...);
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 1469598103934665603ull;
+};
+
+// Every output of a simulation (times, devices, memory, transfers, kernels).
+inline std::uint64_t result_digest(const SimulationResult& r) {
+  Digest d;
+  d.add_values(r.runtime, r.bytes_moved, r.oom, r.invalid);
+  d.add(r.invalid_reason.data(), r.invalid_reason.size());
+  d.add_vectors(r.device_busy, r.peak_memory, r.start, r.finish, r.device, r.critical, r.kernel);
+  for (const Transfer& t : r.transfers) d.add_values(t.node, t.src, t.dst, t.bytes, t.start, t.end);  // not the padding
+  return d.value();
 }
 
 // Runs `f`, which must throw E; returns the message (or fails the test).

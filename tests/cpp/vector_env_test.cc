@@ -113,6 +113,19 @@ TEST(VectorEnv, SameResultsForEveryThreadCount) {
   }
 }
 
+// One graph (stacked: contiguous blocks per thread), long enough that step()
+// measures both modes, picks one and re-measures them (kFirstInterval = 128):
+// whatever it runs, the results are those of one thread.
+TEST(VectorEnv, StackedSameResultsThroughTheThreadChoice) {
+  std::vector<std::vector<double>> traces;
+  for (int threads : {1, 2, 3}) {
+    auto v = mixed_vector(5, 1, 4, BatchLayout::kStacked, threads);
+    traces.push_back(rollout(*v, 150, 9));
+  }
+  EXPECT_EQ(traces[0], traces[1]);
+  EXPECT_EQ(traces[0], traces[2]);
+}
+
 TEST(VectorEnv, MatchesSingleEnvsStepByStep) {
   auto v = mixed_vector(4, 2, 2, BatchLayout::kConcatenated, 2);
   auto singles = mixed_envs(4, 2, 2);

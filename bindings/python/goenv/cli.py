@@ -268,7 +268,8 @@ def _bench(args: argparse.Namespace) -> None:
     else:
         forwarded = (["--quick"] if args.quick else []) + (["--json", args.json] if args.json else []) + \
                     (["--markdown", args.markdown] if args.markdown else []) + \
-                    (["--simulator-floor"] if args.simulator_floor else [])
+                    (["--simulator-floor"] if args.simulator_floor else []) + \
+                    (["--ratios-only"] if args.ratios else []) + (["--readme", args.readme] if args.readme else [])
     done = subprocess.run([sys.executable, os.path.abspath(script), *forwarded])
     if done.returncode:
         raise goenv.Error(f"benchmark failed with exit status {done.returncode}")
@@ -362,6 +363,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--markdown", metavar="FILE", help="also write the README tables as Markdown")
     bench.add_argument("--simulator-floor", action="store_true",
                        help="the simulator against a bare list scheduler: wall time and callgrind instructions")
+    bench.add_argument("--ratios", action="store_true",
+                       help="only issue 22's ratios (fusion/joint vs placement step, fused vs floor, cold start, "
+                            "make_vec 2 vs 1 threads): ~1 minute")
+    bench.add_argument("--readme", metavar="FILE",
+                       help="write the ratio table into FILE (README.md) between its <!-- ratios:begin/end --> markers")
     bench.add_argument("--distributed", action="store_true",
                        help="Ray scale-out: samples/s against workers, weight distribution cost (needs ray)")
     bench.set_defaults(run=_bench)

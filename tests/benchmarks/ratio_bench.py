@@ -1,0 +1,234 @@
+"""The ratios of issue 22, all measured in one run (`goenv bench --ratios`, or as
+part of `goenv bench`):
+
+  * step time of fusion and joint vs placement, same graph, same decisions
+    (each env is stepped with the decisions it starts from, so every task
+    simulates the same placement and priorities; fusion/joint add the XLA-style
+    fusion pass), on inception and gnmt-8;
+  * the fused simulation vs the bare list scheduler (goenv_bench's BM_Fused and
+    BM_Floor, same graph, cluster and placement);
+  * the first goenv.simulate of a process vs a warm one (fresh subprocesses);
+  * make_vec with 2 threads vs 1: 16 envs, 100 steps, at 1,000 and 200 nodes.
+
+    python tests/benchmarks/ratio_bench.py [--json FILE] [--quick] [--readme README.md]
+    goenv bench --ratios --readme README.md      # the same through the CLI; plain `goenv bench` includes it
+
+Each number is the best of a few repetitions inside this one run; compare the
+ratios, not the absolute times (the machines are shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import goenv
+from goenv.vector import make_vec
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from python_bench import layered_graph  # noqa: E402 - the same random layered DAGs as the other benchmarks
+
+TASKS = ("placement", "scheduling", "fusion", "joint")
+STEP_GRAPHS = ("inception", "gnmt-8")
+HORIZON = 10**9
+
+
+def same_decisions_action(env: goenv.GraphEnv):
+    """The action that re-applies the decisions the env starts from (so every task simulates them)."""
+    core = env.unwrapped.core
+    parts = {"placement": core.placement.astype(np.int64), "priority": core.priority.astype(np.int64),
+             "fusion": core.fusion.astype(np.int64)}
+    heads = list(core.heads)
+    return parts[heads[0]] if len(heads) == 1 else {h: parts[h] for h in heads}
+
+
+def step_seconds(graph: str, repeats: int, steps: int) -> dict:
+    """Seconds per step of each task on `graph` (C++ env step, observation included), best of `repeats`.
+    Placement, fusion and joint start on one device (placement="single"): the same decisions for all."""
+    out = {}
+    for task in TASKS:
+        env = goenv.make(f"{task}-{graph}", render_mode=None, horizon=HORIZON, placement="single")
+        env.reset(seed=0)
+        action = same_decisions_action(env)
+        core = env.unwrapped.core
+        core.step(action)  # warm
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(steps):
+                core.step(action)
+            best = min(best, (time.perf_counter() - start) / steps)
+        out[task] = best
+    return out
+
+
+def floor_ratios(bench_binary: str, graphs: list[str], min_time: float) -> dict | None:
+    """BM_Fused / BM_Floor and BM_Full / BM_Floor (CPU time, best of 3 repetitions) from goenv_bench."""
+    if not os.path.exists(bench_binary):
+        return None
+    pattern = "^BM_(Floor|Full|Fused)/(" + "|".join(graphs) + ")$"
+    proc = subprocess.run([bench_binary, f"--benchmark_filter={pattern}", "--benchmark_format=json",
+                           f"--benchmark_min_time={min_time}", "--benchmark_repetitions=3"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    best: dict = {}
+    for b in json.loads(proc.stdout)["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        kind, graph = b["run_name"].split("/", 1)
+        entry = best.setdefault(graph, {})
+        entry[kind[3:].lower()] = min(b["cpu_time"], entry.get(kind[3:].lower(), float("inf")))
+    return {g: {"floor_us": t["floor"], "full_us": t["full"], "fused_us": t["fused"],
+                "full_vs_floor": t["full"] / t["floor"], "fused_vs_floor": t["fused"] / t["floor"]}
+            for g, t in best.items() if {"floor", "full", "fused"} <= set(t)}
+
+
+COLD_SCRIPT = """
+import sys, time, json
+sys.path.insert(0, sys.argv[1])
+from python_bench import layered_graph
+import numpy as np
+import goenv
+graph = layered_graph(int(sys.argv[2]))
+placement = np.arange(graph.num_nodes, dtype=np.int32) % 4
+times = []
+for _ in range(6):
+    start = time.perf_counter()
+    goenv.simulate(graph, "4xgpu-nvlink", placement=placement)
+    times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def cold_start(num_nodes: int, processes: int) -> dict:
+    """The first goenv.simulate of a fresh process (after import goenv and building the graph; a
+    preset name and a placement array, as users call it) vs the best later call in it; medians
+    over `processes` processes."""
+    firsts, warms = [], []
+    for _ in range(processes):
+        proc = subprocess.run([sys.executable, "-c", COLD_SCRIPT, HERE, str(num_nodes)], capture_output=True,
+                              text=True, check=True)
+        times = json.loads(proc.stdout.strip().splitlines()[-1])
+        firsts.append(times[0])
+        warms.append(min(times[1:]))
+    first, warm = float(np.median(firsts)), float(np.median(warms))
+    return {"nodes": num_nodes, "first_ms": first * 1e3, "warm_ms": warm * 1e3, "ratio": first / warm}
+
+
+def vector_scaling(graph, label: str, num_envs: int, steps: int, repeats: int) -> dict:
+    """Seconds for `steps` make_vec steps with 1 and 2 threads (copy=True, the default), best of `repeats`,
+    measured alternately so that load changes hit both."""
+    template = goenv.GraphEnv.from_graph("placement", graph, "4xgpu-nvlink", horizon=HORIZON) \
+        if isinstance(graph, goenv.Graph) else goenv.make(graph, render_mode=None, horizon=HORIZON)
+    rng = np.random.default_rng(1)
+    num_devices = template.unwrapped.core.num_devices
+    n = template.unwrapped.core.num_nodes
+    actions = [rng.integers(0, num_devices, (num_envs, n)) for _ in range(8)]
+    venvs = {t: make_vec(template, num_envs=num_envs, num_threads=t) for t in (1, 2)}
+    best = {1: float("inf"), 2: float("inf")}
+    for venv in venvs.values():
+        venv.reset(seed=0)
+        venv.step(actions[0])
+    for _ in range(repeats):
+        for t, venv in venvs.items():
+            start = time.perf_counter()
+            for k in range(steps):
+                venv.step(actions[k % len(actions)])
+            best[t] = min(best[t], time.perf_counter() - start)
+    return {"graph": label, "nodes": n, "num_envs": num_envs, "steps": steps, "seconds_1": best[1],
+            "seconds_2": best[2], "speedup": best[1] / best[2]}
+
+
+def run(quick: bool = False, bench_binary: str | None = None) -> dict:
+    repeats = 2 if quick else 5
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    report: dict = {"load_average": os.getloadavg(), "cores": cores}
+    report["steps"] = {}
+    for graph in STEP_GRAPHS:
+        seconds = step_seconds(graph, repeats, 3 if graph == "gnmt-8" else 50)
+        report["steps"][graph] = {"seconds": seconds,
+                                  **{f"{t}_vs_placement": seconds[t] / seconds["placement"] for t in TASKS[1:]}}
+    bench_binary = bench_binary or os.path.join(HERE, "..", "..", "build", "dev", "goenv_bench")
+    report["floor"] = floor_ratios(os.path.normpath(bench_binary), ["inception", "gnmt-8"], 0.05 if quick else 0.3)
+    report["cold_start"] = [cold_start(n, 3 if quick else 5) for n in (1000, 80000)]
+    report["vector"] = [
+        vector_scaling(layered_graph(1000), "layered-1000", 16, 100, repeats),
+        vector_scaling("placement-transformer-xl-2", "transformer-xl-2", 16, 100, repeats),
+        vector_scaling("placement-random-layered", "random-layered", 16, 100, repeats),
+    ]
+    return report
+
+
+# Targets of issue 22: (what, limit, "max" = at most / "min" = at least).
+def rows(report: dict) -> list[list[str]]:
+    out = []
+    for graph, s in report["steps"].items():
+        ms = {t: s["seconds"][t] * 1e3 for t in TASKS}
+        out.append([f"step time `{graph}`, placement / scheduling / fusion / joint (ms)",
+                    " / ".join(f"{ms[t]:.3g}" for t in TASKS), ""])
+        out.append([f"fusion / joint step vs placement step, `{graph}`",
+                    f"{s['fusion_vs_placement']:.2f}x / {s['joint_vs_placement']:.2f}x", "≤ 1.5x"])
+    for graph, f in (report.get("floor") or {}).items():
+        out.append([f"fused simulation vs the bare list scheduler, `{graph}` (full: {f['full_vs_floor']:.2f}x)",
+                    f"{f['fused_vs_floor']:.2f}x", "≤ 3x"])
+    for c in report["cold_start"]:
+        out.append([f"first `goenv.simulate` of a process vs a warm one, {c['nodes']:,} nodes",
+                    f"{c['ratio']:.2f}x ({c['first_ms']:.3g} vs {c['warm_ms']:.3g} ms)",
+                    "≤ 2x" if c["nodes"] == 1000 else ""])
+    for v in report["vector"]:
+        target = "≥ 1.8x" if v["nodes"] >= 1000 else "≥ 1.0x"
+        out.append([f"`make_vec` 2 threads vs 1, {v['num_envs']} envs, {v['steps']} steps, "
+                    f"`{v['graph']}` ({v['nodes']:,} nodes)", f"{v['speedup']:.2f}x", target])
+    return out
+
+
+def markdown(report: dict) -> str:
+    lines = ["| what | measured | target |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows(report)]
+    return "\n".join(lines) + "\n"
+
+
+def readme_section(report: dict) -> str:
+    """The README's ratio table with the run's conditions: written only from a report, never by hand."""
+    load = report["load_average"][0]
+    return (f"Issue 22's ratios, all from one run of `goenv bench --ratios --readme README.md` "
+            f"({report['cores']} cores, load average {load:.1f} at the start):\n\n" + markdown(report).rstrip())
+
+
+def write_outputs(report: dict, json_path: str | None, readme: str | None) -> None:
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+    if readme:
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+        from readme_tables import replace_section  # the markers' one implementation
+        with open(readme) as f:
+            text = replace_section(f.read(), "ratios", readme_section(report))
+        tmp = readme + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, readme)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default="out/ratio_bench.json")
+    parser.add_argument("--readme", metavar="FILE", help="write the table into FILE's <!-- ratios --> section")
+    args = parser.parse_args(argv)
+    report = run(args.quick)
+    print(markdown(report))
+    write_outputs(report, args.json, args.readme)
+
+
+if __name__ == "__main__":
+    main()
