@@ -17,6 +17,9 @@
 //    action throws InvalidAction naming the env and leaves the batch unchanged.
 //    Any other exception inside the parallel loop is caught per env and the
 //    first (lowest env index) is rethrown on the calling thread after the loop.
+//  * Not thread-safe itself: callers that share one VectorEnv between threads (the
+//    Python bindings) hold guard() around every call; its envs are its own.
+//  * num_threads is in [1, kMaxThreads] (envs/threads.h).
 //  * Static observation parts are built once: shared with the env (stacked) or
 //    concatenated / padded once at construction, never per step.
 #pragma once
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "envs/env.h"
+#include "envs/threads.h"
 
 namespace goenv {
 
@@ -137,6 +141,8 @@ class VectorEnv {
   // Wall time of the last step()/reset() call (C++ side only), for overhead measurements.
   double last_call_seconds() const { return last_call_seconds_; }
 
+  std::mutex& guard() const { return guard_.mutex(); }
+
  private:
   void build_static();
   void write_info(int i, const BatchBuffers& out, double reward, bool terminated, bool truncated);
@@ -170,6 +176,7 @@ class VectorEnv {
   std::vector<double> own_rejected_runtime_;
   std::vector<std::int64_t> own_colocation_moved_;
   double last_call_seconds_ = 0;
+  Guard guard_;
 };
 
 // The seed of env episode `episode` given the env's reset seed (splitmix64 mix).
