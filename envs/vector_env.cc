@@ -409,31 +409,34 @@ void VectorEnv::set_state(const std::string& bytes) {
   GOENV_CHECK(s.envs.size() == b && s.autoreset.size() == b && s.seed.size() == b && s.episode.size() == b &&
                   s.episode_steps.size() == b,
               InvalidArgument, "vector env: the state holds " << s.envs.size() << " envs, this batch has " << b);
-  // Each env's state goes into a copy of the env first, so a bad one (any index)
-  // leaves the whole batch unchanged; the episode bookkeeping must agree with it.
-  std::vector<std::unique_ptr<Env>> restored(b);
-  parallel_for_envs([&](int i) {
-    auto env = std::make_unique<Env>(*envs_[i]);
-    try {
-      env->set_state(s.envs[i]);
-    } catch (const InvalidArgument& e) {
-      GOENV_FAIL(InvalidArgument, "vector env: env " << i << ": " << e.what());
-    }
-    const std::int64_t steps = s.episode_steps[i];
-    const bool ended = !env->needs_reset() ? max_episode_steps_ > 0 && steps >= max_episode_steps_ : env->started();
-    GOENV_CHECK(env->started() ? steps == env->steps() && (max_episode_steps_ == 0 || steps <= max_episode_steps_)
-                               : steps == 0,
-                InvalidArgument, "vector env: the state of env " << i << " has episode step count " << steps
-                                                                 << ", its env state has " << env->steps());
-    GOENV_CHECK(s.autoreset[i] == ended, InvalidArgument,
-                "vector env: the state of env " << i << " has autoreset flag " << int{s.autoreset[i]} << ", its "
-                                                << (ended ? "ended" : "running") << " episode needs " << ended);
-    restored[i] = std::move(env);
-  });
-  for (std::size_t i = 0; i < b; ++i) {
-    envs_[i] = std::move(restored[i]);
-    has_reset_[i] = envs_[i]->started();
+  // All or nothing: if any env's state (or its bookkeeping) is bad, every env gets its
+  // previous state back (a genuine snapshot, always accepted). The Env objects stay the
+  // same, so nothing that refers to them (env(i), the bindings) is left dangling.
+  std::vector<std::string> previous(b);
+  for (std::size_t i = 0; i < b; ++i) previous[i] = envs_[i]->get_state();
+  try {
+    parallel_for_envs([&](int i) {
+      Env& env = *envs_[i];
+      try {
+        env.set_state(s.envs[i]);
+      } catch (const InvalidArgument& e) {
+        GOENV_FAIL(InvalidArgument, "vector env: env " << i << ": " << e.what());
+      }
+      const std::int64_t steps = s.episode_steps[i];
+      const bool ended = !env.needs_reset() ? max_episode_steps_ > 0 && steps >= max_episode_steps_ : env.started();
+      GOENV_CHECK(env.started() ? steps == env.steps() && (max_episode_steps_ == 0 || steps <= max_episode_steps_)
+                                : steps == 0,
+                  InvalidArgument, "vector env: the state of env " << i << " has episode step count " << steps
+                                                                   << ", its env state has " << env.steps());
+      GOENV_CHECK(s.autoreset[i] == ended, InvalidArgument,
+                  "vector env: the state of env " << i << " has autoreset flag " << int{s.autoreset[i]} << ", its "
+                                                  << (ended ? "ended" : "running") << " episode needs " << ended);
+    });
+  } catch (...) {
+    parallel_for_envs([&](int i) { envs_[i]->set_state(previous[i]); });
+    throw;
   }
+  for (std::size_t i = 0; i < b; ++i) has_reset_[i] = envs_[i]->started();
   autoreset_ = std::move(s.autoreset);
   seed_ = std::move(s.seed);
   episode_ = std::move(s.episode);

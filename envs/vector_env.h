@@ -135,6 +135,8 @@ class VectorEnv {
 
   // Snapshot of every env plus the autoreset flags and seed sequences (cereal
   // bytes); set_state() on a VectorEnv of the same envs reproduces the future.
+  // set_state() checks every env's state and the flags against it; a bad one (any
+  // env) changes nothing: the envs restored before it get their previous state back.
   std::string get_state() const;
   void set_state(const std::string& state);
 

@@ -176,3 +176,9 @@ def test_num_threads_is_bounded_by_max_threads():
         assert venv.num_threads == _core.MAX_THREADS  # unchanged by the refused values
     finally:
         venv.close()
+
+
+def test_dataset_workers_are_bounded_by_max_threads(tmp_path):
+    for bad in (0, 2_000_000_000, True, 2.5):
+        with pytest.raises(goenv.InvalidArgument, match=r"workers must be an integer in \[1, 1024\]"):
+            goenv.datasets.generate("random-layered", 2, tmp_path / "ds", workers=bad, progress=False)

@@ -338,8 +338,8 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
         warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
                       UserWarning, stacklevel=2)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    if workers < 1:
-        raise InvalidArgument(f"workers must be >= 1, got {workers}")
+    if not _is_count(workers, 1) or workers > _core.MAX_THREADS:  # the threads limit of vector envs and agents
+        raise InvalidArgument(f"workers must be an integer in [1, {_core.MAX_THREADS}], got {workers!r}")
 
     root = os.fspath(out_dir)
     os.makedirs(root, exist_ok=True)
