@@ -281,6 +281,15 @@ def test_a_damaged_manifest_never_leads_to_deletion(tmp_path, manifest):
     assert sorted(_contents(root)) == ["shard-00000.goenv-shard"]
 
 
+def test_a_manifest_json_that_is_not_a_dataset_is_not_replaced(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "manifest.json").write_text('{"name": "my web app"}')
+    with pytest.raises(goenv.InvalidArgument, match="no shard file there.*nothing was changed.*overwrite=True"):
+        _dataset(root)
+    assert (root / "manifest.json").read_text() == '{"name": "my web app"}' and os.listdir(root) == ["manifest.json"]
+
+
 def test_manifest_entries_cannot_point_outside_the_folder(tmp_path):
     root = tmp_path / "ds"
     _dataset(root)

@@ -359,13 +359,15 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     if damaged is not None:
         # Nothing vouches for the shards: keep those that verify as this dataset's; any other
         # shard file may be another dataset's graphs, which only overwrite=True replaces.
+        # A manifest.json with no shard to vouch for it may be anyone's file: not replaced either.
         kept = _recover_shards(root, plan, family, params, seeded, seed)
         unverified = sorted(set(present) - {record["file"] for record in kept.values()})
-        if unverified and not overwrite:
-            raise InvalidArgument(f"{damaged}; {len(unverified)} of {len(present)} shard files there "
-                                  f"({', '.join(unverified[:3])}{', ...' if len(unverified) > 3 else ''}) do not "
-                                  f"verify as graphs of this family, params and seed; nothing was changed. Use "
-                                  f"another directory, or overwrite=True (--overwrite) to replace them")
+        if (unverified or not kept) and not overwrite:
+            what = (f"{len(unverified)} of {len(present)} shard files there ({', '.join(unverified[:3])}"
+                    f"{', ...' if len(unverified) > 3 else ''}) do not verify as graphs of this family, params and "
+                    f"seed" if unverified else "no shard file there shows it belongs to a goenv dataset")
+            raise InvalidArgument(f"{damaged}; {what}; nothing was changed. Use another directory, or "
+                                  f"overwrite=True (--overwrite) to replace them")
         warnings.warn(f"{damaged}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
                       f"family, params and seed", UserWarning, stacklevel=2)
     if previous is not None:
