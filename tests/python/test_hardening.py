@@ -376,6 +376,8 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     files.write_atomic(tmp_path / "new", lambda f: f.write(b"made"))
     assert (tmp_path / "new").read_bytes() == b"made"
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+    with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
+        small_graph().save(str(fifo))  # the C++ writer: the same rule
     with pytest.raises(goenv.InvalidArgument, match="FIFO"):
         files.read_regular_file(fifo)
     with pytest.raises(goenv.InvalidArgument, match="limit"):
