@@ -163,9 +163,9 @@ def test_num_threads_is_bounded_by_max_threads():
     for bad in (0, -1, 2_000_000_000, _core.MAX_THREADS + 1):
         with pytest.raises(goenv.InvalidArgument, match=r"num_threads must be in \[1, 1024\]"):
             goenv.make_vec("placement-transformer-xl-2", num_envs=2, num_threads=bad)
-    for bad in (2**70, True, 2.5):
+    for bad in (2**70, True, 2.5, "4"):
         with pytest.raises(goenv.InvalidArgument, match="num_threads"):
-            _core.VectorEnv([goenv.make("placement-transformer-xl-2").core], num_threads=bad)
+            goenv.make_vec("placement-transformer-xl-2", num_envs=2, num_threads=bad)
     venv = goenv.make_vec("placement-transformer-xl-2", num_envs=2, num_threads=_core.MAX_THREADS)
     try:
         venv.reset(seed=0)
