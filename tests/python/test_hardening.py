@@ -354,6 +354,19 @@ def test_shards_are_read_only_as_regular_files(tmp_path):
 
 # -- issue 23: outputs are written only over regular files --------------------------
 
+def device_node(tmp_path):
+    """A character device of our own (a copy of /dev/null's numbers): a test that regresses replaces
+    it, never the system's /dev/null (as root, a broken writer did exactly that). Needs root."""
+    import stat
+
+    path = tmp_path / "device"
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        return None
+    return path
+
+
 def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     from goenv import files
 
@@ -362,11 +375,14 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     folder.mkdir()
     os.symlink(tmp_path / "nowhere", dangling)
     os.symlink(fifo, tmp_path / "link-to-fifo")
-    for target, kind in ((fifo, "FIFO"), (folder, "directory"), ("/dev/null", "character device"),
+    device = device_node(tmp_path)
+    for target, kind in ((fifo, "FIFO"), (folder, "directory"), (device, "character device"),
                          (tmp_path / "link-to-fifo", "FIFO"), (dangling, "dangling")):
+        if target is None:
+            continue
         with pytest.raises(goenv.InvalidArgument, match=kind):
             files.write_atomic(target, b"x")
-    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    assert device is None or stat_kind(device) == "device"
     assert not os.path.lexists(tmp_path / "nowhere") and sorted(os.listdir(folder)) == []
     regular = tmp_path / "regular"
     regular.write_bytes(b"old")
@@ -390,16 +406,21 @@ def test_cli_outputs_refuse_fifos_devices_and_directories(tmp_path, capsys):
     fifo, folder = tmp_path / "fifo", tmp_path / "folder"
     os.mkfifo(fifo)
     folder.mkdir()
+    os.symlink(fifo, tmp_path / "link-to-fifo")
     cases = [["render", "placement-transformer-xl-2", "-o", str(fifo)],
              ["render", "placement-transformer-xl-2", "-o", str(folder)],
              ["train", "placement-transformer-xl-2", "--save", str(fifo)],
-             ["train", "placement-transformer-xl-2", "--save", "/dev/null"],
+             ["train", "placement-transformer-xl-2", "--decision", str(tmp_path / "link-to-fifo")],
              ["train", "placement-transformer-xl-2", "--decision", str(folder)]]
+    device = device_node(tmp_path)
+    if device is not None:
+        cases.append(["train", "placement-transformer-xl-2", "--save", str(device)])
     for argv in cases:  # refused before anything runs (no training)
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("goenv: error: ") and err.count("\n") == 1 and "not a regular file" in err, err
     assert stat_kind(fifo) == "fifo" and sorted(os.listdir(folder)) == []
+    assert device is None or stat_kind(device) == "device"
     assert not (tmp_path / "folder.npz").exists()  # --decision DIR wrote DIR.npz beside it
 
 
@@ -407,7 +428,8 @@ def stat_kind(path) -> str:
     import stat
 
     mode = os.lstat(path).st_mode
-    return "fifo" if stat.S_ISFIFO(mode) else "dir" if stat.S_ISDIR(mode) else "file"
+    return ("fifo" if stat.S_ISFIFO(mode) else "dir" if stat.S_ISDIR(mode) else
+            "device" if stat.S_ISCHR(mode) else "file")
 
 
 # -- issue 23: ONNX -------------------------------------------------------------------
