@@ -398,6 +398,14 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
         files.read_regular_file(fifo)
     with pytest.raises(goenv.InvalidArgument, match="limit"):
         files.read_regular_file(regular, limit=2)
+    import tracemalloc  # fuzz finding (ASan): read(limit + 1) allocated 2 GiB for every small file
+
+    tracemalloc.start()
+    try:
+        assert files.read_regular_file(regular) == b"new"
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
 
 
 def test_cli_outputs_refuse_fifos_devices_and_directories(tmp_path, capsys):

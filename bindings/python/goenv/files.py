@@ -98,7 +98,7 @@ def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, what
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as file:
-        data = file.read(limit + 1)
-    if len(data) > limit:  # grew while being read
-        raise error(f"{what} {path}: more than the limit of {limit} bytes")
+        data = file.read(info.st_size + 1)  # read(n) allocates n bytes up front: the size, not the limit
+    if len(data) != info.st_size:
+        raise error(f"{what} {path}: changed size while it was read")
     return data
