@@ -94,7 +94,7 @@ clean:
 #                                 and every fuzz target briefly, against the sanitizer-built goenv._core
 FUZZ_SECONDS ?= 300
 FUZZ_RUNS ?= -1
-FUZZ_TARGETS := graph_load cluster_json env_state env_actions checkpoint
+FUZZ_TARGETS := graph_load cluster_json env_state env_actions dataset onnx_import checkpoint
 # The sanitizer build has no goenv._agents (LibTorch is not instrumented): its run leaves checkpoint out.
 SANITIZE_FUZZ_TARGETS := $(filter-out checkpoint,$(FUZZ_TARGETS))
 ATHERIS := atheris==3.0.0
@@ -136,7 +136,8 @@ test-sanitize: sanitize-build fuzz-setup
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./goenv_tests --gtest_brief=1
 	env $(SANITIZE_ENV) $(SANITIZE_PRELOAD) GOENV_PACKAGE_DIR=$(SANITIZE_DIR)/python PYTHONPATH=tests/fuzz \
-	  $(PYTHON) -m pytest -q -s -p local_goenv tests/python/test_hardening.py tests/python/test_graph.py \
+	  $(PYTHON) -m pytest -q -s -p local_goenv tests/python/test_hardening.py tests/python/test_threads.py \
+	  tests/python/test_graph.py \
 	  --deselect tests/python/test_graph.py::test_corrupt_payload_with_valid_checksum_never_crashes
 	@for t in $(SANITIZE_FUZZ_TARGETS); do \
 	  mkdir -p $(SANITIZE_DIR)/fuzz/$$t; echo "== fuzz $$t (sanitized, $(SANITIZE_FUZZ_SECONDS) s)"; \

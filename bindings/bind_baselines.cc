@@ -2,6 +2,7 @@
 // GIL released; decisions come back as numpy arrays.
 #include <pybind11/stl.h>
 
+#include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/baselines/baseline.h"
 
@@ -21,11 +22,7 @@ void bind_baselines(py::module_& m) {
     return d;
   }, py::arg("name"));
   m.def("solve_baseline", [](Env& env, const std::string& name, std::int64_t simulator_calls, std::uint64_t seed) {
-    BaselineResult r;
-    {
-      py::gil_scoped_release release;
-      r = solve_baseline(env, name, {simulator_calls, seed});
-    }
+    BaselineResult r = guarded(env.guard(), [&] { return solve_baseline(env, name, {simulator_calls, seed}); });
     const auto n = static_cast<py::ssize_t>(r.decisions.placement.size());
     py::dict d;
     d["method"] = r.method;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bindings/env_options.h"
+#include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/registry.h"
 
@@ -88,31 +89,22 @@ void bind_envs(py::module_& m) {
   py::class_<Env>(m, "Env", "The C++ environment behind goenv's gymnasium wrapper.")
       .def("reset", [](Env& env, std::uint64_t seed) {
         StepInfo info;
-        DynamicObservation obs;
-        {
-          py::gil_scoped_release release;
-          obs = env.reset(seed, &info);
-        }
+        DynamicObservation obs = guarded(env.guard(), [&] { return env.reset(seed, &info); });
         return py::make_tuple(observation_dict(env, std::move(obs)), info_dict(info));
       }, py::arg("seed") = 0)
       .def("step", [](Env& env, py::handle action) {
         const auto parts = action_parts(env, action);
         std::vector<const std::int64_t*> pointers;
         for (const auto& p : parts) pointers.push_back(p.data());
-        StepResult r;
-        {
-          py::gil_scoped_release release;
-          r = env.step(pointers);
-        }
+        StepResult r = guarded(env.guard(), [&] { return env.step(pointers); });
         return py::make_tuple(observation_dict(env, std::move(r.observation)), r.reward, r.terminated,
                               r.truncated, info_dict(r.info));
       }, py::arg("action"))
-      .def("get_state", [](const Env& env) { return py::bytes(env.get_state()); },
+      .def("get_state", [](const Env& env) { return py::bytes(guarded(env.guard(), [&] { return env.get_state(); })); },
            "The episode state as bytes (cereal); set_state() restores it exactly.")
       .def("set_state", [](Env& env, const py::bytes& state) {
         const std::string bytes = state;
-        py::gil_scoped_release release;
-        env.set_state(bytes);
+        guarded(env.guard(), [&] { env.set_state(bytes); });
       }, py::arg("state"))
       .def_property_readonly("config", [](const Env& env) {
         const EnvConfig& c = env.config();
@@ -156,12 +148,28 @@ void bind_envs(py::module_& m) {
       .def_property_readonly("action_mask_width", &Env::action_mask_width)
       .def_property_readonly("graph", [](const Env& env) { return std::const_pointer_cast<Graph>(env.graph_ptr()); })
       .def_property_readonly("cluster", &Env::cluster)
-      .def_property_readonly("initial_runtime", &Env::initial_runtime)
-      .def_property_readonly("placement", [](const Env& env) { return py::array_t<std::int32_t>(env.placement().size(), env.placement().data()); })
-      .def_property_readonly("priority", [](const Env& env) { return py::array_t<double>(env.priority().size(), env.priority().data()); })
-      .def_property_readonly("fusion", [](const Env& env) { return py::array_t<std::int32_t>(env.fusion().size(), env.fusion().data()); })
-      .def_property_readonly("last_result", &Env::last_result, py::return_value_policy::copy,
-                             "The simulation of the current (last adopted) decisions.");
+      // The episode's state: copied under the env's guard (another thread may be stepping it).
+      .def_property_readonly("initial_runtime", [](const Env& env) {
+        return guarded(env.guard(), [&] { return env.initial_runtime(); });
+      })
+      .def_property_readonly("placement", [](const Env& env) {
+        auto p = guarded(env.guard(), [&] { return env.placement(); });
+        const auto n = static_cast<py::ssize_t>(p.size());
+        return to_numpy(std::move(p), {n});
+      })
+      .def_property_readonly("priority", [](const Env& env) {
+        auto p = guarded(env.guard(), [&] { return env.priority(); });
+        const auto n = static_cast<py::ssize_t>(p.size());
+        return to_numpy(std::move(p), {n});
+      })
+      .def_property_readonly("fusion", [](const Env& env) {
+        auto f = guarded(env.guard(), [&] { return env.fusion(); });
+        const auto n = static_cast<py::ssize_t>(f.size());
+        return to_numpy(std::move(f), {n});
+      })
+      .def_property_readonly("last_result", [](const Env& env) {
+        return guarded(env.guard(), [&] { return env.last_result(); });
+      }, "The simulation of the current (last adopted) decisions.");
 
   m.def("make_env", [](const std::string& id, py::kwargs options) {
     const EnvConfig config = config_from(options);

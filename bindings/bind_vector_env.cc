@@ -12,6 +12,8 @@
 
 #include <chrono>
 
+#include "bindings/env_options.h"
+#include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/vector_env.h"
 
@@ -78,9 +80,10 @@ constexpr int kInt64 = py::detail::npy_api::NPY_INT64_;
 
 class PyVectorEnv {
  public:
-  PyVectorEnv(const std::vector<const Env*>& templates, int num_threads, py::object pad_to, int max_episode_steps,
-              bool copy)
+  PyVectorEnv(const std::vector<const Env*>& templates, py::handle num_threads_value, py::object pad_to,
+              int max_episode_steps, bool copy)
       : copy_(copy) {
+    const int num_threads = checked_num_threads(int_option(num_threads_value, "num_threads"));
     GOENV_CHECK(!templates.empty(), InvalidArgument, "a vector env needs at least one env");
     bool same_graph = true;
     for (const Env* t : templates) same_graph = same_graph && t->graph_ptr() == templates.front()->graph_ptr();
@@ -126,11 +129,12 @@ class PyVectorEnv {
       mask_bytes = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(m);
     }
     Outputs out = outputs(false);
-    {
-      py::gil_scoped_release release;
+    std::vector<double> bounds;
+    guarded(engine_->guard(), [&] {
       engine_->reset(seed_values.data(), mask.is_none() ? nullptr : mask_bytes.data(), out.buffers);
-    }
-    update_lower_bounds();
+      bounds = lower_bounds();
+    });
+    set_lower_bounds(std::move(bounds));
     return py::make_tuple(observation(out), info(out));
   }
 
@@ -159,15 +163,23 @@ class PyVectorEnv {
     for (std::size_t h = 0; h < heads.size(); ++h)
       pointers[h] = static_cast<const std::int64_t*>(held[h].data());
     Outputs out = outputs(true);
-    {
-      py::gil_scoped_release release;
+    const bool need_bounds = !lower_bound_;  // a batch restored by set_state, never reset here
+    std::vector<double> bounds;
+    guarded(engine_->guard(), [&] {
       engine_->step(pointers.data(), layout, out.buffers);
-    }
-    if (!lower_bound_) update_lower_bounds();  // a batch restored by set_state, never reset here
+      if (need_bounds) bounds = lower_bounds();
+    });
+    if (need_bounds) set_lower_bounds(std::move(bounds));
     return py::make_tuple(observation(out), out.reward, out.terminated, out.truncated, info(out));
   }
 
   py::dict static_observation() const { return static_obs_; }
+
+  // Calls that read or change the episodes hold the engine's guard (bindings/guard.h).
+  template <typename F>
+  auto locked(F&& body) -> decltype(body()) {
+    return guarded(engine_->guard(), std::forward<F>(body));
+  }
 
  private:
   // Result arrays (null objects where a call has none) and their data pointers.
@@ -303,7 +315,7 @@ class PyVectorEnv {
   }
 
   void make_owned_views(const std::vector<py::ssize_t>& node_state_shape, const std::vector<py::ssize_t>& mask_shape) {
-    const BatchBuffers& buf = engine_->owned_buffers();
+    const BatchBuffers& buf = locked([&]() -> const BatchBuffers& { return engine_->owned_buffers(); });
     const py::ssize_t b = engine_->num_envs(), d = engine_->num_devices();
     py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
     auto view = [&](auto* data, std::vector<py::ssize_t> shape) {
@@ -396,11 +408,17 @@ class PyVectorEnv {
   }
 
   // Each env's lower bound is fixed, reported by its first reset: one read-only array.
-  void update_lower_bounds() {
-    py::array_t<double> bounds(engine_->num_envs());
-    for (int i = 0; i < engine_->num_envs(); ++i) bounds.mutable_data()[i] = engine_->env(i).last_info().lower_bound;
-    bounds.attr("setflags")(py::arg("write") = false);
-    lower_bound_ = bounds;
+  // lower_bounds() runs under the engine's guard, set_lower_bounds() with the GIL.
+  std::vector<double> lower_bounds() const {
+    std::vector<double> bounds(engine_->num_envs());
+    for (int i = 0; i < engine_->num_envs(); ++i) bounds[i] = engine_->env(i).last_info().lower_bound;
+    return bounds;
+  }
+  void set_lower_bounds(std::vector<double> bounds) {
+    const auto b = static_cast<py::ssize_t>(bounds.size());
+    py::array array = to_numpy(std::move(bounds), {b});
+    array.attr("setflags")(py::arg("write") = false);
+    lower_bound_ = array;
   }
 
   static void set_item(py::dict& d, const py::object& key, const py::object& value) {
@@ -433,10 +451,11 @@ class PyVectorEnv {
 }  // namespace
 
 void bind_vector_env(py::module_& m) {
+  m.attr("MAX_THREADS") = kMaxThreads;  // num_threads of vector envs and agents: [1, MAX_THREADS]
   py::class_<PyVectorEnv>(m, "VectorEnv",
                           "B envs of one task stepped in parallel (OpenMP) into batched numpy arrays; "
                           "goenv.make_vec wraps it as a gymnasium.vector.VectorEnv.")
-      .def(py::init<const std::vector<const Env*>&, int, py::object, int, bool>(), py::arg("envs"),
+      .def(py::init<const std::vector<const Env*>&, py::handle, py::object, int, bool>(), py::arg("envs"),
            py::arg("num_threads") = 1, py::arg("pad_to") = py::none(), py::arg("max_episode_steps") = 0,
            py::arg("copy") = true,
            "One env per entry of `envs`, each a clone of that env (graph, cluster, options). Envs on one graph\n"
@@ -445,15 +464,17 @@ void bind_vector_env(py::module_& m) {
            "Resets every env (or those where mask is True); seeds: uint64 (B,). Returns (obs, info).")
       .def("step", &PyVectorEnv::step, py::arg("actions"),
            "Steps every env (NEXT_STEP autoreset). Returns (obs, reward, terminated, truncated, info).")
-      .def("get_state", [](PyVectorEnv& v) { return py::bytes(v.engine().get_state()); },
+      .def("get_state", [](PyVectorEnv& v) { return py::bytes(v.locked([&] { return v.engine().get_state(); })); },
            "Every env's snapshot plus the autoreset flags, as bytes.")
       .def("set_state", [](PyVectorEnv& v, const py::bytes& state) {
         const std::string bytes = state;
-        py::gil_scoped_release release;
-        v.engine().set_state(bytes);
+        v.locked([&] { v.engine().set_state(bytes); });
       }, py::arg("state"))
       .def_property("num_threads", [](PyVectorEnv& v) { return v.engine().num_threads(); },
-                    [](PyVectorEnv& v, int t) { v.engine().set_num_threads(t); })
+                    [](PyVectorEnv& v, py::handle t) {
+                      const int threads = int_option(t, "num_threads");
+                      v.locked([&] { v.engine().set_num_threads(threads); });
+                    }, "OpenMP threads, in [1, MAX_THREADS].")
       .def_property("copy", &PyVectorEnv::copy, &PyVectorEnv::set_copy,
                     "True: fresh arrays every step; False: views of reused buffers (valid until the next call).")
       .def_property_readonly("num_envs", [](PyVectorEnv& v) { return v.engine().num_envs(); })
@@ -502,14 +523,15 @@ void bind_vector_env(py::module_& m) {
       })
       .def_property_readonly("static_observation", &PyVectorEnv::static_observation,
                              "The read-only static entries of every observation (built once).")
-      .def_property_readonly("last_call_seconds", [](PyVectorEnv& v) { return v.engine().last_call_seconds(); },
+      .def_property_readonly("last_call_seconds", [](PyVectorEnv& v) { return v.locked([&] { return v.engine().last_call_seconds(); }); },
                              "C++ wall time of the last step/reset (without the Python boundary).")
       .def("graph", [](PyVectorEnv& v, int i) { return std::const_pointer_cast<Graph>(v.engine().env(i).graph_ptr()); },
            py::arg("index"))
       .def("cluster", [](PyVectorEnv& v, int i) { return v.engine().env(i).cluster(); }, py::arg("index"))
-      .def("last_result", [](PyVectorEnv& v, int i) { return v.engine().env(i).last_result(); }, py::arg("index"),
+      .def("last_result", [](PyVectorEnv& v, int i) { return v.locked([&] { return v.engine().env(i).last_result(); }); },
+           py::arg("index"),
            "The simulation of env i's current decisions (for rendering).")
-      .def("env_state", [](PyVectorEnv& v, int i) { return py::bytes(v.engine().env(i).get_state()); },
+      .def("env_state", [](PyVectorEnv& v, int i) { return py::bytes(v.locked([&] { return v.engine().env(i).get_state(); })); },
            py::arg("index"), "Env i's snapshot, as GraphEnv.get_state() gives it.");
 }
 

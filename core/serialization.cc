@@ -5,10 +5,13 @@
 #include <cereal/types/array.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -278,40 +281,96 @@ void check_json_depth(std::string_view json, const std::string& what) {
   }
 }
 
-// Only regular files, at most kMaxFileBytes, read in one allocation of the
-// size stat() reported (a file that grows meanwhile is refused, not followed).
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+// Only regular files, at most kMaxFileBytes, read in one allocation of the size
+// fstat() reported (a file that grows meanwhile is refused, not followed). The
+// checks are made on the open descriptor (O_NONBLOCK: a FIFO opens at once and is
+// refused), so nothing swapped in after a check is read.
 std::string read_file(const std::string& path) {
+  const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  GOENV_CHECK(file.fd >= 0, InvalidArgument, "cannot open '" << path << "' for reading: " << std::strerror(errno));
   struct stat info {};
-  GOENV_CHECK(::stat(path.c_str(), &info) == 0, InvalidArgument, "cannot open '" << path << "' for reading");
-  GOENV_CHECK(S_ISREG(info.st_mode), InvalidArgument, "'" << path << "' is not a regular file");
+  GOENV_CHECK(::fstat(file.fd, &info) == 0, InvalidArgument, "cannot open '" << path << "' for reading");
+  GOENV_CHECK(S_ISREG(info.st_mode), InvalidArgument,
+              "'" << path << "' is not a regular file (" << file_kind(info.st_mode) << ")");
   const auto size = static_cast<std::uint64_t>(info.st_size);
   GOENV_CHECK(size <= kMaxFileBytes, InvalidArgument,
               "'" << path << "' is " << size << " bytes; goenv files are at most " << kMaxFileBytes);
-  std::ifstream in(path, std::ios::binary);
-  GOENV_CHECK(in.good(), InvalidArgument, "cannot open '" << path << "' for reading");
   std::string contents(static_cast<std::size_t>(size), '\0');
-  in.read(contents.data(), static_cast<std::streamsize>(size));
-  GOENV_CHECK(static_cast<std::uint64_t>(in.gcount()) == size && in.peek() == std::char_traits<char>::eof(),
-              InvalidArgument, "'" << path << "' changed size while it was read");
-  return contents;
+  std::size_t done = 0;
+  char extra = 0;
+  while (true) {
+    char* into = done < contents.size() ? contents.data() + done : &extra;
+    const ssize_t n = ::read(file.fd, into, done < contents.size() ? contents.size() - done : 1);
+    if (n < 0 && errno == EINTR) continue;
+    GOENV_CHECK(n >= 0, InvalidArgument, "cannot read '" << path << "': " << std::strerror(errno));
+    GOENV_CHECK(done < contents.size() ? n > 0 : n == 0, InvalidArgument,
+                "'" << path << "' changed size while it was read");
+    if (n == 0) return contents;
+    done += static_cast<std::size_t>(n);
+  }
 }
 
+// Only over a regular file (a link to one: its target) or a new path: a device,
+// FIFO or directory there is refused, never replaced by a regular file. The
+// temporary file is created with O_EXCL (never a file or link placed there),
+// flushed to disk, then renamed over the target.
 void write_file_atomic(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    GOENV_CHECK(out.good(), InvalidArgument, "cannot open '" << tmp << "' for writing");
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out.good()) {
-      std::remove(tmp.c_str());
-      GOENV_FAIL(Error, "failed writing '" << tmp << "' (disk full?)");
+  std::string target = path;
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    GOENV_CHECK(S_ISREG(info.st_mode), InvalidArgument,
+                "'" << path << "' is " << file_kind(info.st_mode)
+                    << ", not a regular file; goenv writes only over regular files or new paths");
+    if (char* real = ::realpath(path.c_str(), nullptr)) {
+      target = real;
+      std::free(real);
     }
+  } else {
+    GOENV_CHECK(::lstat(path.c_str(), &info) != 0, InvalidArgument,
+                "'" << path << "' is a dangling symbolic link; goenv writes only over regular files or new paths");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  FileDescriptor file{-1};
+  for (int attempt = 0; file.fd < 0 && attempt < 64; ++attempt) {
+    tmp = target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    file.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies
+    if (file.fd < 0 && errno != EEXIST) break;
+  }
+  GOENV_CHECK(file.fd >= 0, InvalidArgument, "cannot create '" << tmp << "': " << std::strerror(errno));
+  const auto fail = [&](const std::string& why) {
     std::remove(tmp.c_str());
-    GOENV_FAIL(Error, "cannot move '" << tmp << "' to '" << path << "'");
+    GOENV_FAIL(Error, "failed writing '" << path << "': " << why);
+  };
+  for (std::size_t done = 0; done < contents.size();) {
+    const ssize_t n = ::write(file.fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(std::strerror(errno));
+    done += static_cast<std::size_t>(n);
   }
+  if (::fsync(file.fd) != 0) fail(std::strerror(errno));
+  if (::stat(target.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) fail("the target stopped being a regular file");
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) fail(std::string("cannot rename: ") + std::strerror(errno));
 }
 
 std::string graph_to_bytes(const Graph& graph) { return wrap(kGraphMagic, binary_payload(to_record(graph))); }

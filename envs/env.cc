@@ -5,6 +5,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "core/error.h"
@@ -432,6 +433,10 @@ std::uint64_t graph_checksum(const Graph& g) {
 // A value that observations divide and cast to float32 stays finite there.
 bool float_finite(double x) { return std::isfinite(x) && std::isfinite(static_cast<float>(x)); }
 
+// Bitwise equality, for what set_state recomputes: -0.0 == 0.0 and NaN != NaN, but an accepted
+// state must round-trip to the same bytes.
+bool same_bits(const double* a, const double* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(double)) == 0; }
+
 }  // namespace
 
 std::string Env::get_state() const {
@@ -464,8 +469,10 @@ std::string Env::get_state() const {
 }
 
 // Every field is checked (the first bad one is named): a snapshot from a bit
-// flip, a truncated pickle or another env is refused, never half-applied; what
-// the env can recompute (both runtimes) must match its own simulation exactly.
+// flip, a truncated pickle or another env is refused, never half-applied. What
+// the env can recompute (both runtimes; the info of the decisions in force) must
+// match its own simulation exactly; what it cannot (a rejected decision's runtime
+// and reason, the last reward) must be consistent with how a step produces it.
 void Env::set_state(const std::string& bytes) {
   EnvState s;
   try {
@@ -526,21 +533,36 @@ void Env::set_state(const std::string& bytes) {
   const SimulationResult& current = simulate(s.placement, s.priority, s.fusion);
   if (!(s.runtime == current.runtime)) bad("runtime", "differs from the simulation of the state's decisions");
   const double scale = std::max(s.initial_runtime, kMinRuntimeScale);
-  if (!float_finite(s.last_reward) || (s.steps == 0 && s.last_reward != 0)) bad("last_reward", "is not a reward");
-  if (!(s.info_runtime >= 0) || !float_finite(s.info_runtime / scale)) bad("info_runtime", "is not a runtime");
-  if (static_cast<int>(s.info_peak_memory.size()) != cluster().num_devices())
-    bad("info_peak_memory", "does not have one value per device");
-  for (int d = 0; d < cluster().num_devices(); ++d)
-    if (!(s.info_peak_memory[d] >= 0) || !float_finite(s.info_peak_memory[d] / cluster().device(d).memory_bytes))
-      bad("info_peak_memory", "is not a memory size at device " + std::to_string(d));
-  if (!(s.info_bytes_moved >= 0) || !std::isfinite(s.info_bytes_moved)) bad("info_bytes_moved", "is not a size");
-  if (s.info_invalid_reason.size() > 65536 || !is_valid_utf8(s.info_invalid_reason) ||
-      (!s.info_invalid && !s.info_invalid_reason.empty()))
-    bad("info_invalid_reason", "is not the reason of an invalid decision");
-  if (!std::isnan(s.info_rejected_runtime) &&
-      (!s.info_invalid || !(s.info_rejected_runtime >= 0) || !float_finite(s.info_rejected_runtime / scale)))
-    bad("info_rejected_runtime", "is not the runtime of a rejected decision");
-  if (s.info_colocation_moved < 0 || s.info_colocation_moved > n) bad("info_colocation_moved", "is not a node count");
+  // info describes the decisions in force after the last reset or step (fill_info).
+  if (!same_bits(&s.info_runtime, &current.runtime, 1))
+    bad("info_runtime", "differs from the simulation of the state's decisions");
+  if (s.info_peak_memory.size() != current.peak_memory.size() ||
+      !same_bits(s.info_peak_memory.data(), current.peak_memory.data(), current.peak_memory.size()))
+    bad("info_peak_memory", "differs from the simulation of the state's decisions");
+  if (!same_bits(&s.info_bytes_moved, &current.bytes_moved, 1))
+    bad("info_bytes_moved", "differs from the simulation of the state's decisions");
+  // The last step's decision was not adopted unless the field is StepInfo's own NaN.
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  const bool rejected = !same_bits(&s.info_rejected_runtime, &none, 1);
+  if (rejected) {
+    if (s.steps == 0 || !s.info_invalid) bad("info_rejected_runtime", "is set but no step was rejected");
+    if (!(s.info_rejected_runtime >= 0) || !float_finite(s.info_rejected_runtime / scale))
+      bad("info_rejected_runtime", "is not the runtime of a rejected decision");
+    if (s.info_invalid_reason.empty() || s.info_invalid_reason.size() > 65536 ||
+        !is_valid_utf8(s.info_invalid_reason))
+      bad("info_invalid_reason", "is not the reason of a rejected decision");
+    if (!(s.last_reward == config_.invalid_penalty)) bad("last_reward", "is not this env's invalid_penalty");
+  } else {
+    if (s.info_oom != current.oom) bad("info_oom", "differs from the simulation of the state's decisions");
+    if (s.info_invalid != current.invalid || s.info_invalid_reason != current.invalid_reason)
+      bad("info_invalid", "differs from the simulation of the state's decisions");
+    // An adopted step's reward is (previous runtime - runtime) / scale with a previous runtime >= 0.
+    if (s.steps == 0 ? s.last_reward != 0 : !(s.last_reward >= -s.runtime / scale) || !float_finite(s.last_reward))
+      bad("last_reward", "is not a reward this state can follow");
+  }
+  const bool can_move = s.steps > 0 && has(Head::kPlacement) && follow_colocation_ && colocation_.num_groups() > 0;
+  if (s.info_colocation_moved < 0 || s.info_colocation_moved > (can_move ? n : 0))
+    bad("info_colocation_moved", "is not a count of nodes colocation moved");
 
   last_ = current;
   placement_ = std::move(s.placement);
@@ -553,16 +575,13 @@ void Env::set_state(const std::string& bytes) {
   cursor_ = s.cursor;
   started_ = true;
   done_ = s.done;
-  fill_info(last_);
-  info_.runtime = s.info_runtime;
-  info_.initial_runtime = initial_runtime_ > 0 ? initial_runtime_ : s.info_runtime;
-  info_.speedup = s.info_runtime > 0 ? info_.initial_runtime / s.info_runtime : 1.0;
-  info_.peak_memory = s.info_peak_memory;
-  info_.bytes_moved = s.info_bytes_moved;
-  info_.oom = s.info_oom;
-  info_.invalid = s.info_invalid;
-  info_.invalid_reason = s.info_invalid_reason;
-  info_.rejected_runtime = s.info_rejected_runtime;
+  fill_info(last_);  // runtime, speedup, peak memory and bytes moved: recomputed, equal to the state's
+  if (rejected) {
+    info_.oom = s.info_oom;
+    info_.invalid = true;
+    info_.invalid_reason = std::move(s.info_invalid_reason);
+    info_.rejected_runtime = s.info_rejected_runtime;
+  }
   info_.colocation_moved = s.info_colocation_moved;
 }
 

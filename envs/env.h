@@ -36,6 +36,7 @@
 #include "datasets/registry.h"
 #include "envs/colocation.h"
 #include "envs/observation.h"
+#include "envs/threads.h"
 
 namespace goenv {
 
@@ -145,6 +146,7 @@ class Env {
   void check_action(const std::int64_t* const* action) const;
   bool needs_reset() const { return !started_ || done_; }
   bool started() const { return started_; }
+  std::int64_t steps() const { return steps_; }  // in this episode
 
   // Current decisions and the last simulation (for rendering and baselines).
   const std::vector<std::int32_t>& placement() const { return placement_; }
@@ -164,6 +166,11 @@ class Env {
   // the future is reproduced exactly (search, forking, worker processes).
   std::string get_state() const;
   void set_state(const std::string& state);
+
+  // Not thread-safe itself: callers that share one env between threads (the
+  // Python bindings) hold guard() around every call that reads or changes the
+  // episode. A copy of the env gets its own guard.
+  std::mutex& guard() const { return guard_.mutex(); }
 
  private:
   void apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
@@ -209,6 +216,7 @@ class Env {
   bool has_initial_result_ = false;
   std::vector<std::int32_t> topo_position_;
   mutable std::vector<std::int32_t> group_device_;
+  Guard guard_;
 };
 
 }  // namespace goenv

@@ -106,7 +106,8 @@ std::unique_ptr<VectorEnv> VectorEnv::from_templates(const std::vector<const Env
   envs.reserve(templates.size());
   for (const Env* t : templates) {
     GOENV_CHECK(t != nullptr, InvalidArgument, "vector env: null template env");
-    envs.push_back(std::make_unique<Env>(*t));  // shares the graph and its static observation
+    std::lock_guard<std::mutex> lock(t->guard());  // a template may be stepped by another thread meanwhile
+    envs.push_back(std::make_unique<Env>(*t));     // shares the graph and its static observation
   }
   return std::make_unique<VectorEnv>(std::move(envs), layout, num_threads, pad_nodes, pad_edges, max_episode_steps);
 }
@@ -131,8 +132,7 @@ std::unique_ptr<VectorEnv> VectorEnv::make(const std::vector<std::string>& ids, 
 }
 
 void VectorEnv::set_num_threads(int num_threads) {
-  GOENV_CHECK(num_threads >= 1, InvalidArgument, "num_threads must be >= 1, got " << num_threads);
-  num_threads_ = num_threads;
+  num_threads_ = checked_num_threads(num_threads);
 }
 
 Env& VectorEnv::env(int i) {
@@ -492,13 +492,34 @@ void VectorEnv::set_state(const std::string& bytes) {
   GOENV_CHECK(s.envs.size() == b && s.autoreset.size() == b && s.seed.size() == b && s.episode.size() == b &&
                   s.episode_steps.size() == b,
               InvalidArgument, "vector env: the state holds " << s.envs.size() << " envs, this batch has " << b);
-  for (std::size_t i = 0; i < b; ++i)
-    GOENV_CHECK(s.autoreset[i] <= 1 && s.episode_steps[i] >= 0, InvalidArgument,
-                "vector env: the state of env " << i << " has a corrupt autoreset flag or step count");
-  parallel_for_envs([&](int i) {
-    envs_[i]->set_state(s.envs[i]);
-    has_reset_[i] = envs_[i]->started();
-  });
+  // All or nothing: if any env's state (or its bookkeeping) is bad, every env gets its
+  // previous state back (a genuine snapshot, always accepted). The Env objects stay the
+  // same, so nothing that refers to them (env(i), the bindings) is left dangling.
+  std::vector<std::string> previous(b);
+  for (std::size_t i = 0; i < b; ++i) previous[i] = envs_[i]->get_state();
+  try {
+    parallel_for_envs([&](int i) {
+      Env& env = *envs_[i];
+      try {
+        env.set_state(s.envs[i]);
+      } catch (const InvalidArgument& e) {
+        GOENV_FAIL(InvalidArgument, "vector env: env " << i << ": " << e.what());
+      }
+      const std::int64_t steps = s.episode_steps[i];
+      const bool ended = !env.needs_reset() ? max_episode_steps_ > 0 && steps >= max_episode_steps_ : env.started();
+      GOENV_CHECK(env.started() ? steps == env.steps() && (max_episode_steps_ == 0 || steps <= max_episode_steps_)
+                                : steps == 0,
+                  InvalidArgument, "vector env: the state of env " << i << " has episode step count " << steps
+                                                                   << ", its env state has " << env.steps());
+      GOENV_CHECK(s.autoreset[i] == ended, InvalidArgument,
+                  "vector env: the state of env " << i << " has autoreset flag " << int{s.autoreset[i]} << ", its "
+                                                  << (ended ? "ended" : "running") << " episode needs " << ended);
+    });
+  } catch (...) {
+    parallel_for_envs([&](int i) { envs_[i]->set_state(previous[i]); });
+    throw;
+  }
+  for (std::size_t i = 0; i < b; ++i) has_reset_[i] = envs_[i]->started();
   autoreset_ = std::move(s.autoreset);
   seed_ = std::move(s.seed);
   episode_ = std::move(s.episode);

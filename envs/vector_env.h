@@ -17,6 +17,9 @@
 //    action throws InvalidAction naming the env and leaves the batch unchanged.
 //    Any other exception inside the parallel loop is caught per env and the
 //    first (lowest env index) is rethrown on the calling thread after the loop.
+//  * Not thread-safe itself: callers that share one VectorEnv between threads (the
+//    Python bindings) hold guard() around every call; its envs are its own.
+//  * num_threads is in [1, kMaxThreads] (envs/threads.h).
 //  * Static observation parts are built once: shared with the env (stacked) or
 //    concatenated / padded once at construction, never per step.
 #pragma once
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "envs/env.h"
+#include "envs/threads.h"
 
 namespace goenv {
 
@@ -137,11 +141,15 @@ class VectorEnv {
 
   // Snapshot of every env plus the autoreset flags and seed sequences (cereal
   // bytes); set_state() on a VectorEnv of the same envs reproduces the future.
+  // set_state() checks every env's state and the flags against it; a bad one (any
+  // env) changes nothing: the envs restored before it get their previous state back.
   std::string get_state() const;
   void set_state(const std::string& state);
 
   // Wall time of the last step()/reset() call (C++ side only), for overhead measurements.
   double last_call_seconds() const { return last_call_seconds_; }
+
+  std::mutex& guard() const { return guard_.mutex(); }
 
  private:
   void build_static();
@@ -189,6 +197,7 @@ class VectorEnv {
     bool has_last = false;
     std::chrono::steady_clock::time_point last_start;
   } choice_;
+  Guard guard_;
 };
 
 // The seed of env episode `episode` given the env's reset seed (splitmix64 mix).

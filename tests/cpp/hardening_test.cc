@@ -1,6 +1,9 @@
 // Regression tests for issue 14 (hardening): every hostile file, state or
 // option ends in a clean goenv exception or a correct, finite result.
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -101,6 +104,33 @@ TEST(Hardening, OnlyRegularFilesAreRead) {
   EXPECT_HAS(error_message<InvalidArgument>([] { load_graph("/dev/zero"); }), "not a regular file");
   EXPECT_HAS(error_message<InvalidArgument>([] { load_graph("/tmp"); }), "not a regular file");
   EXPECT_HAS(error_message<InvalidArgument>([] { load_graph("/no/such/file.goenv"); }), "cannot open");
+}
+
+// Issue 23: a save replaced a FIFO or device node (as root, /dev/zero) with a regular file.
+TEST(Hardening, OnlyRegularFilesAreReplaced) {
+  const GraphPtr g = chain(3);
+  char folder[] = "/tmp/goenv-save-XXXXXX";
+  ASSERT_NE(::mkdtemp(folder), nullptr);
+  const std::string dir = folder, fifo = dir + "/fifo", file = dir + "/g.goenv", link = dir + "/link";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_HAS(error_message<InvalidArgument>([&] { save_graph(*g, fifo); }), "a FIFO, not a regular file");
+  // A device node of our own (/dev/null's numbers; root only): a regression replaces it, not /dev/null.
+  const std::string device = dir + "/device";
+  if (::mknod(device.c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0)
+    EXPECT_HAS(error_message<InvalidArgument>([&] { save_graph(*g, device); }), "a character device");
+  EXPECT_HAS(error_message<InvalidArgument>([&] { save_graph(*g, dir); }), "a directory");
+  EXPECT_HAS(error_message<InvalidArgument>([&] { load_graph(fifo); }), "not a regular file (a FIFO)");
+  struct stat info {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  save_graph(*g, file);  // a new path, then over a regular file through a link (the link stays)
+  ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
+  save_graph(*g, link);
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  EXPECT_EQ(load_graph(file)->num_nodes(), 3);
+  for (const std::string& p : {fifo, file, link, device}) std::remove(p.c_str());
+  ::rmdir(folder);
 }
 
 // Defect 3: names that are not UTF-8 broke every Python accessor.

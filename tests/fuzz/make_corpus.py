@@ -44,6 +44,33 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for i in range(4):
         write("env_actions", f"random-{i}", rng.bytes(64 * (i + 1)))
+    from fuzz_dataset import TEMPLATE
+    from goenv import dataset_files
+
+    with open(os.path.join(TEMPLATE, dataset_files.MANIFEST), "rb") as f:
+        manifest = f.read()
+    with open(os.path.join(TEMPLATE, dataset_files.shard_file(1)), "rb") as f:
+        shard = f.read()
+    write("dataset", "manifest", b"\x00" + manifest)
+    write("dataset", "shard", b"\x01" + shard)
+    write("dataset", "manifest-resume", b"\x02" + manifest[: len(manifest) // 2])
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
+             helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Relu", ["h"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "seed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [3, 4], [0.5] * 12)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    write("onnx_import", "model", b"\x00" + model.SerializeToString())
+    nodes.reverse()  # a file whose nodes are not in topological order
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    write("onnx_import", "model-unsorted", b"\x00" + model.SerializeToString())
+    for i in range(3):
+        write("onnx_import", f"structured-{i}", bytes([2 * i + 1]) + rng.bytes(48 * (i + 1)))
     checkpoints()
 
 

@@ -381,3 +381,11 @@ def test_act_refuses_non_finite_observations_and_empty_masks():
     with pytest.raises(goenv.InvalidArgument, match="allows no placement choice for node 3"):
         agent.act(bad)
     assert agent.act(obs).shape == (env.core.num_nodes,)  # the good observation still acts
+
+
+def test_num_threads_is_bounded_by_the_shared_thread_limit():
+    limit = goenv._core.MAX_THREADS
+    small(num_threads=limit)  # the limit itself is fine
+    for bad in (limit + 1, 2_000_000_000, -1):
+        with pytest.raises(goenv.InvalidArgument, match=rf"num_threads must be in \[0, {limit}\]"):
+            agents.PPO(num_threads=bad)

@@ -188,7 +188,7 @@ def test_cli_train_never_returns_a_decision_worse_than_the_default(tmp_path, cap
     """An untrained (2-step) policy's greedy placement is worse than the default here: the
     result and the saved decision are the default's."""
     pytest.importorskip("torch")
-    decision = tmp_path / "decision.npz"
+    decision = tmp_path / "decision"  # written as given (np.savez would write decision.npz)
     assert main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "2", "--option", "hidden=8",
                  "--option", "envs_per_graph=2", "--decision", str(decision)]) == 0
     out = capsys.readouterr().out

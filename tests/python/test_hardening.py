@@ -1,6 +1,8 @@
-"""Regression tests for issue 14 (hardening): hostile files, states and options
+"""Regression tests for issues 14 and 23 (hardening): hostile files, states and options
 end in a clean goenv exception or a correct, finite result (never a crash, a
-memory blow-up, a UnicodeDecodeError or a silent NaN)."""
+memory blow-up, a UnicodeDecodeError or a silent NaN); outputs never replace what
+is not a regular file; datasets never delete without overwrite=True. Threads:
+test_threads.py."""
 
 from __future__ import annotations
 
@@ -231,10 +233,417 @@ def test_truncated_manifest_does_not_block_resuming(tmp_path):
     assert any("kept 3 of 3 shards" in str(w.message) for w in caught)
     assert {name: os.stat(root / name).st_mtime_ns for name in shards} == stamps  # nothing rewritten
     assert len(ds) == 6 and json.loads((root / "manifest.json").read_text())["complete"]
-    # Shards of other parameters are not adopted.
+    # Shards of other parameters are neither adopted nor replaced (issue 23): the command stops.
     (root / "manifest.json").write_bytes(b"{")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.raises(goenv.InvalidArgument, match="3 of 3 shard files.*nothing was changed.*overwrite=True"):
         dataset_files.generate("random-layered", 6, str(root), shard_size=2, seed=4, progress=False,
                                params={"num_layers": 3, "width": 2})
-    assert any("kept 0 of 3 shards" in str(w.message) for w in caught)
+    assert {name: os.stat(root / name).st_mtime_ns for name in shards} == stamps
+
+
+# -- issue 23: datasets never delete without overwrite=True, stay in their folder ------
+
+DATASET = {"shard_size": 2, "seed": 3, "progress": False, "params": {"num_layers": 3, "width": 2}}
+
+
+def _dataset(root, count=6, **kwargs):
+    return dataset_files.generate("random-layered", count, str(root), **{**DATASET, **kwargs})
+
+
+def _contents(root):
+    return {name: (root / name).read_bytes() for name in sorted(os.listdir(root)) if name != "manifest.json"}
+
+
+@pytest.mark.parametrize("manifest", ["missing", "truncated"])
+def test_a_damaged_manifest_never_leads_to_deletion(tmp_path, manifest):
+    root = tmp_path / "ds"
+    _dataset(root)
+    shards = _contents(root)
+    if manifest == "missing":
+        os.unlink(root / "manifest.json")
+    else:
+        (root / "manifest.json").write_bytes((root / "manifest.json").read_bytes()[:40])
+    damaged = (root / "manifest.json").read_bytes() if manifest != "missing" else None
+    for other in ({"count": 2}, {"seed": 4}, {"params": {"num_layers": 4, "width": 2}}):
+        with pytest.raises(goenv.InvalidArgument, match="nothing was changed.*overwrite=True"):
+            _dataset(root, **other)
+        assert _contents(root) == shards  # count 6 -> 2 deleted four graphs; another seed replaced six
+        assert ((root / "manifest.json").read_bytes() if damaged is not None else None) == damaged
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = _dataset(root)  # the same arguments: rebuilt from the shards that verify
+    assert _contents(root) == shards and len(ds) == 6
+    ds.verify()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        os.unlink(root / "manifest.json")
+        assert len(_dataset(root, count=2, overwrite=True)) == 2  # asked for: replaced
+    assert sorted(_contents(root)) == ["shard-00000.goenv-shard"]
+
+
+def test_a_manifest_json_that_is_not_a_dataset_is_not_replaced(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "manifest.json").write_text('{"name": "my web app"}')
+    with pytest.raises(goenv.InvalidArgument, match="no shard file there.*nothing was changed.*overwrite=True"):
+        _dataset(root)
+    assert (root / "manifest.json").read_text() == '{"name": "my web app"}' and os.listdir(root) == ["manifest.json"]
+
+
+def test_manifest_entries_cannot_point_outside_the_folder(tmp_path):
+    root = tmp_path / "ds"
+    _dataset(root)
+    outside = tmp_path / "secret"
+    outside.write_bytes(b"not yours")
+    manifest = json.loads((root / "manifest.json").read_text())
+    for file in (str(outside), "../secret", "shard-00001.goenv-shard"):  # the last: another record's file
+        bad = json.loads(json.dumps(manifest))
+        bad["shards"][0]["file"] = file
+        (root / "manifest.json").write_text(json.dumps(bad))
+        with pytest.raises(goenv.InvalidGraph, match="names file"):
+            dataset_files.open(root)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    os.unlink(root / "shard-00000.goenv-shard")
+    os.symlink(outside, root / "shard-00000.goenv-shard")  # a link out of the folder
+    with pytest.raises(goenv.InvalidGraph, match="outside the dataset folder"):
+        dataset_files.open(root)
+    with pytest.raises(goenv.InvalidGraph, match="outside the dataset folder"):
+        _dataset(root)
+    assert outside.read_bytes() == b"not yours"
+
+
+@pytest.mark.parametrize("change", ["count", "index", "sha256", "params", "nesting", "huge", "fifo"])
+def test_malformed_manifests_are_invalid_graph(tmp_path, change):
+    root = tmp_path / "ds"
+    _dataset(root)
+    path = root / "manifest.json"
+    manifest = json.loads(path.read_text())
+    if change == "count":
+        manifest["shards"][0]["count"] = "2"
+    elif change == "index":
+        manifest["shards"][1]["index"] = 0
+    elif change == "sha256":
+        manifest["shards"][0]["sha256"] = 5
+    elif change == "params":
+        manifest["params"] = {"width": {"x": 1}}
+    if change == "nesting":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif change == "huge":
+        with open(path, "wb") as f:
+            f.truncate(dataset_files.MAX_MANIFEST_BYTES + 1)
+    elif change == "fifo":
+        os.unlink(path)
+        os.mkfifo(path)
+    else:
+        path.write_text(json.dumps(manifest))
+    with pytest.raises(goenv.InvalidGraph):
+        dataset_files.open(root)
+
+
+def test_shards_are_read_only_as_regular_files(tmp_path):
+    root = tmp_path / "ds"
+    _dataset(root)
+    os.unlink(root / "shard-00001.goenv-shard")
+    os.mkfifo(root / "shard-00001.goenv-shard")
+    with pytest.raises(goenv.InvalidGraph):
+        ds = dataset_files.open(root)
+        ds[3]  # would block forever on the FIFO
+    with pytest.raises(goenv.InvalidArgument, match="FIFO"):
+        _dataset(root)  # the manifest vouches for the shard, the writer refuses the FIFO
+
+
+# -- issue 23: outputs are written only over regular files --------------------------
+
+def device_node(tmp_path):
+    """A character device of our own (a copy of /dev/null's numbers): a test that regresses replaces
+    it, never the system's /dev/null (as root, a broken writer did exactly that). Needs root."""
+    import stat
+
+    path = tmp_path / "device"
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        return None
+    return path
+
+
+def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
+    from goenv import files
+
+    fifo, folder, dangling = tmp_path / "fifo", tmp_path / "folder", tmp_path / "dangling"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    os.symlink(tmp_path / "nowhere", dangling)
+    os.symlink(fifo, tmp_path / "link-to-fifo")
+    device = device_node(tmp_path)
+    for target, kind in ((fifo, "FIFO"), (folder, "directory"), (device, "character device"),
+                         (tmp_path / "link-to-fifo", "FIFO"), (dangling, "dangling")):
+        if target is None:
+            continue
+        with pytest.raises(goenv.InvalidArgument, match=kind):
+            files.write_atomic(target, b"x")
+    assert device is None or stat_kind(device) == "device"
+    assert not os.path.lexists(tmp_path / "nowhere") and sorted(os.listdir(folder)) == []
+    regular = tmp_path / "regular"
+    regular.write_bytes(b"old")
+    os.symlink(regular, tmp_path / "link")
+    assert files.write_atomic(tmp_path / "link", b"new") == str(regular)  # the link stays, its target changes
+    assert os.path.islink(tmp_path / "link") and regular.read_bytes() == b"new"
+    files.write_atomic(tmp_path / "new", lambda f: f.write(b"made"))
+    assert (tmp_path / "new").read_bytes() == b"made"
+    assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+    with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
+        small_graph().save(str(fifo))  # the C++ writer: the same rule
+    with pytest.raises(goenv.InvalidArgument, match="FIFO"):
+        files.read_regular_file(fifo)
+    with pytest.raises(goenv.InvalidArgument, match="limit"):
+        files.read_regular_file(regular, limit=2)
+    import tracemalloc  # fuzz finding (ASan): read(limit + 1) allocated 2 GiB for every small file
+
+    tracemalloc.start()
+    try:
+        assert files.read_regular_file(regular) == b"new"
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_cli_outputs_refuse_fifos_devices_and_directories(tmp_path, capsys):
+    from goenv import cli
+
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    os.symlink(fifo, tmp_path / "link-to-fifo")
+    cases = [["render", "placement-transformer-xl-2", "-o", str(fifo)],
+             ["render", "placement-transformer-xl-2", "-o", str(folder)],
+             ["train", "placement-transformer-xl-2", "--save", str(fifo)],
+             ["train", "placement-transformer-xl-2", "--decision", str(tmp_path / "link-to-fifo")],
+             ["train", "placement-transformer-xl-2", "--decision", str(folder)]]
+    device = device_node(tmp_path)
+    if device is not None:
+        cases.append(["train", "placement-transformer-xl-2", "--save", str(device)])
+    for argv in cases:  # refused before anything runs (no training)
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("goenv: error: ") and err.count("\n") == 1 and "not a regular file" in err, err
+    assert stat_kind(fifo) == "fifo" and sorted(os.listdir(folder)) == []
+    assert device is None or stat_kind(device) == "device"
+    assert not (tmp_path / "folder.npz").exists()  # --decision DIR wrote DIR.npz beside it
+
+
+def stat_kind(path) -> str:
+    import stat
+
+    mode = os.lstat(path).st_mode
+    return ("fifo" if stat.S_ISFIFO(mode) else "dir" if stat.S_ISDIR(mode) else
+            "device" if stat.S_ISCHR(mode) else "file")
+
+
+# -- issue 23: ONNX -------------------------------------------------------------------
+
+def _onnx_model(nodes, inputs=("x",), outputs=("y",), initializers=()):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in inputs],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                              list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_onnx_nodes_are_imported_in_topological_order():
+    from onnx import helper
+
+    nodes = [helper.make_node("Relu", ["a"], ["y"], name="last"), helper.make_node("Exp", ["x"], ["a"], name="first")]
+    unsorted = _onnx_model(nodes)
+    graph = goenv.datasets.from_onnx(unsorted, training=False)
+    ordered = goenv.datasets.from_onnx(_onnx_model(nodes[::-1]), training=False)
+    assert graph.to_bytes() == ordered.to_bytes()  # the edge first -> last is kept (it was dropped)
+    assert [n.name for n in unsorted.graph.node] == ["last", "first"]  # the caller's model is untouched
+
+
+@pytest.mark.parametrize("case, message", [
+    ("cycle", r"node 'b' \(Relu\) is on a cycle|node 'a' \(Exp\) is on a cycle"),
+    ("undefined", r"node 'a' \(Exp\) reads 'nowhere', which no node"),
+    ("twice", r"node 'b' \(Relu\) produces 'y', which node 'a' \(Exp\) already defines"),
+])
+def test_onnx_cycles_and_undefined_inputs_are_invalid_graphs(case, message):
+    from onnx import helper
+
+    nodes = {"cycle": [helper.make_node("Exp", ["x", "c"], ["y"], name="a"),
+                       helper.make_node("Relu", ["y"], ["c"], name="b")],
+             "undefined": [helper.make_node("Exp", ["nowhere"], ["y"], name="a")],
+             "twice": [helper.make_node("Exp", ["x"], ["y"], name="a"),
+                       helper.make_node("Relu", ["x"], ["y"], name="b")]}[case]
+    with pytest.raises(goenv.InvalidGraph, match=message):
+        goenv.datasets.from_onnx(_onnx_model(nodes), training=False)
+
+
+def test_onnx_constant_folding_checks_the_output_size_first(monkeypatch):
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    computed = []
+    run = ReferenceEvaluator.run
+    monkeypatch.setattr(ReferenceEvaluator, "run", lambda self, *a, **k: (
+        computed.append([n.op_type for n in self.proto_.graph.node] if hasattr(self.proto_, "graph")
+                        else [self.proto_.op_type]), run(self, *a, **k))[1])
+    huge = helper.make_tensor("huge_shape", TensorProto.INT64, [2], [12_000, 10_000])  # 480 MB of float32
+    small = helper.make_tensor("small_shape", TensorProto.INT64, [2], [4, 4])
+    nodes = [helper.make_node("ConstantOfShape", ["huge_shape"], ["big"], name="huge"),
+             helper.make_node("ConstantOfShape", ["small_shape"], ["little"], name="small"),
+             helper.make_node("Relu", ["x"], ["y"], name="r")]
+    model = _onnx_model(nodes, initializers=[huge, small], outputs=("y", "big", "little"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = goenv.datasets.from_onnx(model, training=False)
+    assert ["ConstantOfShape"] in computed and len(computed) == 1  # the small one folded, the huge one never run
+    assert graph.num_nodes >= 2
+
+
+def test_onnx_files_are_read_only_as_regular_files(tmp_path):
+    os.mkfifo(tmp_path / "model.onnx")
+    with pytest.raises(goenv.InvalidGraph, match="FIFO"):
+        goenv.datasets.from_onnx(tmp_path / "model.onnx")
+    with pytest.raises(goenv.InvalidGraph, match="not a regular file"):
+        goenv.datasets.from_onnx("/dev/zero")
+
+
+# -- issue 23: set_state takes no info or reward field on trust -----------------------
+
+@pytest.mark.parametrize("task", ["placement", "joint"])
+def test_set_state_recomputes_or_checks_every_info_and_reward_field(task):
+    env = goenv.make(f"{task}-transformer-xl-2", horizon=8)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    n = env.core.num_nodes
+    for _ in range(3):
+        action = {h: rng.integers(0, c, n) for h, c in zip(env.core.heads, env.core.head_choices)}
+        _, _, _, _, info = env.step(action if len(action) > 1 else next(iter(action.values())))
+    state = env.get_state()
+    # What the state cannot prove is only bounded: a rejected step's oom flag, the last reward
+    # (>= -runtime / initial runtime after an adopted step), the nodes colocation moved (<= N).
+    unprovable = {"info_colocation_moved", "last_reward"} | ({"info_oom"} if info["invalid"] else set())
+    for field, (offset, size) in _trailing_layout(env, state).items():
+        for value in _tampered_values(size):
+            tampered = state[:offset] + value + state[offset + size:]
+            if tampered == state:
+                continue
+            try:
+                env.set_state(tampered)
+            except goenv.InvalidArgument as error:
+                assert "env state field '" in str(error), (field, str(error))
+                continue
+            assert field in unprovable, (field, value)
+            if field == "last_reward":
+                reward = struct.unpack("<d", value)[0]
+                assert np.isfinite(reward) and reward >= -info["runtime"] / info["initial_runtime"]
+    env.set_state(state)
+    assert env.get_state() == state
+
+
+def _trailing_layout(env, state: bytes) -> dict:
+    """Offsets of the info fields at the end of an env state (EnvState in envs/env.cc, cereal portable
+    binary): ... last_reward f64, steps i64, cursor i32, started, done, info_runtime f64,
+    info_peak_memory (u64 size + D f64), info_bytes_moved f64, info_oom, info_invalid,
+    info_invalid_reason (u64 size + bytes), info_rejected_runtime f64, info_colocation_moved i32."""
+    d = env.core.num_devices
+    end = len(state)
+    colocation = end - 4
+    rejected = colocation - 8
+    # the reason's length is unknown from the end: find it by trying every position that decodes
+    for reason_len in range(0, 4097):
+        reason = rejected - reason_len
+        length_at = reason - 8
+        if length_at < 0:
+            break
+        if struct.unpack_from("<Q", state, length_at)[0] == reason_len:
+            invalid = length_at - 1
+            oom = invalid - 1
+            bytes_moved = oom - 8
+            peak = bytes_moved - 8 * d
+            peak_len = peak - 8
+            if struct.unpack_from("<Q", state, peak_len)[0] != d:
+                continue
+            info_runtime = peak_len - 8
+            done = info_runtime - 1
+            started = done - 1
+            cursor = started - 4
+            steps = cursor - 8
+            last_reward = steps - 8
+            return {"last_reward": (last_reward, 8), "info_runtime": (info_runtime, 8),
+                    "info_peak_memory": (peak, 8 * d), "info_bytes_moved": (bytes_moved, 8),
+                    "info_oom": (oom, 1), "info_invalid": (invalid, 1), "info_rejected_runtime": (rejected, 8),
+                    "info_colocation_moved": (colocation, 4)}
+    raise AssertionError("cannot find the info fields in the env state")
+
+
+def _tampered_values(size: int) -> list[bytes]:
+    if size == 1:
+        return [b"\x00", b"\x01"]
+    if size == 4:
+        return [struct.pack("<i", v) for v in (1, 3, -1)]
+    doubles = [0.0, 1e-3, 0.5, 2.0, -1.0, float("nan"), 1e300]
+    return [struct.pack("<d", v) * (size // 8) for v in doubles]
+
+
+def test_vector_set_state_checks_every_env_before_changing_any():
+    b = 3
+    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=b, num_threads=2, horizon=4)
+    try:
+        venv.reset(seed=0)
+        n = venv.single_action_space.shape[0]
+        venv.step(np.zeros((b, n), dtype=np.int64))
+        snapshot = venv.get_state()
+        venv.step(np.ones((b, n), dtype=np.int64))
+        now = venv.get_state()
+        tail = 32 + 21 * b  # autoreset (u64 + B), seed and episode (u64 + 8B each), episode_steps (u64 + 4B)
+        last_env_end = len(snapshot) - tail
+        bad_last_env = snapshot[:last_env_end - 4] + struct.pack("<i", -1) + snapshot[last_env_end:]
+        with pytest.raises(goenv.InvalidArgument, match="env 2: .*info_colocation_moved"):
+            venv.set_state(bad_last_env)
+        assert venv.get_state() == now  # envs 0 and 1 were restored before env 2 failed: not any more
+        autoreset_at = len(snapshot) - tail + 8
+        bad_flag = snapshot[:autoreset_at] + b"\x01" + snapshot[autoreset_at + 1:]
+        with pytest.raises(goenv.InvalidArgument, match="env 0 has autoreset flag 1"):
+            venv.set_state(bad_flag)
+        steps_at = len(snapshot) - 4 * b
+        bad_steps = snapshot[:steps_at] + struct.pack("<i", 3) + snapshot[steps_at + 4:]
+        with pytest.raises(goenv.InvalidArgument, match="episode step count 3"):
+            venv.set_state(bad_steps)
+        assert venv.get_state() == now
+        venv.set_state(snapshot)
+        assert venv.get_state() == snapshot
+    finally:
+        venv.close()
+
+
+def test_onnx_shape_inference_never_materializes_huge_values():
+    """Fuzz finding: ONNX's data propagation built the 7e11 values of Expand(c, c) (2.7 GB
+    before it failed); a child process keeps this test's own memory out of the measure."""
+    pytest.importorskip("onnx")
+    import subprocess
+    import sys
+
+    child = """if True:
+        import resource, warnings
+        from onnx import TensorProto, helper
+        import goenv
+        c = helper.make_tensor("c", TensorProto.INT64, [1], [739229564240])
+        empty = helper.make_tensor("e", TensorProto.INT64, [0], [])
+        nodes = [helper.make_node("Expand", ["c", "c"], ["v"], name="expand"),
+                 helper.make_node("Gather", ["v", "e"], ["g"], name="gather"),
+                 helper.make_node("Relu", ["g"], ["y"], name="relu")]
+        graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [c, empty])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            goenv.datasets.from_onnx(model, training=False)
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+    """
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) < 200, done.stdout  # MB of peak growth

@@ -15,6 +15,7 @@ and one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from tqdm import tqdm
 import goenv
 import goenv._core as _core
 from goenv import text
+from goenv.files import checked_output_path, write_atomic
 from goenv.render import save_gantt
 
 ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see --task)"
@@ -140,9 +142,9 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
 
 
 def _render(args: argparse.Namespace) -> None:
+    path = checked_output_path(args.output or os.path.join("out", f"{args.id}-{args.method}.png"), "-o")
     env = _make(args.id, args.cluster, args.task)
     result = _decided(env, args.method, args.budget, args.seed)
-    path = args.output or os.path.join("out", f"{args.id}-{args.method}.png")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.method})")
     print(f"wrote {path}: {args.method}, runtime {result.runtime * MS:.3f} ms"
@@ -195,6 +197,9 @@ def _train(args: argparse.Namespace) -> None:
     import goenv.agents
     from goenv.agents.training_log import reference_runtimes
 
+    for flag, path in (("--save", args.save), ("--decision", args.decision)):
+        if path is not None:  # refused now, not after training
+            checked_output_path(path, flag)
     env = _make(args.id, args.cluster, args.task)
     options = _agent_options(args.option)
     if args.workers < 0:
@@ -247,8 +252,9 @@ def _train(args: argparse.Namespace) -> None:
                                                   f"the default)"))
     if args.decision:
         core = env.core
-        np.savez(args.decision, placement=core.placement, priority=core.priority, fusion=core.fusion,
-                 runtime=final)
+        npz = io.BytesIO()  # the path as given: np.savez would add .npz (DIR -> DIR.npz beside DIR)
+        np.savez(npz, placement=core.placement, priority=core.priority, fusion=core.fusion, runtime=final)
+        write_atomic(args.decision, npz.getvalue(), what="--decision")
         print(f"decision saved to {args.decision} (placement, priority, fusion per node)")
     if args.log_dir:
         print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
@@ -382,7 +388,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="an agent option, repeatable (listed below)")
     train.add_argument("--decision", metavar="FILE",
-                       help="save the result's decisions (.npz: placement, priority, fusion per node)")
+                       help="save the result's decisions to FILE, as given (.npz data: placement, priority, "
+                            "fusion per node)")
     train.add_argument("--imitate", type=int, nargs="?", const=200, default=0, metavar="STEPS",
                        help="first imitate the teacher for STEPS Adam steps (default when given: %(const)s)")
     train.add_argument("--teacher", default="best",

@@ -23,15 +23,21 @@ into place, and the manifest is rewritten after each finished shard, so an
 interrupted run leaves only whole shards behind; running the same command again
 keeps every shard whose checksum matches its record and rewrites the rest
 (missing, truncated or corrupt). A directory generated with other parameters
-is refused with an error, never mixed. Reading verifies each shard's SHA-256
-before its graphs are used; a mismatch or truncation raises goenv.InvalidGraph.
+is refused with an error, never mixed. Without a readable manifest the shards
+are verified one by one (every graph decodes, the first is the one this family,
+params and seed build): the manifest is rebuilt from them when every shard file
+there verifies, and otherwise nothing is touched and the error names
+overwrite=True. Nothing is deleted without overwrite=True. Reading verifies each
+shard's SHA-256 before its graphs are used; a mismatch or truncation raises
+goenv.InvalidGraph. Every manifest entry must name its own shard file
+(shard-NNNNN.goenv-shard) inside the folder; shards and the manifest are read
+only as regular files of at most MAX_FILE_BYTES and MAX_MANIFEST_BYTES.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
-import builtins
 import collections
 import concurrent.futures
 import hashlib
@@ -41,7 +47,6 @@ import os
 import re
 import struct
 import sys
-import uuid
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -49,6 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
+from goenv.files import MAX_FILE_BYTES, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
@@ -58,7 +64,10 @@ SHARD_VERSION = 1
 SHARD_SUFFIX = ".goenv-shard"
 _SHARD_HEADER = struct.Struct("<8sII")   # magic, version, count
 _LENGTH = struct.Struct("<Q")
-_TMP_MARK = ".tmp-"
+_TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
+# About 1.5 M shard records (100 M graphs at the default shard size); json.loads needs ~10x in memory.
+MAX_MANIFEST_BYTES = 256 << 20
+_SHARD_NAME = re.compile(r"shard-(\d{5,})" + re.escape(SHARD_SUFFIX))
 
 __all__ = ["Dataset", "generate", "generate_main", "open", "to_pyg", "add_generate_arguments", "run_generate"]
 
@@ -70,30 +79,26 @@ def shard_file(index: int) -> str:
 # ---------------------------------------------------------------------------
 # Files.
 
-def _write_atomic(path: str, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, flushes it to disk and renames it into place."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}{_TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        with builtins.open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _inside(root: str, name: str) -> str:
+    """root/name, refused (InvalidGraph) when it resolves outside the dataset folder (a symbolic
+    link out of it): a dataset reads and writes only its own files."""
+    path = os.path.join(root, name)
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
+        raise InvalidGraph(f"{path}: resolves outside the dataset folder {root}")
+    return path
+
+
+def _write_inside(root: str, name: str, data: bytes) -> None:
+    write_atomic(_inside(root, name), data, what="dataset file")
+
+
+def _read_shard(path: str) -> bytes:
+    return read_regular_file(path, MAX_FILE_BYTES, what="shard", error=InvalidGraph)
 
 
 def _sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with builtins.open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return hashlib.sha256(_read_shard(path)).hexdigest()
 
 
 def pack_shard(graph_bytes: Sequence[bytes]) -> bytes:
@@ -130,22 +135,73 @@ def unpack_shard(data: bytes, what: str = "shard") -> list[bytes]:
 
 
 def _read_manifest(root: str) -> dict:
-    path = os.path.join(root, MANIFEST)
+    """The checked manifest (_check_manifest); InvalidGraph naming the problem otherwise."""
+    path = _inside(root, MANIFEST)
+    data = read_regular_file(path, MAX_MANIFEST_BYTES, what="dataset manifest", error=InvalidGraph)
     try:
-        with builtins.open(path, "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidGraph(f"{path}: not a valid dataset manifest ({error})") from error
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise InvalidGraph(f"{path}: not a valid dataset manifest ({type(error).__name__}: "
+                           f"{str(error)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidGraph(f"{path}: not a goenv dataset manifest (format {manifest.get('format')!r})"
                            if isinstance(manifest, dict) else f"{path}: not a goenv dataset manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise InvalidGraph(f"{path}: dataset format version {manifest.get('format_version')}, this goenv reads "
+        raise InvalidGraph(f"{path}: dataset format version {manifest.get('format_version')!r}, this goenv reads "
                            f"version {FORMAT_VERSION}")
+    _check_manifest(manifest, path)
+    return manifest
+
+
+def _is_count(value: Any, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _check_manifest(manifest: dict, path: str) -> None:
+    """Every field has its type and range, and every shard record is the one the plan of
+    (count, shard_size) has at its index, naming its own file: nothing outside the folder."""
+    def bad(what: str) -> InvalidGraph:
+        return InvalidGraph(f"{path}: {what}")
+
     for key in ("family", "params", "seed", "count", "shard_size", "shards"):
         if key not in manifest:
-            raise InvalidGraph(f"{path}: the manifest has no '{key}'")
-    return manifest
+            raise bad(f"the manifest has no '{key}'")
+    if not isinstance(manifest["family"], str):
+        raise bad("'family' is not a name")
+    params = manifest["params"]
+    number = (int, float)
+    if not isinstance(params, dict) or not all(
+            isinstance(v, number) and not isinstance(v, bool)
+            or isinstance(v, list) and len(v) == 2 and all(isinstance(x, number) and not isinstance(x, bool) for x in v)
+            for v in params.values()):
+        raise bad("'params' is not a map of numbers or [low, high] ranges")
+    if not _is_count(manifest["seed"]) or not _is_count(manifest["count"], 1) or not _is_count(
+            manifest["shard_size"], 1):
+        raise bad("'seed', 'count' or 'shard_size' is not a non-negative integer (count and shard_size >= 1)")
+    if not isinstance(manifest.get("complete", False), bool):
+        raise bad("'complete' is not true or false")
+    count, shard_size, shards = manifest["count"], manifest["shard_size"], manifest["shards"]
+    num_shards = -(-count // shard_size)
+    if not isinstance(shards, list) or len(shards) > num_shards:
+        raise bad(f"'shards' is not a list of at most {num_shards} records")
+    seen = set()
+    for record in shards:
+        if not isinstance(record, dict) or not all(_is_count(record.get(k)) for k in ("index", "first", "count",
+                                                                                     "bytes")):
+            raise bad(f"shard record {str(record)[:100]} lacks an integer index, first, count or bytes")
+        index = record["index"]
+        if index >= num_shards or index in seen:
+            raise bad(f"shard record {index} is outside the {num_shards} shards or repeated")
+        seen.add(index)
+        if record.get("file") != shard_file(index):
+            raise bad(f"shard record {index} names file {str(record.get('file'))[:100]!r}, not {shard_file(index)!r}")
+        first = index * shard_size
+        if record["first"] != first or record["count"] != min(shard_size, count - first):
+            raise bad(f"shard record {index} covers graphs {record['first']}..+{record['count']}, the plan has "
+                      f"{first}..+{min(shard_size, count - first)}")
+        sha = record.get("sha256")
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise bad(f"shard record {index} has no SHA-256")
 
 
 def _goenv_version() -> str:
@@ -224,25 +280,30 @@ def _clean_temporaries(root: str) -> None:
                 pass
 
 
+def _shard_names(root: str) -> list[str]:
+    """The shard files in the folder (whatever kind of file they are)."""
+    return sorted(name for name in os.listdir(root) if _SHARD_NAME.fullmatch(name))
+
+
 def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seeded: bool,
                     seed: int) -> dict[int, dict]:
     """Shards that are whole without a manifest to vouch for them: every graph decodes (each is a
     checksummed envelope) and the first is byte-identical to a fresh build, which pins family,
     params and seed at 1/shard_size of the cost of regenerating."""
     kept: dict[int, dict] = {}
+    present = set(_shard_names(root))
     for shard in plan:
-        path = os.path.join(root, shard["file"])
-        if not os.path.isfile(path):
+        if shard["file"] not in present:
             continue
-        with builtins.open(path, "rb") as f:
-            data = f.read()
         try:
+            path = _inside(root, shard["file"])
+            data = _read_shard(path)
             blobs = unpack_shard(data, path)
             if len(blobs) != shard["count"]:
                 continue
             for blob in blobs:
                 Graph.from_bytes(blob)
-        except InvalidGraph:
+        except (InvalidGraph, OSError):
             continue
         first = shard["first"]
         expected = _core.build_graph(family, {**params, "seed": float(seed + first)} if seeded else params)
@@ -277,8 +338,8 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
         warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
                       UserWarning, stacklevel=2)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    if workers < 1:
-        raise InvalidArgument(f"workers must be >= 1, got {workers}")
+    if not _is_count(workers, 1) or workers > _core.MAX_THREADS:  # the threads limit of vector envs and agents
+        raise InvalidArgument(f"workers must be an integer in [1, {_core.MAX_THREADS}], got {workers!r}")
 
     root = os.fspath(out_dir)
     os.makedirs(root, exist_ok=True)
@@ -287,13 +348,28 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     plan = _plan(count, shard_size)
     kept: dict[int, dict] = {}
     previous = None
-    if os.path.exists(os.path.join(root, MANIFEST)):
+    present = _shard_names(root)
+    damaged = f"{os.path.join(root, MANIFEST)}: missing" if present else None
+    if os.path.lexists(os.path.join(root, MANIFEST)):
         try:
             previous = _read_manifest(root)
-        except InvalidGraph as error:  # damaged manifest: the shards themselves may still be whole
-            kept = _recover_shards(root, plan, family, params, seeded, seed)
-            warnings.warn(f"{error}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
-                          f"family, params and seed", UserWarning, stacklevel=2)
+            damaged = None
+        except (InvalidGraph, OSError) as error:  # damaged manifest: the shards themselves may still be whole
+            damaged = str(error)
+    if damaged is not None:
+        # Nothing vouches for the shards: keep those that verify as this dataset's; any other
+        # shard file may be another dataset's graphs, which only overwrite=True replaces.
+        # A manifest.json with no shard to vouch for it may be anyone's file: not replaced either.
+        kept = _recover_shards(root, plan, family, params, seeded, seed)
+        unverified = sorted(set(present) - {record["file"] for record in kept.values()})
+        if (unverified or not kept) and not overwrite:
+            what = (f"{len(unverified)} of {len(present)} shard files there ({', '.join(unverified[:3])}"
+                    f"{', ...' if len(unverified) > 3 else ''}) do not verify as graphs of this family, params and "
+                    f"seed" if unverified else "no shard file there shows it belongs to a goenv dataset")
+            raise InvalidArgument(f"{damaged}; {what}; nothing was changed. Use another directory, or "
+                                  f"overwrite=True (--overwrite) to replace them")
+        warnings.warn(f"{damaged}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
+                      f"family, params and seed", UserWarning, stacklevel=2)
     if previous is not None:
         theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
                   "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
@@ -308,17 +384,18 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
             previous["shards"] = []  # overwrite: nothing of the old dataset is kept
         planned = {(p["file"], p["first"], p["count"]) for p in plan}
         for record in previous["shards"]:
-            path = os.path.join(root, record["file"])
+            path = _inside(root, record["file"])
             if ((record["file"], record["first"], record["count"]) in planned and os.path.isfile(path)
                     and os.path.getsize(path) == record["bytes"] and _sha256_file(path) == record["sha256"]):
                 kept[record["index"]] = record
         if kept and previous.get("goenv_version") != _goenv_version():
             warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
                           f"(this is {_goenv_version()})", UserWarning, stacklevel=2)
-    planned_files = {p["file"] for p in plan}
-    for name in os.listdir(root):  # shards of a replaced (overwrite=True) larger dataset
-        if name.endswith(SHARD_SUFFIX) and name.startswith("shard-") and name not in planned_files:
-            os.unlink(os.path.join(root, name))
+    if overwrite:  # shards of a replaced larger dataset; never deleted without overwrite=True
+        planned_files = {p["file"] for p in plan}
+        for name in _shard_names(root):
+            if name not in planned_files:
+                os.unlink(os.path.join(root, name))  # the entry itself, never a link's target
 
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
                 "count": count, "num_shards": len(plan), "complete": False, "shards": []}
@@ -326,7 +403,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     def save_manifest() -> None:
         manifest["shards"] = [kept[k] for k in sorted(kept)]
         manifest["complete"] = len(kept) == len(plan)
-        _write_atomic(os.path.join(root, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+        _write_inside(root, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
 
     save_manifest()
     todo = [p for p in plan if p["index"] not in kept]
@@ -367,7 +444,7 @@ def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest,
             bar.update(1)
             if len(blobs[shard["index"]]) == shard["count"]:
                 data = pack_shard(blobs.pop(shard["index"]))
-                _write_atomic(os.path.join(root, shard["file"]), data)
+                _write_inside(root, shard["file"], data)
                 kept[shard["index"]] = {**shard, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                 save_manifest()
     finally:
@@ -389,7 +466,7 @@ class Dataset:
         self.root = os.fspath(root)
         if not os.path.isdir(self.root):
             raise FileNotFoundError(2, "No such dataset directory", self.root)
-        if not os.path.isfile(os.path.join(self.root, MANIFEST)):
+        if not os.path.lexists(os.path.join(self.root, MANIFEST)):  # anything else there: _read_manifest says what
             raise FileNotFoundError(2, f"Not a goenv dataset (no {MANIFEST})", self.root)
         self.manifest = _read_manifest(self.root)
         shards = sorted(self.manifest["shards"], key=lambda record: record["index"])
@@ -404,7 +481,7 @@ class Dataset:
                 raise InvalidGraph(f"{self.root}: manifest shard {record['file']} starts at graph {record['first']}, "
                                    f"expected {first}")
             first += record["count"]
-            path = os.path.join(self.root, record["file"])
+            path = _inside(self.root, record["file"])
             if not os.path.isfile(path):
                 raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it")
             size = os.path.getsize(path)
@@ -438,10 +515,9 @@ class Dataset:
         if self._cached is not None and self._cached[0] == k:
             return self._cached[1]
         record = self.shards[k]
-        path = os.path.join(self.root, record["file"])
+        path = _inside(self.root, record["file"])
         try:
-            with builtins.open(path, "rb") as f:
-                data = f.read()
+            data = _read_shard(path)
         except FileNotFoundError as error:
             raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it") from error
         if len(data) != record["bytes"]:

@@ -9,7 +9,6 @@ Each panel is drawn with one PolyCollection, so 80k-node graphs stay fast.
 from __future__ import annotations
 
 import os
-import secrets
 
 import matplotlib
 import numpy as np
@@ -19,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from goenv._core import Cluster, Graph, InvalidArgument, SimulationResult, op_type_names
+from goenv.files import write_atomic
 
 LEGEND_OP_TYPES = 10  # op types named in the legend, by total kernel time
 TRANSFER_COLOR = "#555555"
@@ -192,18 +192,11 @@ def save_gantt(path: str | os.PathLike, graph: Graph, cluster: Cluster, result: 
     """Writes the Gantt chart to `path` (format from its extension, e.g. .png, .svg, .pdf) atomically.
 
     The figure goes to a temporary file beside `path` first, then replaces it, so a
-    reader never sees a half-written file. Returns the path written.
+    reader never sees a half-written file; only a regular file or a new path is
+    replaced (goenv.files.write_atomic). Returns the path written.
     """
     path = os.fspath(path)
-    directory, name = os.path.split(os.path.abspath(path))
     fig = gantt_figure(graph, cluster, result, title=title)
-    temporary = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
-    try:
-        with os.fdopen(fd, "wb") as file:
-            fig.savefig(file, format=os.path.splitext(name)[1][1:] or "png")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    form = os.path.splitext(path)[1][1:] or "png"
+    write_atomic(path, lambda file: fig.savefig(file, format=form), what="chart")
     return path

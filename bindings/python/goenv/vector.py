@@ -98,7 +98,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
             raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
     if pad_to is not None:
         pad_to = _checked_pad_to(pad_to)
-    core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,
+    core = _core.VectorEnv(templates, num_threads=num_threads, pad_to=pad_to,  # an int in [1, MAX_THREADS]
                            max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
     share_static = checked_flag("share_static", share_static)
     venv = GraphVectorEnv(core)

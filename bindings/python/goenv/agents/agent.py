@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
+from goenv.files import read_regular_file, write_atomic
 
 _NATIVE = None
 
@@ -366,50 +366,13 @@ def pretrained(name: str = "go-placement", num_devices: int = 2) -> Agent:
     return load(folder / f"{name}-{int(num_devices)}dev.agent")
 
 
-MAX_CHECKPOINT_BYTES = 1 << 31  # checkpoints are megabytes; a larger file is refused before it is read
-
-
 def _read(path: str | os.PathLike) -> bytes:
-    """A checkpoint file's bytes: a regular file within MAX_CHECKPOINT_BYTES, else goenv.InvalidArgument."""
-    import stat
-
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidArgument(f"{path} is not a regular file; checkpoints are read from regular files only")
-        if info.st_size > MAX_CHECKPOINT_BYTES:
-            raise InvalidArgument(f"{path} has {info.st_size} bytes, more than a checkpoint may "
-                                  f"({MAX_CHECKPOINT_BYTES})")
-        return f.read(MAX_CHECKPOINT_BYTES + 1)
+    """A checkpoint file's bytes: a regular file within goenv.files.MAX_FILE_BYTES, else goenv.InvalidArgument."""
+    return read_regular_file(path, what="checkpoint")
 
 
 def _write_atomically(path: str | os.PathLike, data: bytes) -> None:
-    """A temporary file beside `path`, then os.replace: only over a regular file or a new path."""
-    import stat
-
-    path = os.fspath(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        raise InvalidArgument(f"{path} exists and is not a regular file; a checkpoint replaces only regular files")
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a checkpoint is an ordinary file
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data, what="checkpoint")
 
 
 def _split_concatenated(obs: dict) -> Iterable[dict]:

@@ -2,8 +2,10 @@
 
     g = goenv.datasets.from_onnx("resnet50.onnx")
 
-Shapes come from `onnx.shape_inference.infer_shapes` (with data propagation, so
-Reshape targets computed by Shape/Gather chains resolve); a symbolic dimension
+Shapes come from `onnx.shape_inference.infer_shapes`, without its data propagation
+(which materializes values of any size a model asks for: Expand of a 7e11-long
+shape took gigabytes); Reshape targets computed by Shape/Gather chains resolve by
+the bounded constant folding below instead. A symbolic dimension
 ("batch") counts as 1, with one warning. Initializers and Constant nodes are not
 nodes: their bytes become `param_bytes` on the op reading them, or a `Variable`
 when several ops read them. With training=True the backward pass and updates are
@@ -11,16 +13,25 @@ appended as for PyTorch modules; floating-point initializers with more than one
 element count as trainable weights. Ops are costed by the shared rules of
 goenv.importers, keyed here by ONNX op type; Reshape, Flatten, Squeeze,
 Unsqueeze, Identity, Shape and Size are free views.
+
+Nodes are imported in topological order whatever their order in the file; a
+cycle, a value two nodes produce, or an input nothing defines is InvalidGraph
+naming the node. Constant folding runs a node only when ONNX's shape inference,
+given the node's actual constant inputs, bounds every output to
+_FOLD_MAX_ELEMENTS elements. A model file is read as a regular file of at most
+MAX_FILE_BYTES; external tensor data is never read (costs need only the shapes).
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 from goenv._core import Graph, InvalidArgument, InvalidGraph
+from goenv.files import MAX_FILE_BYTES, read_regular_file
 from goenv.importers import (
     CostRules,
     elementwise_op_flops,
@@ -178,7 +189,7 @@ def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) 
         import onnx
     except ImportError as error:
         raise ImportError("goenv.datasets.from_onnx needs the onnx package: pip install onnx") from error
-    model = _load(onnx, path_or_model)
+    model = _topologically_sorted(onnx, _load(onnx, path_or_model))
     inferred, folded = _fold_shape_computations(onnx, model)
     graph = inferred.graph
     graph_name = name or graph.name or "onnx"
@@ -197,7 +208,7 @@ _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUnifo
 
 def _infer(onnx, model):
     try:
-        return onnx.shape_inference.infer_shapes(model, data_prop=True)
+        return onnx.shape_inference.infer_shapes(model, data_prop=False)
     except Exception as error:  # noqa: BLE001 - a model shape inference rejects is still importable
         warnings.warn(f"goenv onnx importer: shape inference failed ({str(error)[:300]}); using the shapes stored "
                       f"in the model", UserWarning, stacklevel=caller_stacklevel())
@@ -259,6 +270,8 @@ def _fold_shape_computations(onnx, model):
                     from onnx.reference import ReferenceEvaluator
 
                     feeds = {name: value(name) for name in inputs}
+                    if not _fold_outputs_small(onnx, node, feeds, model.opset_import):
+                        continue  # e.g. ConstantOfShape([1e6, 1e6]): never computed
                     outputs = ReferenceEvaluator(node).run(None, feeds)
                 else:
                     continue
@@ -285,6 +298,82 @@ def _fold_shape_computations(onnx, model):
     return inferred, set(folded)
 
 
+def _fold_outputs_small(onnx, node, feeds: dict, opset_import) -> bool:
+    """Whether every output of `node` has a static shape of at most _FOLD_MAX_ELEMENTS elements,
+    as ONNX's shape inference derives it from the node's actual constant inputs (not from shapes
+    the model states, which may be wrong), before anything is computed."""
+    from onnx import numpy_helper
+
+    graph = onnx.helper.make_graph([node], "fold", [], [],
+                                   [numpy_helper.from_array(array, name) for name, array in feeds.items()])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            onnx.helper.make_model(graph, opset_imports=opset_import), strict_mode=True)
+    except Exception:  # noqa: BLE001 - no inferred shape: not folded
+        return False
+    shapes = _static_shapes(inferred.graph)
+    outputs = [name for name in node.output if name]
+    return all(name in shapes and numel(shapes[name]) <= _FOLD_MAX_ELEMENTS for name in outputs)
+
+
+def _topologically_sorted(onnx, model):
+    """The model with its nodes in topological order (file order among ready nodes; the model
+    itself when already sorted). InvalidGraph naming the node for an input nothing defines, a
+    value produced twice, or a cycle."""
+    graph = model.graph
+    nodes = list(graph.node)
+
+    def label(i: int) -> str:
+        return f"node '{nodes[i].name or f'{nodes[i].op_type}_{i}'}' ({nodes[i].op_type})"
+
+    defined = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+    defined |= {v.name for v in graph.input}
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for name in node.output:
+            if not name:
+                continue
+            if name in producer or name in defined:
+                raise InvalidGraph(f"from_onnx: {label(i)} produces '{name}', which "
+                                   f"{label(producer[name]) if name in producer else 'an input or initializer'} "
+                                   f"already defines")
+            producer[name] = i
+    waiting = [0] * len(nodes)  # inputs each node still waits for
+    readers: dict[int, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            if not name or name in defined:
+                continue
+            if name not in producer:
+                raise InvalidGraph(f"from_onnx: {label(i)} reads '{name}', which no node, graph input or "
+                                   f"initializer defines")
+            waiting[i] += 1
+            readers.setdefault(producer[name], []).append(i)
+    ready = [i for i in range(len(nodes)) if waiting[i] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in readers.get(i, []):
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):  # follow unfinished inputs back until a node repeats: it is on a cycle
+        i, seen = next(i for i in range(len(nodes)) if waiting[i]), set()
+        while i not in seen:
+            seen.add(i)
+            i = next(producer[name] for name in nodes[i].input if name in producer and waiting[producer[name]])
+        raise InvalidGraph(f"from_onnx: {label(i)} is on a cycle (its inputs depend on its own output)")
+    if order == sorted(order):
+        return model
+    ordered = onnx.ModelProto()
+    ordered.CopyFrom(model)  # never reorder the caller's model in place
+    del ordered.graph.node[:]
+    ordered.graph.node.extend(nodes[i] for i in order)
+    return ordered
+
+
 def _load(onnx, path_or_model):
     if isinstance(path_or_model, onnx.ModelProto):
         return path_or_model
@@ -295,10 +384,9 @@ def _load(onnx, path_or_model):
             raise InvalidGraph(f"from_onnx: the bytes are not an ONNX model ({error})") from error
     if isinstance(path_or_model, (str, os.PathLike)):
         path = os.fspath(path_or_model)
-        if not os.path.exists(path):
-            raise FileNotFoundError(2, "No such file", path)
+        data = read_regular_file(path, MAX_FILE_BYTES, what="ONNX model", error=InvalidGraph)
         try:
-            return onnx.load(path)
+            return onnx.load_from_string(data)
         except Exception as error:  # noqa: BLE001
             raise InvalidGraph(f"from_onnx: {path} is not an ONNX model ({error})") from error
     raise InvalidArgument(f"from_onnx needs a path, bytes or onnx.ModelProto, got {type(path_or_model).__name__}")

@@ -1,0 +1,22 @@
+// Calls on an env or vector env that one Python object may receive from two
+// threads at once (DESIGN §5): each runs with the object's guard held, so they
+// serialize instead of corrupting the episode.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <mutex>
+
+namespace goenv::bindings {
+
+// Runs `body` with the GIL released and `mutex` held. The GIL goes first: a thread
+// waiting for the env then never holds the GIL the env's holder needs to return.
+// `body` is plain C++: it must not touch Python objects.
+template <typename F>
+auto guarded(std::mutex& mutex, F&& body) -> decltype(body()) {
+  pybind11::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(mutex);
+  return body();
+}
+
+}  // namespace goenv::bindings

@@ -1,0 +1,104 @@
+"""Files goenv writes and reads (DESIGN §5): outputs are written atomically and only
+over regular files or new paths; inputs are regular files within a size limit.
+
+    write_atomic("out/result.npz", data)            # bytes, or a function writing to a binary file
+    data = read_regular_file("model.onnx", what="ONNX model")
+
+A device node, FIFO, directory or dangling symbolic link at an output path is refused
+with goenv.InvalidArgument (the write would replace it with a regular file, or block);
+a symbolic link to a regular file is followed, so the link stays and its target is
+replaced. Inputs are opened without blocking and checked on the open descriptor, so a
+FIFO or /dev/zero swapped in after a check is still refused.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from typing import BinaryIO, Callable
+
+from goenv._core import InvalidArgument
+
+MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
+
+__all__ = ["MAX_FILE_BYTES", "checked_output_path", "read_regular_file", "write_atomic"]
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
+    """The path an output to `path` replaces: `path` itself, or a symbolic link's regular
+    target. InvalidArgument when something other than a regular file is there."""
+    path = os.fspath(path)
+    if not path:
+        raise InvalidArgument(f"{what}: empty path")
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InvalidArgument(f"{what} {path}: a dangling symbolic link; goenv writes only over regular "
+                                  f"files or new paths") from None
+        if path.endswith(os.sep):
+            raise InvalidArgument(f"{what} {path}: names a directory; give a file path") from None
+        return path
+    except NotADirectoryError:
+        raise InvalidArgument(f"{what} {path}: a parent of this path is not a directory") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidArgument(f"{what} {path}: {_kind(info.st_mode)}, not a regular file; goenv writes only over "
+                              f"regular files or new paths")
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], None], what: str = "output") -> str:
+    """Writes `data` (bytes, or a function that writes to the open binary file) to a temporary
+    file beside `path`, flushes it to disk and renames it over `path`: readers see the old
+    file or the new one, never half of one. Returns the path written (a symbolic link's target)."""
+    target = checked_output_path(path, what)
+    directory, name = os.path.split(os.path.abspath(target))
+    temporary = os.path.join(directory, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies
+    try:
+        with os.fdopen(fd, "wb") as file:
+            if callable(data):
+                data(file)
+            else:
+                file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        checked_output_path(target, what)  # still a regular file or nothing (not swapped meanwhile)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, what: str = "file",
+                      error: type[Exception] = InvalidArgument) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; `error` (a goenv exception) naming
+    the path otherwise. FileNotFoundError when there is nothing at `path`."""
+    path = os.fspath(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO opens at once, then is refused
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{what} {path}: {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise error(f"{what} {path}: {info.st_size} bytes, more than the limit of {limit}")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(info.st_size + 1)  # read(n) allocates n bytes up front: the size, not the limit
+    if len(data) != info.st_size:
+        raise error(f"{what} {path}: changed size while it was read")
+    return data
