@@ -138,7 +138,7 @@ std::string checkpoint_algorithm(const std::string& bytes) {
 std::string checkpoint_from_arrays(const std::map<std::string, std::string>& metadata,
                                    const std::vector<NamedArray>& arrays) {
   return guarded([&] {
-    std::vector<checkpoint::Named> tensors;
+    std::vector<safetensors::Named> tensors;
     for (const NamedArray& a : arrays) {
       const torch::ScalarType type = a.dtype == "F32" ? torch::kFloat32
                                      : a.dtype == "I64" ? torch::kInt64

@@ -15,7 +15,8 @@
 //   ppo        advantages, the clipped loss, update, train
 //   imitation  teachers, cross-entropy toward them, DAgger, self-imitation
 //   search     act, evaluate, optimize
-//   checkpoint the format-2 reader and writer
+//   safetensors the file layout checkpoints use, with its bounded reader
+//   checkpoint  what a checkpoint holds (format 3), and old formats refused
 // This header is torch-free on purpose: the Python binding (bindings/agents/)
 // includes only it, so it never parses <torch/torch.h>.
 //

@@ -1,9 +1,5 @@
 #include "agents/checkpoint.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,26 +16,7 @@ namespace {
 
 constexpr char kFormatName[] = "goenv-agent";
 constexpr char kLegacyMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};  // formats 1 and 2
-// The reader's bounds (safetensors itself caps the header at 100 MB).
-constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
-constexpr std::uint64_t kMaxDimension = 1ull << 40;
-constexpr std::size_t kMaxRank = 8;
 constexpr int kMaxSpecWidth = 1 << 16;  // feature, state and global widths; choices per head
-
-struct DType {
-  const char* name;
-  torch::ScalarType type;
-  std::uint64_t bytes;
-};
-constexpr DType kDTypes[] = {{"F32", torch::kFloat32, 4}, {"I64", torch::kInt64, 8}, {"U8", torch::kUInt8, 1}};
-
-const DType& dtype_of(torch::ScalarType type) {
-  for (const DType& d : kDTypes)
-    if (d.type == type) return d;
-  GOENV_FAIL(Error, "checkpoints store no tensors of type " << type);
-}
-
-const char* dtype_name(torch::ScalarType type) { return dtype_of(type).name; }
 
 std::string teacher_name(std::uint64_t key, std::size_t head) {
   return "teacher." + std::to_string(key) + "." + std::to_string(head);
@@ -47,8 +24,8 @@ std::string teacher_name(std::uint64_t key, std::size_t head) {
 
 // Every tensor of the model, in the order written: parameters, buffers, Adam's
 // state per parameter (where it has one), the generators, the teachers' decisions.
-std::vector<Named> model_tensors(const Model& m) {
-  std::vector<Named> out;
+std::vector<safetensors::Named> model_tensors(const Model& m) {
+  std::vector<safetensors::Named> out;
   if (!m.ready) return out;
   for (const auto& p : m.policy->named_parameters()) out.push_back({"policy." + p.key(), p.value()});
   for (const auto& b : m.policy->named_buffers()) out.push_back({"policy_buffer." + b.key(), b.value()});
@@ -212,131 +189,22 @@ std::string write(const Model& m, std::size_t next_slot) {
   return write_file(metadata_of(m, next_slot), model_tensors(m));
 }
 
-std::string write_file(std::map<std::string, std::string> meta, const std::vector<Named>& tensors) {
-  std::string data;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> offsets;
-  for (const Named& t : tensors) {
-    const torch::Tensor cpu = t.tensor.detach().to(torch::kCPU).contiguous();
-    const std::uint64_t begin = data.size();
-    data.append(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * dtype_of(cpu.scalar_type()).bytes);
-    offsets.emplace_back(begin, data.size());
-  }
+std::string write_file(std::map<std::string, std::string> meta, const std::vector<safetensors::Named>& tensors) {
   meta["format"] = kFormatName;
   meta["format_version"] = std::to_string(kFormat);
-  meta["checksum"] = hex(hash_bytes(data.data(), data.size()));
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> json(buffer);
-  json.StartObject();
-  json.Key("__metadata__");
-  json.StartObject();
-  for (const auto& [key, value] : meta) {
-    json.Key(key.c_str(), static_cast<rapidjson::SizeType>(key.size()));
-    json.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
-  }
-  json.EndObject();
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    json.Key(tensors[i].name.c_str(), static_cast<rapidjson::SizeType>(tensors[i].name.size()));
-    json.StartObject();
-    json.Key("dtype");
-    json.String(dtype_name(tensors[i].tensor.scalar_type()));
-    json.Key("shape");
-    json.StartArray();
-    for (const std::int64_t d : tensors[i].tensor.sizes()) json.Uint64(static_cast<std::uint64_t>(d));
-    json.EndArray();
-    json.Key("data_offsets");
-    json.StartArray();
-    json.Uint64(offsets[i].first);
-    json.Uint64(offsets[i].second);
-    json.EndArray();
-    json.EndObject();
-  }
-  json.EndObject();
-  std::string header(buffer.GetString(), buffer.GetSize());
-  header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
-  std::string out(8, '\0');
-  const std::uint64_t size = header.size();
-  std::memcpy(out.data(), &size, 8);  // little-endian, as safetensors (goenv builds on little-endian hosts)
-  out += header;
-  out += data;
-  return out;
+  // The checksum covers the data section, which the metadata does not change: written once to learn it.
+  const std::string draft = safetensors::write(meta, tensors);
+  const safetensors::File layout = safetensors::read(draft, "goenv agent checkpoint");
+  meta["checksum"] = hex(hash_bytes(draft.data() + layout.data_start, layout.data_size));
+  return safetensors::write(meta, tensors);
 }
 
 Checkpoint parse(const std::string& bytes) {
   GOENV_CHECK(!(bytes.size() >= 8 && std::memcmp(bytes.data(), kLegacyMagic, 8) == 0), InvalidArgument,
               legacy_message(bytes));
-  GOENV_CHECK(bytes.size() >= 8, InvalidArgument,
-              "not a goenv agent checkpoint: " << bytes.size() << " bytes, fewer than a safetensors header size");
-  std::uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes.data(), 8);
-  GOENV_CHECK(header_size >= 2 && header_size <= kMaxHeaderBytes && header_size <= bytes.size() - 8, InvalidArgument,
-              "not a goenv agent checkpoint: its header size " << header_size << " does not fit "
-                                                               << bytes.size() << " bytes (at most " << kMaxHeaderBytes
-                                                               << ")");
-  rapidjson::Document document;
-  // Iterative: nesting depth costs heap, not stack; strings must be valid UTF-8 (they reach Python).
-  document.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(bytes.data() + 8, header_size);
-  GOENV_CHECK(!document.HasParseError() && document.IsObject(), InvalidArgument,
-              "not a goenv agent checkpoint: its header is not a JSON object (error at byte "
-                  << document.GetErrorOffset() << ")");
   Checkpoint c;
-  c.data_start = 8 + header_size;
-  const std::uint64_t data_size = bytes.size() - c.data_start;
-  std::map<std::string, std::string> meta;
-  for (auto member = document.MemberBegin(); member != document.MemberEnd(); ++member) {
-    const std::string name(member->name.GetString(), member->name.GetStringLength());
-    const rapidjson::Value& value = member->value;
-    if (name == "__metadata__") {
-      GOENV_CHECK(value.IsObject(), InvalidArgument, "corrupt agent checkpoint: __metadata__ is not an object");
-      for (auto m = value.MemberBegin(); m != value.MemberEnd(); ++m) {
-        GOENV_CHECK(m->value.IsString(), InvalidArgument, "corrupt agent checkpoint: metadata values must be strings");
-        meta[std::string(m->name.GetString(), m->name.GetStringLength())] =
-            std::string(m->value.GetString(), m->value.GetStringLength());
-      }
-      continue;
-    }
-    GOENV_CHECK(value.IsObject() && value.HasMember("dtype") && value["dtype"].IsString() && value.HasMember("shape") &&
-                    value["shape"].IsArray() && value.HasMember("data_offsets") && value["data_offsets"].IsArray() &&
-                    value["data_offsets"].Size() == 2 && value["data_offsets"][0].IsUint64() &&
-                    value["data_offsets"][1].IsUint64(),
-                InvalidArgument, "corrupt agent checkpoint: tensor '" << name << "' is not {dtype, shape, data_offsets}");
-    const DType* dtype = nullptr;
-    for (const DType& d : kDTypes)
-      if (std::strcmp(d.name, value["dtype"].GetString()) == 0) dtype = &d;
-    GOENV_CHECK(dtype != nullptr, InvalidArgument,
-                "corrupt agent checkpoint: tensor '" << name << "' has dtype " << value["dtype"].GetString()
-                                                     << "; checkpoints hold F32, I64 and U8");
-    const rapidjson::Value& shape = value["shape"];
-    GOENV_CHECK(shape.Size() <= kMaxRank, InvalidArgument,
-                "corrupt agent checkpoint: tensor '" << name << "' has rank " << shape.Size());
-    Checkpoint::Tensor t;
-    t.dtype = dtype->type;
-    std::uint64_t numel = 1;
-    for (const auto& d : shape.GetArray()) {
-      GOENV_CHECK(d.IsUint64() && d.GetUint64() <= kMaxDimension, InvalidArgument,
-                  "corrupt agent checkpoint: tensor '" << name << "' has a bad dimension");
-      numel = d.GetUint64() == 0 || numel <= kMaxDimension / d.GetUint64() ? numel * d.GetUint64() : kMaxDimension + 1;
-      t.shape.push_back(static_cast<std::int64_t>(d.GetUint64()));
-    }
-    t.begin = value["data_offsets"][0].GetUint64();
-    t.end = value["data_offsets"][1].GetUint64();
-    GOENV_CHECK(numel <= kMaxDimension && t.begin <= t.end && t.end <= data_size &&
-                    t.end - t.begin == numel * dtype->bytes,
-                InvalidArgument,
-                "corrupt agent checkpoint: tensor '" << name << "' has offsets [" << t.begin << ", " << t.end
-                                                     << ") that do not hold its shape within " << data_size << " bytes");
-    c.tensors[name] = std::move(t);
-  }
-  // safetensors: the tensors tile the data section exactly, without gaps or overlaps.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
-  for (const auto& [name, t] : c.tensors) spans.emplace_back(t.begin, t.end);
-  std::sort(spans.begin(), spans.end());
-  std::uint64_t covered = 0;
-  for (const auto& [begin, end] : spans) {
-    GOENV_CHECK(begin == covered, InvalidArgument, "corrupt agent checkpoint: its tensors overlap or leave gaps");
-    covered = end;
-  }
-  GOENV_CHECK(covered == data_size, InvalidArgument,
-              "corrupt agent checkpoint: " << data_size - covered << " bytes after the last tensor");
+  c.file = safetensors::read(bytes, "goenv agent checkpoint");
+  std::map<std::string, std::string>& meta = c.file.metadata;
   GOENV_CHECK(meta["format"] == kFormatName, InvalidArgument,
               "not a goenv agent checkpoint: a safetensors file whose metadata format is '" << meta["format"]
                                                                                             << "', not '" << kFormatName
@@ -344,7 +212,7 @@ Checkpoint parse(const std::string& bytes) {
   GOENV_CHECK(meta["format_version"] == std::to_string(kFormat), InvalidArgument,
               "agent checkpoint format " << meta["format_version"] << " is not supported (this goenv reads format "
                                          << kFormat << ")");
-  GOENV_CHECK(meta["checksum"] == hex(hash_bytes(bytes.data() + c.data_start, data_size)), InvalidArgument,
+  GOENV_CHECK(meta["checksum"] == hex(hash_bytes(bytes.data() + c.file.data_start, c.file.data_size)), InvalidArgument,
               "corrupt agent checkpoint: checksum mismatch");
   std::map<std::string, std::string> config_text;
   for (const auto& [key, value] : meta)
@@ -361,7 +229,7 @@ Checkpoint parse(const std::string& bytes) {
   if (c.has_policy) c.spec = parse_spec(meta);
   for (const auto& [key, value] : meta)
     if (key.rfind("teacher.", 0) == 0) c.teachers.push_back(parse_teacher(key.substr(8), value));
-  GOENV_CHECK(c.has_policy || (c.tensors.empty() && c.teachers.empty()), InvalidArgument,
+  GOENV_CHECK(c.has_policy || (c.file.tensors.empty() && c.teachers.empty()), InvalidArgument,
               "corrupt agent checkpoint: tensors or teachers without a policy");
   return c;
 }
@@ -373,7 +241,7 @@ Model read(const Checkpoint& c, const std::string& bytes) {
   // least its GraphSAGE and attention matrices, policy.cc): a small file cannot
   // make the reader build a huge policy.
   std::uint64_t declared = 0;
-  for (const auto& [name, t] : c.tensors)
+  for (const auto& [name, t] : c.file.tensors)
     if (name.rfind("policy.", 0) == 0) declared += t.end - t.begin;
   const double hidden = c.config.hidden;
   const double least = 4.0 * hidden * hidden *
@@ -400,7 +268,7 @@ Model read(const Checkpoint& c, const std::string& bytes) {
   wanted["generator.shuffling"] = {fresh.shuffling.get_state(), true};
   for (const auto& t : c.teachers)
     for (std::size_t h = 0; h < c.spec.heads.size(); ++h) wanted[teacher_name(t.key, h)] = {torch::Tensor()};
-  for (const auto& [name, t] : c.tensors) {
+  for (const auto& [name, t] : c.file.tensors) {
     const auto it = wanted.find(name);
     GOENV_CHECK(it != wanted.end(), InvalidArgument,
                 "corrupt agent checkpoint: tensor '" << name << "' is not part of this " << c.config.algorithm
@@ -408,46 +276,41 @@ Model read(const Checkpoint& c, const std::string& bytes) {
     const torch::Tensor& like = it->second.like;
     if (like.defined()) {
       GOENV_CHECK(t.dtype == like.scalar_type() && t.shape == like.sizes().vec(), InvalidArgument,
-                  "corrupt agent checkpoint: tensor '" << name << "' is " << dtype_name(t.dtype) << " "
+                  "corrupt agent checkpoint: tensor '" << name << "' is " << safetensors::dtype_name(t.dtype) << " "
                                                        << torch::IntArrayRef(t.shape) << ", the policy has "
-                                                       << dtype_name(like.scalar_type()) << " " << like.sizes());
+                                                       << safetensors::dtype_name(like.scalar_type()) << " " << like.sizes());
     } else {
       GOENV_CHECK(t.dtype == torch::kInt64 && t.shape.size() == 1, InvalidArgument,
                   "corrupt agent checkpoint: teacher decisions '" << name << "' are not a 1-D I64 tensor");
     }
   }
   for (const auto& [name, slot] : wanted)
-    GOENV_CHECK(slot.optional || c.tensors.count(name), InvalidArgument,
+    GOENV_CHECK(slot.optional || c.file.tensors.count(name), InvalidArgument,
                 "corrupt agent checkpoint: tensor '" << name << "' is missing");
   for (const auto& p : parameters) {
-    const int present = static_cast<int>(c.tensors.count("adam." + p.key() + ".step")) +
-                        static_cast<int>(c.tensors.count("adam." + p.key() + ".exp_avg")) +
-                        static_cast<int>(c.tensors.count("adam." + p.key() + ".exp_avg_sq"));
+    const int present = static_cast<int>(c.file.tensors.count("adam." + p.key() + ".step")) +
+                        static_cast<int>(c.file.tensors.count("adam." + p.key() + ".exp_avg")) +
+                        static_cast<int>(c.file.tensors.count("adam." + p.key() + ".exp_avg_sq"));
     GOENV_CHECK(present == 0 || present == 3, InvalidArgument,
                 "corrupt agent checkpoint: Adam's state of '" << p.key() << "' is incomplete");
   }
   // Copies: every check has passed.
-  auto load = [&](const std::string& name) {
-    const Checkpoint::Tensor& t = c.tensors.at(name);
-    torch::Tensor out = torch::empty(t.shape, torch::TensorOptions().dtype(t.dtype));
-    std::memcpy(out.data_ptr(), bytes.data() + c.data_start + t.begin, t.end - t.begin);
-    return out;
-  };
+  auto load = [&](const std::string& name) { return safetensors::copy(c.file, bytes, name); };
   {
     torch::NoGradGuard no_grad;
     for (auto& p : parameters) p.value().copy_(load("policy." + p.key()));
     for (auto& b : fresh.policy->named_buffers()) b.value().copy_(load("policy_buffer." + b.key()));
   }
   for (const auto& p : parameters) {
-    if (!c.tensors.count("adam." + p.key() + ".step")) continue;
+    if (!c.file.tensors.count("adam." + p.key() + ".step")) continue;
     auto state = std::make_unique<torch::optim::AdamParamState>();
     state->step(load("adam." + p.key() + ".step").item<std::int64_t>());
     state->exp_avg(load("adam." + p.key() + ".exp_avg").to(fresh.device));
     state->exp_avg_sq(load("adam." + p.key() + ".exp_avg_sq").to(fresh.device));
     fresh.optimizer->state()[p.value().unsafeGetTensorImpl()] = std::move(state);
   }
-  if (c.tensors.count("generator.sampling")) fresh.sampling.set_state(load("generator.sampling"));
-  if (c.tensors.count("generator.shuffling")) fresh.shuffling.set_state(load("generator.shuffling"));
+  if (c.file.tensors.count("generator.sampling")) fresh.sampling.set_state(load("generator.sampling"));
+  if (c.file.tensors.count("generator.shuffling")) fresh.shuffling.set_state(load("generator.shuffling"));
   fresh.steps_trained = c.steps_trained;
   fresh.weights.version = c.version;
   fresh.updates = c.updates;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agents/model.h"
+#include "agents/safetensors.h"
 
 namespace goenv::agents::checkpoint {
 
@@ -38,23 +39,12 @@ struct Checkpoint {
     Teacher teacher;  // without actions (those are tensors)
   };
   std::vector<TeacherHeader> teachers;
-  struct Tensor {
-    torch::ScalarType dtype = torch::kFloat32;
-    std::vector<std::int64_t> shape;
-    std::uint64_t begin = 0, end = 0;  // byte offsets in the data section
-  };
-  std::map<std::string, Tensor> tensors;
-  std::uint64_t data_start = 0;  // where the data section begins in the file
+  safetensors::File file;  // the metadata and the tensor table; the bytes stay in the file
 };
 
-// One tensor of a checkpoint, under its name.
-struct Named {
-  std::string name;
-  torch::Tensor tensor;
-};
 // A checkpoint file of these metadata strings and tensors (F32, I64 or U8, in
 // this order); the format's own metadata (format, version, checksum) is added.
-std::string write_file(std::map<std::string, std::string> metadata, const std::vector<Named>& tensors);
+std::string write_file(std::map<std::string, std::string> metadata, const std::vector<safetensors::Named>& tensors);
 
 // InvalidArgument naming the problem on bytes that are not a readable checkpoint.
 Checkpoint parse(const std::string& bytes);
