@@ -227,3 +227,13 @@ def test_cli_train_help_lists_the_agent_options(capsys):
     out = capsys.readouterr().out
     for option in ("learning_rate", "hidden", "entropy_coef", "--option KEY=VALUE"):
         assert option in out
+
+
+def test_goenv_alone_shows_help_and_demo_takes_no_task(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "usage: goenv" in out and "demo" in out and "train" in out
+    with pytest.raises(SystemExit) as exit_info:  # argparse: unknown option, status 2
+        main(["demo", "--task", "fusion"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --task" in capsys.readouterr().err

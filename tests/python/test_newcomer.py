@@ -123,3 +123,16 @@ def test_cli_takes_a_graph_file_wherever_it_takes_an_id(tmp_path, capsys):
     assert "critical-path" in capsys.readouterr().out
     assert cli.main(["info", str(tmp_path / "missing.goenv")]) == 2
     assert "missing.goenv" in capsys.readouterr().err
+
+
+def test_gymnasium_finds_goenv_ids_without_importing_goenv_first(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, gymnasium\n"
+            "assert 'goenv' not in sys.modules\n"
+            "env = gymnasium.make('goenv:goenv/placement-inception-v1')\n"
+            "print(type(env.unwrapped).__name__, env.unwrapped.spec_id)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["GraphEnv", "placement-inception"]

@@ -331,11 +331,13 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="goenv", description="RL environments for ML-compiler graph optimization.")
     parser.add_argument("--version", action="version", version=f"goenv {goenv.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--cluster", help="cluster preset instead of the graph's default (goenv.clusters.list())")
-    options.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
-    options.add_argument("--seed", type=int, default=0, help="seed of randomized baselines")
+    # Not required: `goenv` alone shows this help (main()).
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--cluster", help="cluster preset instead of the graph's default (goenv.clusters.list())")
+    common.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
+    common.add_argument("--seed", type=int, default=0, help="seed of randomized baselines")
+    options = argparse.ArgumentParser(add_help=False, parents=[common])  # for commands that take an ID
     options.add_argument("--task", default="placement", choices=_core.task_names(),
                          help="the task when ID is a graph file (.goenv or .json) (default: %(default)s)")
 
@@ -356,7 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     baselines.add_argument("--methods", help="comma-separated baselines (default: all that fit the task)")
     baselines.add_argument("--json", action="store_true", help="machine-readable output")
     baselines.set_defaults(run=_baselines)
-    demo = commands.add_parser("demo", parents=[options],
+    demo = commands.add_parser("demo", parents=[common],
                                help=f"simple placements of {DEMO_ENV} compared, best one charted")
     demo.add_argument("--out", default="out", help="folder for demo_gantt.png (default: %(default)s)")
     demo.add_argument("--train-steps", type=int, default=256,
@@ -419,7 +421,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status (2 with a one-line message on errors)."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `goenv` alone: what it can do
+        parser.print_help()
+        return 0
     try:
         args.run(args)
     except BrokenPipeError:  # e.g. `goenv list | head`: the reader left; stay quiet
