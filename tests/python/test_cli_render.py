@@ -237,3 +237,14 @@ def test_goenv_alone_shows_help_and_demo_takes_no_task(capsys):
         main(["demo", "--task", "fusion"])
     assert exit_info.value.code == 2
     assert "unrecognized arguments: --task" in capsys.readouterr().err
+
+
+def test_demo_agent_starts_from_the_best_heuristic_and_beats_the_default(tmp_path, capsys):
+    pytest.importorskip("torch")
+    assert main(["demo", "--out", str(tmp_path), "--train-steps", "16"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("PPO"))
+    if "skipped" in line:
+        pytest.skip(line)
+    assert "imitation steps toward best-heuristic" in line
+    speedup = float(line.split("speedup ")[1].split("x")[0])
+    assert speedup > 1.0, line  # never worse than its teacher, which beats the default on this graph

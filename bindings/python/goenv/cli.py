@@ -36,6 +36,7 @@ ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see 
 MS = 1e3
 GIB = float(2**30)
 DEMO_ENV = "placement-inception"
+DEMO_IMITATION_STEPS = 100  # the demo agent copies the best heuristic first
 DEMO_METHODS = ["single", "expert", "round-robin", "metis", "m-etf", "heft", "local-search"]
 
 
@@ -282,17 +283,26 @@ def _bench(args: argparse.Namespace) -> None:
 
 
 def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
-    """A short PPO run beside the baselines (the agents need torch; say so if it is missing)."""
+    """The reference agent beside the baselines: imitation of the best heuristic first (so it starts
+    where the heuristics end), then PPO, then its best decision (the agents need torch; say so if
+    it is missing)."""
     try:
         import goenv.agents
 
         agent = goenv.agents.PPO(seed=seed)
     except ImportError as error:
         return f"PPO agent skipped: {error}"
+    imitation = agent.imitate([env], steps=DEMO_IMITATION_STEPS, progress=False)
     agent.train([env], total_steps=steps, log_dir=os.path.join(out, "demo_training"))
-    result = agent.evaluate([env])[env.core.id]
-    return (f"PPO after {steps} simulated steps: {result['runtime'] * MS:.3f} ms, speedup {result['speedup']:.3f}x "
-            f"(training curve: {os.path.join(out, 'demo_training', 'training_curve.png')})")
+    found = agent.optimize(env, samples=16)
+    teacher = agent.teacher(env)
+    calls = imitation[-1]["simulator_calls"] + agent.steps_trained + found["simulator_calls"]
+    return (f"PPO: {DEMO_IMITATION_STEPS} imitation steps toward {teacher['method']} "
+            f"({imitation[-1]['accuracy']:.0%} of its decisions), then {steps} simulated PPO steps; its best "
+            f"decision ({found['source']}; greedy {found['greedy_runtime'] * MS:.3f} ms): "
+            f"{found['runtime'] * MS:.3f} ms, speedup {found['initial_runtime'] / found['runtime']:.3f}x, "
+            f"{calls} simulator calls in all (training curve: "
+            f"{os.path.join(out, 'demo_training', 'training_curve.png')})")
 
 
 def _demo(args: argparse.Namespace) -> None:
