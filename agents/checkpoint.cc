@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -93,22 +94,29 @@ std::string hex(std::uint64_t x) {
 
 // --- reading ------------------------------------------------------------------
 
+// `text` as a whole number in [low, high] (std::stoll / std::stoull syntax, all of it used).
+template <typename T>
+T whole_number(const std::string& text, const std::string& what, T low, T high) {
+  std::size_t used = 0;
+  T value = 0;
+  try {
+    if constexpr (std::is_signed_v<T>) value = std::stoll(text, &used);
+    else if (text.find('-') == std::string::npos) value = std::stoull(text, &used);  // stoull wraps negatives
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  GOENV_CHECK(used == text.size() && used > 0 && value >= low && value <= high, InvalidArgument,
+              "corrupt agent checkpoint: " << what << " must be an integer in [" << low << ", " << high << "], got '"
+                                           << text << "'");
+  return value;
+}
+
 // An integer metadata value within [low, high].
 std::int64_t integer(const std::map<std::string, std::string>& meta, const std::string& key, std::int64_t low,
                      std::int64_t high) {
   const auto it = meta.find(key);
   GOENV_CHECK(it != meta.end(), InvalidArgument, "corrupt agent checkpoint: no '" << key << "' in its metadata");
-  std::size_t used = 0;
-  std::int64_t value = 0;
-  try {
-    value = std::stoll(it->second, &used);
-  } catch (const std::logic_error&) {
-    used = 0;
-  }
-  GOENV_CHECK(used == it->second.size() && used > 0 && value >= low && value <= high, InvalidArgument,
-              "corrupt agent checkpoint: " << key << " must be an integer in [" << low << ", " << high << "], got '"
-                                           << it->second << "'");
-  return value;
+  return whole_number(it->second, key, low, high);
 }
 
 double real(const std::string& text, const std::string& what) {
@@ -145,7 +153,8 @@ PolicySpec parse_spec(const std::map<std::string, std::string>& meta) {
     GOENV_CHECK(std::find(spec.heads.begin(), spec.heads.end(), head) == spec.heads.end(), InvalidArgument,
                 "corrupt agent checkpoint: head '" << name << "' twice");
     spec.heads.push_back(head);
-    spec.choices.push_back(static_cast<int>(integer({{"choices", item.substr(colon + 1)}}, "choices", 1, kMaxSpecWidth)));
+    spec.choices.push_back(static_cast<int>(
+        whole_number<std::int64_t>(item.substr(colon + 1), "choices of head '" + name + "'", 1, kMaxSpecWidth)));
   }
   GOENV_CHECK(!spec.heads.empty(), InvalidArgument, "corrupt agent checkpoint: the policy has no decision heads");
   return spec;
@@ -158,18 +167,12 @@ Checkpoint::TeacherHeader parse_teacher(const std::string& key, const std::strin
                   std::getline(in, calls) && !method.empty(),
               InvalidArgument, "corrupt agent checkpoint: bad teacher line '" << text << "'");
   Checkpoint::TeacherHeader t;
-  std::size_t used = 0;
-  try {
-    t.key = key.empty() || key[0] == '-' ? 0 : std::stoull(key, &used);
-  } catch (const std::logic_error&) {
-    used = 0;
-  }
-  GOENV_CHECK(used == key.size() && used > 0, InvalidArgument, "corrupt agent checkpoint: bad teacher key '" << key << "'");
+  t.key = whole_number<std::uint64_t>(key, "a teacher's key", 0, std::numeric_limits<std::uint64_t>::max());
   t.teacher.method = method;
   t.teacher.runtime = real(runtime, "a teacher's runtime");
   t.teacher.reward = real(reward, "a teacher's reward");
-  t.teacher.simulator_calls = integer({{"simulator calls of a teacher", calls}}, "simulator calls of a teacher", 0,
-                                      std::numeric_limits<std::int64_t>::max());
+  t.teacher.simulator_calls =
+      whole_number<std::int64_t>(calls, "a teacher's simulator calls", 0, std::numeric_limits<std::int64_t>::max());
   return t;
 }
 
@@ -192,11 +195,9 @@ std::string write(const Model& m, std::size_t next_slot) {
 std::string write_file(std::map<std::string, std::string> meta, const std::vector<safetensors::Named>& tensors) {
   meta["format"] = kFormatName;
   meta["format_version"] = std::to_string(kFormat);
-  // The checksum covers the data section, which the metadata does not change: written once to learn it.
-  const std::string draft = safetensors::write(meta, tensors);
-  const safetensors::File layout = safetensors::read(draft, "goenv agent checkpoint");
-  meta["checksum"] = hex(hash_bytes(draft.data() + layout.data_start, layout.data_size));
-  return safetensors::write(meta, tensors);
+  const std::string data = safetensors::data_section(tensors);
+  meta["checksum"] = hex(hash_bytes(data.data(), data.size()));
+  return safetensors::write(meta, tensors, data);
 }
 
 Checkpoint parse(const std::string& bytes) {

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -27,6 +28,14 @@ ObservationView view_of(const DynamicObservation& o, const PolicySpec& spec, int
                   static_cast<std::int64_t>(o.globals.size()) == spec.global_dim,
               InvalidArgument, "observation does not match the policy's spec " << spec.describe());
   return {o.node_state.data(), o.action_mask.data(), o.globals.data()};
+}
+
+bool same_observation(const ObservationView& a, const ObservationView& b, const PolicySpec& spec, int num_nodes) {
+  const std::size_t state = static_cast<std::size_t>(num_nodes) * spec.node_state_dim,
+                    mask = static_cast<std::size_t>(num_nodes) * spec.action_mask_width();
+  return std::equal(a.node_state, a.node_state + state, b.node_state) &&
+         std::equal(a.action_mask, a.action_mask + mask, b.action_mask) &&
+         std::equal(a.globals, a.globals + spec.global_dim, b.globals);
 }
 
 Batch stack(const std::vector<ObservationView>& observations, const PolicySpec& spec, int num_nodes,

@@ -30,6 +30,8 @@ struct ObservationView {
 };
 // Checks the observation's sizes against the spec.
 ObservationView view_of(const DynamicObservation& observation, const PolicySpec& spec, int num_nodes);
+// Equal values (not bits) in every array of two observations of one graph.
+bool same_observation(const ObservationView& a, const ObservationView& b, const PolicySpec& spec, int num_nodes);
 
 // Observations of one graph on the device: node_state (B, N, S), mask (B, N, A) bool, globals (B, G).
 struct Batch {

@@ -35,15 +35,25 @@ const DType& dtype_of(torch::ScalarType type) {
 
 const char* dtype_name(torch::ScalarType type) { return dtype_of(type).name; }
 
-std::string write(const std::map<std::string, std::string>& metadata, const std::vector<Named>& tensors) {
+std::string data_section(const std::vector<Named>& tensors) {
   std::string data;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> offsets;
   for (const Named& t : tensors) {
     const torch::Tensor cpu = t.tensor.detach().to(torch::kCPU).contiguous();
-    const std::uint64_t begin = data.size();
     data.append(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * dtype_of(cpu.scalar_type()).bytes);
-    offsets.emplace_back(begin, data.size());
   }
+  return data;
+}
+
+std::string write(const std::map<std::string, std::string>& metadata, const std::vector<Named>& tensors,
+                  const std::string& data) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> offsets;
+  std::uint64_t end = 0;
+  for (const Named& t : tensors) {
+    const std::uint64_t begin = end;
+    end += static_cast<std::uint64_t>(t.tensor.numel()) * dtype_of(t.tensor.scalar_type()).bytes;
+    offsets.emplace_back(begin, end);
+  }
+  GOENV_CHECK(end == data.size(), Error, "safetensors: " << data.size() << " data bytes for tensors of " << end);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> json(buffer);
   json.StartObject();

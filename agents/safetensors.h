@@ -36,8 +36,12 @@ struct File {
 };
 
 const char* dtype_name(torch::ScalarType type);
-// The file of these metadata strings and tensors, in this order.
-std::string write(const std::map<std::string, std::string>& metadata, const std::vector<Named>& tensors);
+// The tensors' bytes, one after another: the file's data section.
+std::string data_section(const std::vector<Named>& tensors);
+// The file of these metadata strings and tensors, in this order, whose data section is `data`
+// (data_section(tensors), made once by a caller that also needs it, e.g. for a checksum).
+std::string write(const std::map<std::string, std::string>& metadata, const std::vector<Named>& tensors,
+                  const std::string& data);
 // The header of `bytes`; InvalidArgument naming `what` ("agent checkpoint") and the problem.
 File read(const std::string& bytes, const std::string& what);
 // A new CPU tensor holding tensor `name` of the file.

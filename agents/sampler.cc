@@ -50,18 +50,16 @@ StepResult run_episode(Model& model, Env& env, const GraphTensors& graph, std::u
   DynamicObservation obs = env.reset(seed);
   StepResult r;
   do {
-    const bool cached = cache != nullptr && !cache->logits.empty() && obs.node_state == cache->observation.node_state &&
-                        obs.action_mask == cache->observation.action_mask && obs.globals == cache->observation.globals;
-    if (!cached) {
-      auto logits = model.run(graph, stack({view_of(obs, model.spec, n)}, model.spec, n, model.device)).first;
-      if (cache == nullptr) {
-        decided = model.decide(graph, logits, deterministic);
-      } else {
-        cache->observation = obs;
-        cache->logits = std::move(logits);
-      }
+    const ObservationView view = view_of(obs, model.spec, n);
+    std::vector<torch::Tensor> logits;
+    if (cache != nullptr && !cache->logits.empty() &&
+        same_observation(view, view_of(cache->observation, model.spec, n), model.spec, n)) {
+      logits = cache->logits;  // tensor handles: no copy of the values
+    } else {
+      logits = model.run(graph, stack({view}, model.spec, n, model.device)).first;
+      if (cache != nullptr) *cache = {obs, logits};
     }
-    if (cache != nullptr) decided = model.decide(graph, cache->logits, deterministic);
+    decided = model.decide(graph, logits, deterministic);
     r = step_actions(env, decided);
     ++calls;
     if (visited != nullptr) visited->push_back(std::move(obs));
@@ -152,12 +150,7 @@ void Sampler::collect_step(Model& model, Slot& slot, Rollout& out) {
                     mask = static_cast<std::size_t>(n) * model.spec.action_mask_width(),
                     globals = model.spec.global_dim;
   auto observation = [&](int k) { return copy_observation(buffers, model.spec, n, k); };
-  auto same = [&](int a, int b) {
-    const ObservationView x = observation(a), y = observation(b);
-    return std::equal(x.node_state, x.node_state + state, y.node_state) &&
-           std::equal(x.action_mask, x.action_mask + mask, y.action_mask) &&
-           std::equal(x.globals, x.globals + globals, y.globals);
-  };
+  auto same = [&](int a, int b) { return same_observation(observation(a), observation(b), model.spec, n); };
   // Copies with the same observation (one-shot episodes restart from one) are stored and forwarded once.
   std::vector<int> unique_of(copies);
   std::vector<int> fresh;

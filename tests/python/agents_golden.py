@@ -54,22 +54,13 @@ def checkpoint_digest(data: bytes, envs: list) -> str:
     """A checkpoint's content, whatever its byte format: what the loaded agent holds (options,
     spec, counters, weights, the kept teachers) and what it does next (one collect and update
     on `envs`: Adam's moments and the generators matter there)."""
-    agent = _load_bytes(data)
+    agent = goenv.agents.load_bytes(data)
     held = (agent.config, agent.spec, agent.steps_trained, agent.weights_version, np.array(agent.weights),
             [agent.teacher(env) for env in envs])
     agent.set_envs(envs)
     rollouts = agent.collect()
     agent.update(rollouts)
     return digest(digest(*held), [digest(r) for r in rollouts], np.array(agent.weights))
-
-
-def _load_bytes(data: bytes):
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".agent") as f:
-        f.write(data)
-        f.flush()
-        return goenv.agents.load(f.name)
 
 
 def graphs() -> dict:

@@ -15,7 +15,7 @@ from goenv.files import read_regular_file, write_atomic
 _NATIVE = None
 
 
-def _native():
+def native():
     """goenv._agents, loaded after torch so that one LibTorch is mapped, shared by both."""
     global _NATIVE
     if _NATIVE is None:
@@ -37,7 +37,7 @@ def _native():
 
 def options() -> list[tuple[str, str, Any, str]]:
     """Every agent option as (name, type, default, meaning); type is 'i', 'd', 'b' or 's'."""
-    return [tuple(field) for field in _native().config_fields()]
+    return [tuple(field) for field in native().config_fields()]
 
 
 def _check_count(name: str, value: Any, low: int = 1) -> None:
@@ -64,12 +64,12 @@ class Agent:
     algorithm: str | None = None
 
     def __init__(self, env: Any = None, **options: Any):
-        native = _native()
+        module = native()
         if self.algorithm is not None:
             if "algorithm" in options and options["algorithm"] != self.algorithm:
                 raise ValueError(f"{type(self).__name__} is algorithm {self.algorithm!r}")
             options["algorithm"] = self.algorithm
-        self._agent = native.Agent(options)
+        self._agent = module.Agent(options)
         if env is not None:
             self._agent.setup(env_argument(env))
 
@@ -272,13 +272,13 @@ class Agent:
     def save(self, path: str | os.PathLike) -> None:
         """Writes a checkpoint (safetensors layout: plain tensors, no code) atomically: a
         temporary file, then os.replace; only over a regular file or a new path."""
-        _write_atomically(path, self._agent.to_bytes())
+        write_atomic(path, self._agent.to_bytes(), what="checkpoint")
 
     def load(self, path: str | os.PathLike) -> "Agent":
         """Replaces config and parameters with a checkpoint's; goenv.InvalidArgument on a
         file that is not a valid checkpoint of this algorithm (the agent is then unchanged)."""
-        data = _read(path)
-        algorithm = _native().checkpoint_algorithm(data)
+        data = read_regular_file(path, what="checkpoint")
+        algorithm = native().checkpoint_algorithm(data)
         if self.algorithm is not None and algorithm != self.algorithm:
             raise InvalidArgument(f"{os.fspath(path)} holds a {algorithm!r} agent, not {self.algorithm!r}; "
                                   "use goenv.agents.load(path)")
@@ -332,12 +332,12 @@ registry.register("go", GO, "the GO policy (GraphSAGE, segment-recurrent attenti
 
 def load(path: str | os.PathLike) -> Agent:
     """The agent saved at `path`, as a PPO or GO object."""
-    return load_bytes(_read(path))
+    return load_bytes(read_regular_file(path, what="checkpoint"))
 
 
 def load_bytes(data: bytes) -> Agent:
     """The agent a checkpoint's bytes hold; goenv.InvalidArgument names what is wrong with bad ones."""
-    agent = registry.make_agent(_native().checkpoint_algorithm(data))
+    agent = registry.make_agent(native().checkpoint_algorithm(data))
     agent._agent.from_bytes(data)
     return agent
 
@@ -364,15 +364,6 @@ def pretrained(name: str = "go-placement", num_devices: int = 2) -> Agent:
         raise InvalidArgument(f"no {name} checkpoint for {num_devices} devices; shipped: "
                               f"{', '.join(map(str, shipped)) or 'none (run examples/pretrain_placer.py)'}")
     return load(folder / f"{name}-{int(num_devices)}dev.agent")
-
-
-def _read(path: str | os.PathLike) -> bytes:
-    """A checkpoint file's bytes: a regular file within goenv.files.MAX_FILE_BYTES, else goenv.InvalidArgument."""
-    return read_regular_file(path, what="checkpoint")
-
-
-def _write_atomically(path: str | os.PathLike, data: bytes) -> None:
-    write_atomic(path, data, what="checkpoint")
 
 
 def _split_concatenated(obs: dict) -> Iterable[dict]:

@@ -173,21 +173,21 @@ def legacy_contents(data: bytes) -> tuple[dict, dict]:
 def convert_bytes(data: bytes) -> bytes:
     """The current format of a format 1 or 2 checkpoint's bytes; goenv.InvalidArgument when it is not one."""
     from goenv._core import InvalidArgument
-    from goenv.agents.agent import _native
+    from goenv.agents.agent import native
 
     try:
         metadata, arrays = legacy_contents(data)
     except (ValueError, KeyError, UnicodeDecodeError, struct.error, zipfile.BadZipFile, pickle.UnpicklingError,
             EOFError, TypeError, AttributeError, IndexError, OverflowError) as error:
         raise InvalidArgument(f"cannot convert: {error}") from error
-    return _native().checkpoint_from_arrays(metadata, arrays)
+    return native().checkpoint_from_arrays(metadata, arrays)
 
 
 def convert(source: str | os.PathLike, target: str | os.PathLike) -> None:
     """Writes the current format of the format 1 or 2 checkpoint `source` to `target`."""
-    from goenv.agents.agent import _read, _write_atomically
+    from goenv.files import read_regular_file, write_atomic
 
-    _write_atomically(target, convert_bytes(_read(source)))
+    write_atomic(target, convert_bytes(read_regular_file(source, what="checkpoint")), what="checkpoint")
 
 
 def main(argv: list[str] | None = None) -> int:
