@@ -36,12 +36,7 @@ struct Budget {
   std::uint64_t seed = 0;
 };
 
-// One value per node for every head.
-struct Solution {
-  std::vector<std::int32_t> placement;
-  std::vector<double> priority;
-  std::vector<std::int32_t> fusion;
-};
+// Solution (one value per node for every head) is envs/env.h's.
 
 struct BaselineResult {
   std::string method;
