@@ -10,7 +10,7 @@
 // random mutants (15%) and fills the rest with biased crossover of an elite and
 // a non-elite parent, each key from the elite one with probability 0.7. The
 // first population holds the start's keys and the best heuristic's candidates',
-// the rest random; its size grows with the budget (its square root, 8 to 64).
+// the rest random; its size is the budget over 64 generations, 8 to 64.
 // The start itself is simulated first, so the result is never worse than it.
 // Decisions already simulated are not simulated again (looked up by a 64-bit
 // hash), and the search stops when the budget is spent or when 100 generations
@@ -28,7 +28,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kEliteShare = 0.2, kMutantShare = 0.15, kEliteInheritance = 0.7;
-constexpr std::int64_t kMinPopulation = 8, kMaxPopulation = 64;
+constexpr std::int64_t kMinPopulation = 8, kMaxPopulation = 64, kGenerations = 64;
 constexpr int kMaxIdleGenerations = 100;
 
 using Keys = std::vector<double>;
@@ -139,8 +139,7 @@ Solution genetic(Problem& p) {
   };
 
   simulate(p.start());
-  const std::int64_t size = std::clamp<std::int64_t>(
-      std::llround(std::sqrt(static_cast<double>(p.budget().simulator_calls))), kMinPopulation, kMaxPopulation);
+  const std::int64_t size = std::clamp(p.budget().simulator_calls / kGenerations, kMinPopulation, kMaxPopulation);
   const auto elites = std::max<std::int64_t>(1, std::llround(kEliteShare * static_cast<double>(size)));
   const auto mutants = std::max<std::int64_t>(1, std::llround(kMutantShare * static_cast<double>(size)));
 

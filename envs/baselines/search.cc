@@ -13,9 +13,9 @@
 //    op's (or one colocation group's) device, priority level or fusion level,
 //    half the time an op on the current critical path; Metropolis acceptance;
 //    infeasible candidates are rejected. The temperature falls geometrically
-//    within epochs of 128, 256, 512, ... calls, each restarting from the best
-//    found. Nothing depends on the budget, so the first K calls of a longer
-//    run are the K-call run: more budget never returns worse.
+//    within epochs of 128, 256, 512, ... calls, each reheating to half the
+//    previous epoch's start. Nothing depends on the budget, so the first K
+//    calls of a longer run are the K-call run: more budget never returns worse.
 // Both evaluate their starting point first, so they never return worse than it.
 #include <algorithm>
 #include <cmath>
@@ -162,15 +162,14 @@ Solution local_search(Problem& p) {
   if (moves.empty()) return best;
 
   const double scale = std::isfinite(runtime) ? runtime : std::max(p.initial_runtime(), 1e-9);
+  // Epoch e starts at hot / 2^e (not below 10 * cold) and cools geometrically to cold.
   const double hot = 0.02 * scale, cold = 1e-4 * scale;  // accept +2% w.p. 1/e at first, ~never at the end
-  std::vector<NodeId> best_critical = critical;
+  double epoch_hot = hot;
   std::vector<std::pair<NodeId, std::int32_t>> undo_placement;
   for (std::int64_t epoch = kFirstEpoch, k = 0; p.calls_left() > 0; ++k) {
-    if (k == epoch) {  // a new epoch, twice as long, from the best found
-      epoch *= 2, k = 0;
-      current = best, runtime = best_runtime, critical = best_critical;
-    }
-    const double temperature = hot * std::pow(cold / hot, static_cast<double>(k) / static_cast<double>(epoch));
+    if (k == epoch) epoch *= 2, k = 0, epoch_hot = std::max(epoch_hot / 2, 10 * cold);
+    const double temperature =
+        epoch_hot * std::pow(cold / epoch_hot, static_cast<double>(k) / static_cast<double>(epoch));
     const Head head = moves[draw(rng, static_cast<int>(moves.size()))];
     const bool on_critical_path = !critical.empty() && draw(rng, 2);
     NodeId v = on_critical_path ? critical[draw(rng, static_cast<int>(critical.size()))] : draw(rng, n);
@@ -201,7 +200,7 @@ Solution local_search(Problem& p) {
     if (accept) {
       runtime = r.runtime;
       critical = critical_nodes_of(r);
-      if (runtime < best_runtime) best_runtime = runtime, best = current, best_critical = critical;
+      if (runtime < best_runtime) best_runtime = runtime, best = current;
     } else {
       for (const auto& [w, d] : undo_placement) current.placement[w] = d;
       if (head == Head::kPriority) current.priority[v] = old_priority;
@@ -227,5 +226,5 @@ GOENV_REGISTER_BASELINE(kBestHeuristicRegistered,
 GOENV_REGISTER_BASELINE(kLocalSearchRegistered,
                         {/*name=*/"local-search",
                          /*heads=*/{goenv::Head::kPlacement, goenv::Head::kPriority, goenv::Head::kFusion},
-                         /*description=*/"simulated annealing from the best heuristic, one op per move, restarts from the best in doubling epochs",
+                         /*description=*/"simulated annealing from the best heuristic, one op per move, cooling in doubling epochs",
                          /*solve=*/goenv::local_search})
