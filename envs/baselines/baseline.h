@@ -1,8 +1,8 @@
 // Baselines: the classic heuristics and searches every learned policy is
 // compared against. Each method registers itself (OpenSpiel-style) with a static
 // descriptor and GOENV_REGISTER_BASELINE in its family's file (placement_simple,
-// metis, baechi, heft, scheduling, fusion, search); solve_baseline runs one on
-// an env and reports what its decisions simulate to.
+// metis, baechi, heft, scheduling, fusion, search, genetic); solve_baseline
+// runs one on an env and reports what its decisions simulate to.
 //
 // Contract:
 //  * A method decides some heads (placement / priority / fusion); it runs on an
