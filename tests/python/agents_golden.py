@@ -120,7 +120,7 @@ def agent_cases(out: dict) -> None:
             steps = agent.imitate(envs_now, steps=3, progress=False)
             out[f"{tag}/imitate"] = digest([{k: v for k, v in m.items() if k != "seconds"} for m in steps],
                                            np.array(agent.weights))
-            result = agent.optimize(envs["branchy"](), samples=4, local_search_budget=8)
+            result = agent.optimize(envs["branchy"](), budget=4, local_search_budget=8)
             out[f"{tag}/optimize"] = digest(result)
             obs, _ = envs["chain"]().reset(seed=0)
             out[f"{tag}/act"] = digest(agent.act(obs, deterministic=True), agent.act(obs))

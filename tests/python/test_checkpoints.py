@@ -171,7 +171,7 @@ def test_a_loaded_teacher_is_simulated_again_not_taken_from_the_file(saved, tmp_
     path.write_bytes(crafted(data, flatter))
     loaded = agents.load(path)
     assert loaded.teacher(env)["runtime"] == true_runtime
-    assert loaded.optimize(env, samples=1)["runtime"] >= true_runtime * 0.999999
+    assert loaded.optimize(env, budget=1)["runtime"] >= true_runtime * 0.999999
 
 
 def test_checkpoints_are_read_only_from_regular_files_and_written_only_over_them(saved, tmp_path):
