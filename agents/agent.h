@@ -249,7 +249,7 @@ class Agent {
   // best with that many calls. Never worse than the greedy decision; every
   // simulation it makes is counted.
   OptimizeResult optimize(const Env& env, std::int64_t budget, const std::string& start = "",
-                          std::int64_t local_search_budget = 0);
+                          std::int64_t local_search_budget = 0, std::int64_t seed = -1);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;

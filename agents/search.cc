@@ -199,7 +199,7 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
 }  // namespace
 
 OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
-                        std::int64_t local_search_budget) {
+                        std::int64_t local_search_budget, std::int64_t seed_of_run) {
   GOENV_CHECK(budget >= 1 && budget <= std::numeric_limits<int>::max(), InvalidArgument,
               "budget must be in [1, " << std::numeric_limits<int>::max() << "] simulator calls, got " << budget);
   GOENV_CHECK(local_search_budget >= 0, InvalidArgument, "local_search_budget must be >= 0, got " << local_search_budget);
@@ -250,6 +250,11 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> logits, best_units;
   bool stale = true;  // the logits and units belong to an older best
+  torch::Generator own;
+  if (seed_of_run >= 0)
+    own = at::detail::createCPUGenerator(
+        splitmix64(splitmix64(static_cast<std::uint64_t>(model.config.seed)) ^ static_cast<std::uint64_t>(seed_of_run)));
+  torch::Generator& generator = seed_of_run >= 0 ? own : model.sampling;
   for (std::int64_t k = 0; k < budget; ++k) {
     if (stale) {
       logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
@@ -260,7 +265,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       stale = false;
     }
     std::vector<std::vector<std::int64_t>> actions;
-    const std::vector<torch::Tensor> units = propose(logits, best_units, k, model.sampling);
+    const std::vector<torch::Tensor> units = propose(logits, best_units, k, generator);
     for (std::size_t h = 0; h < units.size(); ++h) {
       const torch::Tensor a = model.env_actions(graph, h, units[h]);
       actions.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());

@@ -30,7 +30,10 @@ EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deter
 // policy's proposals from `start` ("" = the env's own start; "default" or a
 // baseline's name), keeping the best; never worse than the start. Every call
 // is reported, the start's too (result.start_calls).
+// `seed` >= 0: proposals drawn from their own generator (config.seed, seed):
+// reproducible runs that leave the agent's sampling generator alone; -1: the
+// agent's generator.
 OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const std::string& start,
-                        std::int64_t local_search_budget);
+                        std::int64_t local_search_budget, std::int64_t seed = -1);
 
 }  // namespace goenv::agents::search

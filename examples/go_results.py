@@ -224,7 +224,7 @@ def search_one(env, method: str, budget: int, seed: int, agent) -> dict:
     """One seeded run of a search from the best heuristic: runtime (ms), calls, seconds, curve."""
     start = time.perf_counter()
     if method == "go-search":
-        result = agent.optimize(env, budget=budget, start="best-heuristic")
+        result = agent.optimize(env, budget=budget, start="best-heuristic", seed=seed)
         calls, curve = result["simulator_calls"] - result["start_calls"], result["curve"]
     else:  # the baselines start from the env's current decisions: the best heuristic's
         env.reset(seed=0, options={"start": "best-heuristic"})

@@ -421,12 +421,12 @@ PYBIND11_MODULE(_agents, m) {
         return d;
       }, py::arg("env"))
       .def("optimize", [](agents::Agent& a, py::handle env, std::int64_t budget, const std::string& start,
-                          std::int64_t local_search_budget) {
+                          std::int64_t local_search_budget, std::int64_t seed) {
         std::unique_ptr<Env> e = env_argument(env);
         agents::OptimizeResult r;
         {
           py::gil_scoped_release release;
-          r = a.optimize(*e, budget, start, local_search_budget);
+          r = a.optimize(*e, budget, start, local_search_budget, seed);
         }
         py::dict d;
         d["env_id"] = r.env_id;
@@ -442,7 +442,8 @@ PYBIND11_MODULE(_agents, m) {
         const auto k = static_cast<py::ssize_t>(r.curve.size());
         d["curve"] = to_numpy(std::move(r.curve), {k});
         return d;
-      }, py::arg("env"), py::arg("budget") = 16, py::arg("start") = "", py::arg("local_search_budget") = 0)
+      }, py::arg("env"), py::arg("budget") = 16, py::arg("start") = "", py::arg("local_search_budget") = 0,
+         py::arg("seed") = -1)
       .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);

@@ -137,6 +137,15 @@ def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_en
     assert info["runtime"] == pytest.approx(polished["runtime"], rel=1e-12)
     with pytest.raises(goenv.NotFound, match="best-heuristic"):
         agent.optimize(branchy_env, budget=4, start="fastest")
+    # A seeded run is reproducible and leaves the agent's own generator alone.
+    obs, _ = branchy_env.reset(seed=0)
+    runs = [agent.optimize(branchy_env, budget=12, seed=3) for _ in range(2)]
+    assert runs[0]["curve"].tolist() == runs[1]["curve"].tolist() and runs[0]["runtime"] == runs[1]["runtime"]
+    twin = agents.load_bytes(agent._agent.to_bytes())  # the same generators
+    twin.optimize(branchy_env, budget=12, seed=5)
+    np.testing.assert_array_equal(twin.act(obs), agent.act(obs))  # sampled: the same draws
+    with pytest.raises(ValueError, match="seed"):
+        agent.optimize(branchy_env, budget=4, seed=-2)
     with pytest.raises(ValueError, match="budget"):
         agent.optimize(branchy_env, budget=0)
 

@@ -160,7 +160,7 @@ class Agent:
         return self._agent.teacher(env_argument(env))
 
     def optimize(self, env: Any, budget: int = 16, start: str | None = None, local_search_budget: int = 0, *,
-                 samples: int | None = None) -> dict:
+                 seed: int | None = None, samples: int | None = None) -> dict:
         """Policy-guided search on a copy of `env`: an improvement episode of exactly
         `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
         name; None: the env's own start, or the best decision training found on the graph
@@ -173,14 +173,19 @@ class Agent:
         "local-search"), start_calls (finding and measuring the start), simulator_calls
         (all it made: start, budget, local search), curve (best runtime after each of the
         budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
-        replays it. `samples` is the old name of `budget`."""
+        replays it. `seed`: proposals from their own generator (the agent's seed and this one):
+        the same seed gives the same run, and the agent's own generator is left as it is;
+        None draws from the agent's generator. `samples` is the old name of `budget`."""
         if samples is not None:
             budget = samples
         _check_count("budget", budget)
         _check_count("local_search_budget", local_search_budget, low=0)
         if start is not None and not isinstance(start, str):
             raise InvalidArgument(f"start must be a name ('default', 'best-heuristic', a baseline), got {start!r}")
-        return self._agent.optimize(env_argument(env), int(budget), start or "", int(local_search_budget))
+        if seed is not None:
+            _check_count("seed", seed, low=0)
+        return self._agent.optimize(env_argument(env), int(budget), start or "", int(local_search_budget),
+                                    -1 if seed is None else int(seed))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
