@@ -213,14 +213,16 @@ WIN, TIE = 0.01, 0.005  # a win: a median better by more than 1%; within 0.5%: a
 
 
 def git_commit() -> dict:
-    """The commit the results are made at, and whether the work tree differed from it."""
+    """The commit the results are made at, and whether the code differed from it (tracked
+    files outside docs/, where results and figures are written)."""
     import subprocess
 
     def git(*command):
         done = subprocess.run(["git", *command], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else None
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def summary(values: list[float]) -> dict:
@@ -256,6 +258,7 @@ def searches(args) -> None:
     and range; GO search's calls to reach local search's result at --reference-calls; local search
     at GO search's wall time. The results file records the commit it was made at."""
     path = ROOT / args.out / "go_search.json"
+    made_at = git_commit()  # the code this run uses: taken once, at its start
     saved = read_json(path) or {}
     rows = {row["label"]: row for row in saved.get("rows", [])}
     order = suite_order()
@@ -285,7 +288,7 @@ def searches(args) -> None:
             row["go_calls_to_reference"] = next((k + 1 for k, ms in enumerate(row["go-search_curve"])
                                                  if ms <= reference * (1 + 1e-9)), None)
         rows[name] = row
-        write_json(path, {**git_commit(), "protocol": {"win": WIN, "tie": TIE, "start": "best-heuristic"},
+        write_json(path, {**made_at, "protocol": {"win": WIN, "tie": TIE, "start": "best-heuristic"},
                           "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
         others = min(row["local-search"]["median"], row["genetic"]["median"])
         print(f"{name}: budget {budget}, best heuristic {row['best_heuristic']:.2f} ms; GO search "

@@ -366,13 +366,12 @@ PRETRAINED = {
 
 
 def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Agent:
-    """A pretrained agent shipped with goenv: ``agent.optimize(env, budget=16,
-    start="best-heuristic")`` places a graph it has never seen (zero-shot), and
-    ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. When the package ships
-    `<name>.agent`, one policy for any cluster (device_head="pairs"), that is the agent for
-    every `num_devices` (still accepted: any positive integer); otherwise `num_devices`
-    (default 2) picks `<name>-<devices>dev.agent`. goenv.InvalidArgument names the choices
-    for an unknown name or device count."""
+    """A pretrained agent shipped with goenv: one policy for any cluster (device_head="pairs":
+    2, 4, 8 devices, mixed kinds). ``agent.optimize(env, budget=16, start="best-heuristic")``
+    places a graph it has never seen (zero-shot, never worse than the best heuristic), and
+    ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. `num_devices` is still
+    accepted (any positive integer: the same agent). goenv.InvalidArgument names the choices
+    for an unknown name."""
     from pathlib import Path
 
     if name not in PRETRAINED:
@@ -380,15 +379,10 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
     if num_devices is not None and (isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer))
                                     or num_devices < 1):
         raise InvalidArgument(f"num_devices must be a positive integer, got {num_devices!r}")
-    folder = Path(__file__).resolve().parent / "pretrained"
-    if (folder / f"{name}.agent").is_file():
-        return load(folder / f"{name}.agent")
-    shipped = sorted(int(p.name[len(name) + 1:-len("dev.agent")]) for p in folder.glob(f"{name}-*dev.agent"))
-    devices = 2 if num_devices is None else int(num_devices)
-    if devices not in shipped:
-        raise InvalidArgument(f"no {name} checkpoint for {num_devices} devices; shipped: "
-                              f"{', '.join(map(str, shipped)) or 'none (run examples/pretrain_placer.py)'}")
-    return load(folder / f"{name}-{devices}dev.agent")
+    path = Path(__file__).resolve().parent / "pretrained" / f"{name}.agent"
+    if not path.is_file():
+        raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")
+    return load(path)
 
 
 def _split_concatenated(obs: dict) -> Iterable[dict]:
