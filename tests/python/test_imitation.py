@@ -156,11 +156,15 @@ def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
     env = goenv.make("placement", graph=branchy_graph(5), cluster="2xgpu-nvlink")
     result = agent.optimize(env, budget=4)
     assert np.isfinite(result["runtime"]) and result["simulator_calls"] == 4 + result["start_calls"]
-    assert agents.pretrained("go-placement", num_devices=4).spec["choices"] == [4]
+    # One checkpoint for any cluster: num_devices is accepted, and the same policy acts on 3 devices.
+    assert agent.spec["any_devices"] and agents.pretrained("go-placement", num_devices=4).spec == agent.spec
+    three = goenv.make("placement", graph=branchy_graph(5), cluster="cpu+2xgpu")
+    assert agent.optimize(three, budget=2, start="best-heuristic")["runtime"] <= \
+        goenv.baselines.solve(three, "best-heuristic")["runtime"]
     with pytest.raises(goenv.InvalidArgument, match=r"unknown pretrained agent 'go-fusion'.*go-placement"):
         agents.pretrained("go-fusion")
-    with pytest.raises(goenv.InvalidArgument, match=r"no go-placement checkpoint for 3 devices.*2, 4, 8"):
-        agents.pretrained("go-placement", num_devices=3)
+    with pytest.raises(goenv.InvalidArgument, match="num_devices must be a positive integer"):
+        agents.pretrained("go-placement", num_devices=0)
 
 
 def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):
