@@ -2,10 +2,15 @@
 
     python examples/readme_tables.py            # graphs + baselines (a few minutes on 2 cores)
     python examples/readme_tables.py graphs     # only the graph table
+    python examples/readme_tables.py library-results   # the library examples' table, from their JSON
+
+The library-results table reads what the library examples wrote with `--json` into
+docs/results/library_<example>.json (the commands are in LIBRARY_EXAMPLES); it runs none.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -13,6 +18,15 @@ from pathlib import Path
 import goenv
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+RESULTS = README.parent / "docs" / "results"
+# example -> (its label in the table, what it is); each ran as
+#   python examples/<example>.py --json docs/results/library_<example>.json
+LIBRARY_EXAMPLES = {
+    "sb3_ppo": ("Stable-Baselines3 `PPO`", "`goenv.integrations.sb3.GraphPolicy`"),
+    "sb3_maskable_ppo": ("sb3-contrib `MaskablePPO`", "`goenv.integrations.sb3.MaskableGraphPolicy`"),
+    "rllib_ppo": ("RLlib `PPO` (new API stack)", "`goenv.integrations.rllib.GraphModule`"),
+    "cleanrl_gnn_ppo": ("CleanRL-style PPO, one file", "its own 60-line GNN"),
+}
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -52,6 +66,26 @@ def baselines_table(budget: int = 1000) -> str:
     return markdown_table(["graph", "devices"] + methods + ["lower bound"], rows)
 
 
+def library_results_table() -> str:
+    rows, envs = [], set()
+    for example, (label, model) in LIBRARY_EXAMPLES.items():
+        path = RESULTS / f"library_{example}.json"
+        if not path.exists():
+            raise SystemExit(f"{path} is missing: run python examples/{example}.py --json {path.relative_to(README.parent)}")
+        r = json.loads(path.read_text())
+        envs.add((r["env"], round(r["default_ms"], 1), round(r["heft_ms"], 1)))
+        rows.append([f"[{label}](examples/{example}.py)", model, f"{r['episodes']:,}", f"{r['seconds']:,.0f}",
+                     f"{r['first_quarter_ms']:.1f} → {r['last_quarter_ms']:.1f}", f"{r['best_ms']:.1f}"])
+    if len(envs) != 1:
+        raise SystemExit(f"the library examples ran on different envs: {sorted(envs)}")
+    (env, default, heft), = envs
+    intro = (f"Each example at its default budget on `{env}` (seed 0, one run each, 2 shared CPU cores), "
+             f"runtimes in ms of one training step (compiler default {default}, HEFT {heft}); "
+             "written by `examples/readme_tables.py library-results` from the examples' `--json` files:\n\n")
+    return intro + markdown_table(["example", "model", "episodes", "seconds",
+                                   "mean runtime, first quarter → last quarter", "best found"], rows)
+
+
 def replace_section(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
@@ -66,6 +100,8 @@ def main(argv: list[str]) -> None:
         text = replace_section(text, "graphs", graphs_table())
     if "baselines" in which:
         text = replace_section(text, "baselines", baselines_table())
+    if "library-results" in which:
+        text = replace_section(text, "library-results", library_results_table())
     tmp = README.with_suffix(".md.tmp")
     tmp.write_text(text)
     tmp.replace(README)
