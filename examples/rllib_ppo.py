@@ -51,7 +51,8 @@ def make_config(args) -> PPOConfig:
         .rl_module(rl_module_spec=RLModuleSpec(module_class=goenv.integrations.rllib.GraphModule))
         .training(train_batch_size_per_learner=episodes_per_update, minibatch_size=episodes_per_update,
                   num_epochs=args.epochs, lr=args.learning_rate, clip_param=0.2, use_kl_loss=False,
-                  entropy_coeff=0.0, vf_loss_coeff=0.5, grad_clip=0.5)
+                  entropy_coeff=0.0, vf_loss_coeff=0.5, grad_clip=0.5,
+                  learner_class=goenv.integrations.rllib.GraphPPOLearner)  # advantages of one-shot episodes
         .callbacks(on_episode_end=record_runtime)
         .debugging(seed=args.seed, log_level="ERROR")
     )
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--updates", type=int, default=40, help="PPO iterations")
     parser.add_argument("--num-envs", type=int, default=16, help="envs per env runner")
     parser.add_argument("--rollouts", type=int, default=4, help="whole-graph decisions per env per update")
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--env-runners", type=int, default=0, help="Ray workers that sample (0: this process)")
     parser.add_argument("--seed", type=int, default=0)

@@ -67,7 +67,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=None, help="env steps (default: --episodes episodes)")
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--n-steps", type=int, default=4, help="env steps per env per PPO update")
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)

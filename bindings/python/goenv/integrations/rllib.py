@@ -5,6 +5,7 @@
     import goenv.integrations.rllib
     config = PPOConfig().environment("goenv/placement-transformer-xl-2-v1").rl_module(
         rl_module_spec=RLModuleSpec(module_class=goenv.integrations.rllib.GraphModule))
+    config.training(learner_class=goenv.integrations.rllib.GraphPPOLearner)   # one-shot episodes: see below
 
 GraphModule decides every node at once (a goenv placement, scheduling or fusion
 env in graph mode, MultiDiscrete action): per-node logits from each node's
@@ -14,6 +15,15 @@ PPO). Its action distribution is one batched categorical whose log-probability
 is the mean over the nodes (see goenv.integrations.encoder.NodeCategorical).
 `model_config`: `hidden` (64), `layers` (2), `units` (the decision unit of each
 node when the env is wrapped in goenv.wrappers.GroupedPlacement: `wrapper.units`).
+
+`GraphPPOLearner` is RLlib's PPO learner with one more step after its advantage
+estimation: RLlib 2.60 extends every episode by one artificial time step (for the
+bootstrap value) and standardizes the advantages over all rows, the artificial ones
+included, whose "advantages" are junk (masked out of the loss, but not out of the
+mean and the standard deviation). With goenv's one-shot episodes (horizon 1) half the
+rows are artificial and the real advantages come out biased, which drives PPO to a
+deterministic policy early; GraphPPOLearner re-standardizes over the real rows
+(affine, so exactly the standardization RLlib means).
 """
 
 from __future__ import annotations
@@ -23,15 +33,18 @@ from typing import Any
 
 import torch
 from gymnasium import spaces
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchDeterministic, TorchDistribution
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
+from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from goenv._core import InvalidArgument
 from goenv.integrations.encoder import GraphActorCritic, NodeCategorical, check_observation_space, input_dim
 
-__all__ = ["GraphModule", "TorchNodeCategorical"]
+__all__ = ["GraphModule", "GraphPPOLearner", "RealStepAdvantages", "TorchNodeCategorical"]
 
 
 class TorchNodeCategorical(TorchDistribution):
@@ -106,3 +119,28 @@ class GraphModule(TorchRLModule, ValueFunctionAPI):
         if embeddings is not None:
             return embeddings
         return self.net(batch[Columns.OBS])[1]
+
+
+class RealStepAdvantages(ConnectorV2):
+    """Learner connector piece, after RLlib's GeneralAdvantageEstimation: advantages
+    standardized over the rows the loss uses (Columns.LOSS_MASK) only."""
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        for module_batch in batch.values():
+            if Postprocessing.ADVANTAGES not in module_batch or Columns.LOSS_MASK not in module_batch:
+                continue
+            advantages = torch.as_tensor(module_batch[Postprocessing.ADVANTAGES])
+            real = advantages[torch.as_tensor(module_batch[Columns.LOSS_MASK], device=advantages.device).bool()]
+            if len(real) > 1:
+                module_batch[Postprocessing.ADVANTAGES] = (advantages - real.mean()) / real.std().clamp(min=1e-4)
+        return batch
+
+
+class GraphPPOLearner(PPOTorchLearner):
+    """RLlib's torch PPO learner, advantages standardized over real time steps only
+    (RealStepAdvantages; see the module's docstring)."""
+
+    def build(self) -> None:
+        super().build()
+        if self._learner_connector is not None and self.config.add_default_connectors_to_learner_pipeline:
+            self._learner_connector.append(RealStepAdvantages())
