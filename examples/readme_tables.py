@@ -5,7 +5,8 @@
     python examples/readme_tables.py library-results   # the library examples' table, from their JSON
 
 The library-results table reads what the library examples wrote with `--json` into
-docs/results/library_<example>.json (the commands are in LIBRARY_EXAMPLES); it runs none.
+docs/results/library_<example>.json, and library_<example>--<env>.json for other envs
+(the commands are in the README); it runs none.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ import goenv
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 RESULTS = README.parent / "docs" / "results"
-# example -> (its label in the table, what it is); each ran as
-#   python examples/<example>.py --json docs/results/library_<example>.json
+# example -> (its label in the table, what it is)
 LIBRARY_EXAMPLES = {
     "sb3_ppo": ("Stable-Baselines3 `PPO`", "`goenv.integrations.sb3.GraphPolicy`"),
     "sb3_maskable_ppo": ("sb3-contrib `MaskablePPO`", "`goenv.integrations.sb3.MaskableGraphPolicy`"),
@@ -67,22 +67,31 @@ def baselines_table(budget: int = 1000) -> str:
 
 
 def library_results_table() -> str:
-    rows, envs = [], set()
-    for example, (label, model) in LIBRARY_EXAMPLES.items():
-        path = RESULTS / f"library_{example}.json"
-        if not path.exists():
-            raise SystemExit(f"{path} is missing: run python examples/{example}.py --json {path.relative_to(README.parent)}")
-        r = json.loads(path.read_text())
-        envs.add((r["env"], round(r["default_ms"], 1), round(r["heft_ms"], 1)))
-        rows.append([f"[{label}](examples/{example}.py)", model, f"{r['episodes']:,}", f"{r['seconds']:,.0f}",
-                     f"{r['first_quarter_ms']:.1f} → {r['last_quarter_ms']:.1f}", f"{r['best_ms']:.1f}"])
-    if len(envs) != 1:
-        raise SystemExit(f"the library examples ran on different envs: {sorted(envs)}")
-    (env, default, heft), = envs
-    intro = (f"Each example at its default budget on `{env}` (seed 0, one run each, 2 shared CPU cores), "
-             f"runtimes in ms of one training step (compiler default {default}, HEFT {heft}); "
-             "written by `examples/readme_tables.py library-results` from the examples' `--json` files:\n\n")
-    return intro + markdown_table(["example", "model", "episodes", "seconds",
+    """One row per JSON file: docs/results/library_<example>.json (the README's env) and
+    library_<example>--<env>.json (other envs), grouped by env."""
+    runs = []
+    for path in sorted(RESULTS.glob("library_*.json")):
+        example = path.stem.removeprefix("library_").split("--")[0]
+        if example not in LIBRARY_EXAMPLES:
+            raise SystemExit(f"{path}: {example!r} is none of the library examples {sorted(LIBRARY_EXAMPLES)}")
+        runs.append((example, json.loads(path.read_text()), "--" in path.stem))
+    missing = set(LIBRARY_EXAMPLES) - {example for example, _, _ in runs}
+    if missing:
+        raise SystemExit(f"no results of {sorted(missing)}: run python examples/<example>.py --json "
+                         "docs/results/library_<example>.json")
+    order = list(LIBRARY_EXAMPLES)
+    runs.sort(key=lambda run: (run[2], run[1]["env"], order.index(run[0])))  # the README's env first
+    rows = []
+    for example, r, _ in runs:
+        label, model = LIBRARY_EXAMPLES[example]
+        rows.append([f"[{label}](examples/{example}.py)", model,
+                     f"`{r['env']}` ({r['default_ms']:.1f} / {r['heft_ms']:.1f})", f"{r['episodes']:,}",
+                     f"{r['seconds']:,.0f}", f"{r['first_quarter_ms']:.1f} → {r['last_quarter_ms']:.1f}",
+                     f"{r['best_ms']:.1f}"])
+    intro = ("Each example at its default budget (seed 0, one run each, 2 shared CPU cores), runtimes in ms of "
+             "one training step; written by `examples/readme_tables.py library-results` from the examples' "
+             "`--json` files:\n\n")
+    return intro + markdown_table(["example", "model", "env (default / HEFT)", "episodes", "seconds",
                                    "mean runtime, first quarter → last quarter", "best found"], rows)
 
 

@@ -262,6 +262,19 @@ LIBRARY_EXAMPLES = {
 }
 
 
+def test_readme_library_results_are_the_examples_json_and_beat_default_and_heft():
+    """The README's table is what readme_tables.py writes from docs/results/library_*.json,
+    and those runs (the examples at their default budgets) beat the compiler default over
+    their last quarter and HEFT with their best, on every env they ran on."""
+    spec = importlib.util.spec_from_file_location("readme_tables", EXAMPLES / "readme_tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    assert tables.library_results_table() in tables.README.read_text()
+    for path in tables.RESULTS.glob("library_*.json"):
+        result = json.loads(path.read_text())
+        assert result["last_quarter_ms"] < result["default_ms"] and result["best_ms"] < result["heft_ms"], path.name
+
+
 @pytest.mark.parametrize("name", list(LIBRARY_EXAMPLES))
 def test_library_example_learns(name, tmp_path):
     arguments, library = LIBRARY_EXAMPLES[name]
