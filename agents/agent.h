@@ -94,6 +94,10 @@ struct ObservationBatch {
   // (N,) colocation group ids (negative = none) or null: placements then keep
   // each group on one device, as in training.
   const std::int32_t* colocation = nullptr;
+  // (D, Fd) the cluster's device features (observation version 2) or null; a
+  // device_head "pairs" policy needs them.
+  const float* device_features = nullptr;
+  int num_devices = 0, device_feature_dim = 0;
   int node_feature_dim = 0, node_state_dim = 0, action_mask_width = 0, global_dim = 0;
 };
 

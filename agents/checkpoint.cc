@@ -63,7 +63,8 @@ std::string teacher_line(const Teacher& t) {
 std::string head_list(const PolicySpec& spec) {
   std::ostringstream out;
   for (std::size_t i = 0; i < spec.heads.size(); ++i)
-    out << (i ? "," : "") << head_name(spec.heads[i]) << ":" << spec.choices[i];
+    out << (i ? "," : "") << head_name(spec.heads[i]) << ":"
+        << (spec.choices[i] == kAnyDevices ? std::string("any") : std::to_string(spec.choices[i]));
   return out.str();
 }
 
@@ -153,8 +154,11 @@ PolicySpec parse_spec(const std::map<std::string, std::string>& meta) {
     GOENV_CHECK(std::find(spec.heads.begin(), spec.heads.end(), head) == spec.heads.end(), InvalidArgument,
                 "corrupt agent checkpoint: head '" << name << "' twice");
     spec.heads.push_back(head);
-    spec.choices.push_back(static_cast<int>(
-        whole_number<std::int64_t>(item.substr(colon + 1), "choices of head '" + name + "'", 1, kMaxSpecWidth)));
+    const std::string choices = item.substr(colon + 1);
+    spec.choices.push_back(head == Head::kPlacement && choices == "any"  // device_head "pairs": any cluster
+                               ? kAnyDevices
+                               : static_cast<int>(whole_number<std::int64_t>(choices, "choices of head '" + name + "'",
+                                                                             1, kMaxSpecWidth)));
   }
   GOENV_CHECK(!spec.heads.empty(), InvalidArgument, "corrupt agent checkpoint: the policy has no decision heads");
   return spec;

@@ -1,4 +1,5 @@
 // AgentConfig fields by name, validation, and PolicySpec (torch-free).
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <variant>
@@ -29,6 +30,9 @@ const std::vector<Field>& fields() {
       {{"attention_layers", 'i', "go: segment-recurrent attention layers"}, &AgentConfig::attention_layers},
       {{"attention_heads", 'i', "go: heads per attention layer (divides hidden)"}, &AgentConfig::attention_heads},
       {{"segment_length", 'i', "go: nodes per segment; memory = the previous segment"}, &AgentConfig::segment_length},
+      {{"device_head", 's', "go: 'absolute' (a logit per device id: one device count) or 'pairs' (a score per "
+                            "(unit, device) pair: any cluster)"},
+       &AgentConfig::device_head},
       {{"learning_rate", 'd', "Adam step size"}, &AgentConfig::learning_rate},
       {{"clip", 'd', "PPO surrogate clip range"}, &AgentConfig::clip},
       {{"value_coef", 'd', "weight of the value loss"}, &AgentConfig::value_coef},
@@ -144,6 +148,10 @@ AgentConfig config_from_text(const std::map<std::string, std::string>& text) {
 void validate(const AgentConfig& c) {
   GOENV_CHECK(c.algorithm == "ppo" || c.algorithm == "go", InvalidArgument,
               "algorithm must be 'ppo' or 'go', got '" << c.algorithm << "'");
+  GOENV_CHECK(c.device_head == "absolute" || c.device_head == "pairs", InvalidArgument,
+              "device_head must be 'absolute' or 'pairs', got '" << c.device_head << "'");
+  GOENV_CHECK(c.device_head == "absolute" || c.algorithm == "go", InvalidArgument,
+              "device_head='pairs' is a GO policy's placement head; use algorithm='go'");
   GOENV_CHECK(c.hidden >= 1 && c.hidden <= 4096, InvalidArgument, "hidden must be in [1, 4096], got " << c.hidden);
   GOENV_CHECK(c.sage_layers >= 0 && c.sage_layers <= 64, InvalidArgument, "sage_layers must be in [0, 64], got " << c.sage_layers);
   GOENV_CHECK(c.attention_layers >= 0 && c.attention_layers <= 64, InvalidArgument,
@@ -176,14 +184,31 @@ void validate(const AgentConfig& c) {
               "device must be 'auto', 'cpu' or 'cuda', got '" << c.device << "'");
 }
 
-PolicySpec PolicySpec::of(const Env& env) {
+PolicySpec PolicySpec::of(const Env& env, const AgentConfig& config) {
+  const bool pairs = config.device_head == "pairs";
   PolicySpec spec;
   spec.node_feature_dim = env.static_observation().node_feature_dim;
-  spec.node_state_dim = goenv::node_state_dim(env.cluster().num_devices());
+  spec.node_state_dim = goenv::node_state_dim(pairs ? 0 : env.cluster().num_devices(), kPolicyObservationVersion);
   spec.global_dim = static_cast<int>(global_names().size());
   spec.heads = env.heads();
-  for (Head h : spec.heads) spec.choices.push_back(env.choices(h));
+  for (Head h : spec.heads) spec.choices.push_back(pairs && h == Head::kPlacement ? kAnyDevices : env.choices(h));
   return spec;
+}
+
+bool PolicySpec::any_devices() const {
+  return std::find(choices.begin(), choices.end(), kAnyDevices) != choices.end();
+}
+
+ObservationDims PolicySpec::dims(int num_devices) const {
+  ObservationDims d;
+  d.num_devices = num_devices;
+  d.node_state = node_state_dim + (any_devices() ? num_devices : 0);
+  d.globals = global_dim;
+  for (int c : choices) {
+    d.choices.push_back(c == kAnyDevices ? num_devices : c);
+    d.action_mask += d.choices.back();
+  }
+  return d;
 }
 
 int PolicySpec::action_mask_width() const {
@@ -195,8 +220,9 @@ int PolicySpec::action_mask_width() const {
 std::string PolicySpec::describe() const {
   std::ostringstream os;
   os << "node_feature_dim=" << node_feature_dim << " node_state_dim=" << node_state_dim << " global_dim=" << global_dim
-     << " heads=";
-  for (std::size_t i = 0; i < heads.size(); ++i) os << (i ? "," : "") << head_name(heads[i]) << ":" << choices[i];
+     << (any_devices() ? " (+ one-hot devices)" : "") << " heads=";
+  for (std::size_t i = 0; i < heads.size(); ++i)
+    os << (i ? "," : "") << head_name(heads[i]) << ":" << (choices[i] == kAnyDevices ? "any" : std::to_string(choices[i]));
   return os.str();
 }
 

@@ -21,6 +21,11 @@ struct AgentConfig {
   int attention_layers = 2;     // go: segment-recurrent attention layers
   int attention_heads = 4;      // go: heads per attention layer (must divide hidden)
   int segment_length = 512;     // go: nodes per segment; memory = the previous segment
+  // go: how the placement head names devices. "absolute": one logit per device id
+  // (one policy serves one device count); "pairs": a score per (unit, device)
+  // pair from node, device and pair features (one policy serves any cluster, and
+  // relabelling the devices permutes its output).
+  std::string device_head = "absolute";
   // PPO.
   double learning_rate = 1e-3;
   double clip = 0.2;            // surrogate clip range
@@ -68,13 +73,32 @@ AgentConfig config_from_text(const std::map<std::string, std::string>& text);
 // Throws InvalidArgument naming the first bad value.
 void validate(const AgentConfig& config);
 
+// The observation version the reference policies read (envs/observation.h).
+// Envs of a later version are copied at this one (sampler.h: copy_env), and a
+// later observation's node_state is read through its version-1 prefix.
+inline constexpr int kPolicyObservationVersion = 1;
+
+// A head's choices in a spec that serves any device count (device_head "pairs").
+inline constexpr int kAnyDevices = 0;
+
+// The widths of one graph's observation arrays as a policy reads them.
+struct ObservationDims {
+  int node_state = 0, action_mask = 0, globals = 0;
+  int num_devices = 0;       // D of the graph's cluster
+  std::vector<int> choices;  // per head, on this graph
+};
+
 // What a policy's input and output layers are built for.
 struct PolicySpec {
-  int node_feature_dim = 0, node_state_dim = 0, global_dim = 0;
+  int node_feature_dim = 0, global_dim = 0;
+  // node_state columns; with any_devices() the columns after the D one-hot device ones.
+  int node_state_dim = 0;
   std::vector<Head> heads;   // decision heads, in action order
-  std::vector<int> choices;  // values per node of each head
-  static PolicySpec of(const Env& env);
-  int action_mask_width() const;
+  std::vector<int> choices;  // values per node of each head (placement: kAnyDevices with device_head "pairs")
+  static PolicySpec of(const Env& env, const AgentConfig& config);
+  bool any_devices() const;  // the placement head serves any device count
+  ObservationDims dims(int num_devices) const;
+  int action_mask_width() const;  // absolute specs only (any_devices(): dims(D).action_mask)
   std::string describe() const;  // "F=.. S=.. G=.. heads=placement:2"
   bool operator==(const PolicySpec& other) const;
   bool operator!=(const PolicySpec& other) const { return !(*this == other); }

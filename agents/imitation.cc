@@ -97,8 +97,9 @@ std::int64_t dagger_states(Model& model, Env* env, const GraphTensors& graph, st
   run_episode(model, *env, graph, seed, false, decided, calls, &visited);
   const int n = static_cast<int>(graph.num_nodes);
   std::vector<ObservationView> views;
-  for (const auto& o : visited) views.push_back(view_of(o, model.spec, n));
-  states = stack(views, model.spec, n, model.device);
+  const ObservationDims dims = model.dims_of(graph);
+  for (const auto& o : visited) views.push_back(view_of(o, dims, n));
+  states = stack(views, dims, n, model.device);
   return calls;
 }
 
@@ -155,7 +156,7 @@ void verify_teacher(Model& model, const Env& env, std::uint64_t key) {
   GOENV_CHECK(fits, InvalidArgument,
               "agent checkpoint: the kept teacher of " << env.id() << " does not fit its graph ("
                                                        << env.graph().num_nodes() << " nodes, heads "
-                                                       << PolicySpec::of(env).describe() << ")");
+                                                       << PolicySpec::of(env, model.config).describe() << ")");
   auto copy = copy_env(env);
   copy->reset(reset_seed(model.config, 0, kEvaluation, 0));
   const StepResult r = step_actions(*copy, t.actions);
@@ -208,7 +209,8 @@ ImitationMetrics imitate(Model& model, const std::vector<const Env*>& prototypes
     prepare_teacher(model, *item.env, item.key, item.graph, method, fresh, metrics.simulator_calls);
     const int n = item.env->graph().num_nodes();
     const DynamicObservation obs = item.env->reset(reset_seed(model.config, stream, i, 0));
-    item.states = stack({view_of(obs, model.spec, n)}, model.spec, n, model.device);
+    const ObservationDims dims = model.dims_of(item.graph);
+    item.states = stack({view_of(obs, dims, n)}, dims, n, model.device);
   }
   for (auto& [key, entry] : fresh) model.teachers[key] = std::move(entry);  // every teacher was solved: keep them
   for (Item& item : items) item.teacher = &model.teachers.at(item.key);

@@ -21,27 +21,29 @@ torch::Device choose_device(const std::string& name) {
 
 }  // namespace
 
-ObservationView view_of(const DynamicObservation& o, const PolicySpec& spec, int num_nodes) {
+ObservationView view_of(const DynamicObservation& o, const ObservationDims& dims, int num_nodes) {
   const std::int64_t n = num_nodes;
-  GOENV_CHECK(static_cast<std::int64_t>(o.node_state.size()) == n * spec.node_state_dim &&
-                  static_cast<std::int64_t>(o.action_mask.size()) == n * spec.action_mask_width() &&
-                  static_cast<std::int64_t>(o.globals.size()) == spec.global_dim,
-              InvalidArgument, "observation does not match the policy's spec " << spec.describe());
+  GOENV_CHECK(static_cast<std::int64_t>(o.node_state.size()) == n * dims.node_state &&
+                  static_cast<std::int64_t>(o.action_mask.size()) == n * dims.action_mask &&
+                  static_cast<std::int64_t>(o.globals.size()) == dims.globals,
+              InvalidArgument, "observation does not match the policy: node_state " << dims.node_state
+                                   << ", action_mask " << dims.action_mask << ", globals " << dims.globals
+                                   << " columns expected");
   return {o.node_state.data(), o.action_mask.data(), o.globals.data()};
 }
 
-bool same_observation(const ObservationView& a, const ObservationView& b, const PolicySpec& spec, int num_nodes) {
-  const std::size_t state = static_cast<std::size_t>(num_nodes) * spec.node_state_dim,
-                    mask = static_cast<std::size_t>(num_nodes) * spec.action_mask_width();
+bool same_observation(const ObservationView& a, const ObservationView& b, const ObservationDims& dims, int num_nodes) {
+  const std::size_t state = static_cast<std::size_t>(num_nodes) * dims.node_state,
+                    mask = static_cast<std::size_t>(num_nodes) * dims.action_mask;
   return std::equal(a.node_state, a.node_state + state, b.node_state) &&
          std::equal(a.action_mask, a.action_mask + mask, b.action_mask) &&
-         std::equal(a.globals, a.globals + spec.global_dim, b.globals);
+         std::equal(a.globals, a.globals + dims.globals, b.globals);
 }
 
-Batch stack(const std::vector<ObservationView>& observations, const PolicySpec& spec, int num_nodes,
+Batch stack(const std::vector<ObservationView>& observations, const ObservationDims& dims, int num_nodes,
             const torch::Device& device) {
   const auto b = static_cast<std::int64_t>(observations.size());
-  const std::int64_t n = num_nodes, s = spec.node_state_dim, a = spec.action_mask_width(), g = spec.global_dim;
+  const std::int64_t n = num_nodes, s = dims.node_state, a = dims.action_mask, g = dims.globals;
   torch::Tensor state = torch::empty({b, n, s}, torch::kFloat32);
   torch::Tensor mask = torch::empty({b, n, a}, torch::kInt8);
   torch::Tensor globals = torch::empty({b, g}, torch::kFloat32);
@@ -125,25 +127,29 @@ void Model::check_spec(const PolicySpec& seen, const std::string& what) const {
 void Model::check_env(const Env& env) {
   GOENV_CHECK(!env.node_mode(), InvalidArgument,
               env.id() << ": the agents decide whole graphs; decision_mode='node' is not supported");
-  const PolicySpec seen = PolicySpec::of(env);
+  const PolicySpec seen = PolicySpec::of(env, config);
   if (!ready) build(seen);
   check_spec(seen, "env " + env.id());
 }
 
 GraphTensors Model::tensors_of(const Env& env) const {
   const StaticObservation& so = env.static_observation();
-  return graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges, so.edge_index.data(),
-                       device, env.graph().colocation().data());
+  GraphTensors g = graph_tensors(so.num_nodes, so.node_feature_dim, so.node_features.data(), so.num_edges,
+                                 so.edge_index.data(), device, env.graph().colocation().data());
+  const std::vector<float> features = goenv::device_features(env.cluster());
+  set_devices(g, env.cluster().num_devices(), features.data(), static_cast<int>(device_feature_names().size()), device);
+  return g;
 }
 
 std::pair<std::vector<torch::Tensor>, torch::Tensor> Model::run(const GraphTensors& graph, const Batch& batch) {
   PolicyOutput out = policy->forward(graph, batch.node_state, batch.globals);
+  const ObservationDims dims = dims_of(graph);
   std::int64_t offset = 0;
   for (std::size_t h = 0; h < out.logits.size(); ++h) {
-    const torch::Tensor mask = batch.mask.narrow(-1, offset, spec.choices[h]);
+    const torch::Tensor mask = batch.mask.narrow(-1, offset, dims.choices[h]);
     out.logits[h] = spec.heads[h] == Head::kPlacement ? unit_logits(graph, out.logits[h], mask)
                                                       : mask_logits(out.logits[h], mask);
-    offset += spec.choices[h];
+    offset += dims.choices[h];
   }
   return {std::move(out.logits), std::move(out.value)};
 }

@@ -28,10 +28,10 @@ struct ObservationView {
   const std::int8_t* action_mask = nullptr;
   const float* globals = nullptr;
 };
-// Checks the observation's sizes against the spec.
-ObservationView view_of(const DynamicObservation& observation, const PolicySpec& spec, int num_nodes);
+// Checks the observation's sizes against the graph's dims (Model::dims_of).
+ObservationView view_of(const DynamicObservation& observation, const ObservationDims& dims, int num_nodes);
 // Equal values (not bits) in every array of two observations of one graph.
-bool same_observation(const ObservationView& a, const ObservationView& b, const PolicySpec& spec, int num_nodes);
+bool same_observation(const ObservationView& a, const ObservationView& b, const ObservationDims& dims, int num_nodes);
 
 // Observations of one graph on the device: node_state (B, N, S), mask (B, N, A) bool, globals (B, G).
 struct Batch {
@@ -41,7 +41,7 @@ struct Batch {
   }
 };
 // Copies the observations into one batch.
-Batch stack(const std::vector<ObservationView>& observations, const PolicySpec& spec, int num_nodes,
+Batch stack(const std::vector<ObservationView>& observations, const ObservationDims& dims, int num_nodes,
             const torch::Device& device);
 // A batch over B row-major observations laid out one after another (no copy on the CPU but the mask's).
 Batch batch_of(std::int64_t batch, std::int64_t num_nodes, const float* node_state, std::int64_t state_dim,
@@ -102,8 +102,10 @@ struct Model {
   // Refuses node-mode envs and envs of another spec; builds the policy on first use.
   void check_env(const Env& env);
 
-  // An env's static observation and decision units as tensors on the device.
+  // An env's static observation, decision units and cluster as tensors on the device.
   GraphTensors tensors_of(const Env& env) const;
+  // The widths of a graph's observation arrays (the device count matters with device_head "pairs").
+  ObservationDims dims_of(const GraphTensors& graph) const { return spec.dims(static_cast<int>(graph.num_devices)); }
   // Masked logits per head and values for a batch; placement logits are per
   // decision unit (colocation groups as one), see unit_logits.
   std::pair<std::vector<torch::Tensor>, torch::Tensor> run(const GraphTensors& graph, const Batch& batch);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "envs/observation.h"
 
 namespace goenv::agents {
 
@@ -159,8 +160,47 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& segments, const
   return norm2_(z + feed_forward2_(torch::relu(feed_forward1_(z))));
 }
 
+void set_devices(GraphTensors& g, int num_devices, const float* features, int feature_dim,
+                 const torch::Device& device) {
+  g.num_devices = num_devices;
+  g.device_features = torch::from_blob(const_cast<float*>(features), {num_devices, feature_dim},
+                                       torch::TensorOptions().dtype(torch::kFloat32))
+                          .to(device, false, true);
+}
+
+PairHeadImpl::PairHeadImpl(int hidden, int device_feature_dim) : hidden_(hidden) {
+  device_in_ = register_module("device_in", nn::Linear(device_feature_dim, hidden));
+  device_mix_ = register_module("device_mix", nn::Linear(2 * hidden + 1, hidden));
+  query_ = register_module("query", nn::Linear(hidden, hidden));
+  key_ = register_module("key", nn::Linear(hidden, hidden));
+  stay_ = register_module("stay", nn::Linear(hidden, 1));
+  pair_ = register_module("pair", nn::Linear(nn::LinearOptions(3, 1).bias(false)));
+  shrink(query_, 0.01);  // the first policy is close to uniform, as the absolute head's
+  shrink(stay_, 0.01);
+  {
+    torch::NoGradGuard no_grad;
+    pair_->weight.zero_();
+  }
+}
+
+torch::Tensor PairHeadImpl::forward(const GraphTensors& g, const torch::Tensor& nodes, const torch::Tensor& current) {
+  const std::int64_t n = nodes.size(1);
+  // Devices: static features, the mean embedding of their nodes, their share of the nodes.
+  const torch::Tensor count = current.sum(1).unsqueeze(-1);                                      // (B, D, 1)
+  const torch::Tensor pooled = current.transpose(1, 2).matmul(nodes) / count.clamp_min(1.0);    // (B, D, H)
+  const torch::Tensor features = torch::relu(device_in_(g.device_features)).unsqueeze(0).expand_as(pooled);
+  const torch::Tensor devices =
+      torch::relu(device_mix_(torch::cat({features, pooled, count / static_cast<double>(n)}, -1)));  // (B, D, H)
+  const torch::Tensor score = query_(nodes).matmul(key_(devices).transpose(1, 2)) / std::sqrt(hidden_);  // (B, N, D)
+  // Pairs: on it now; the share of the node's predecessors / successors on it.
+  const torch::Tensor predecessors = mean_over_edges(current, g.source, g.destination, g.inverse_in_degree);
+  const torch::Tensor successors = mean_over_edges(current, g.destination, g.source, g.inverse_out_degree);
+  const torch::Tensor pair = pair_(torch::stack({current, predecessors, successors}, -1)).squeeze(-1);
+  return score + stay_(nodes) * current + pair;
+}
+
 GoPolicyImpl::GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec)
-    : hidden_(config.hidden), segment_length_(config.segment_length) {
+    : hidden_(config.hidden), segment_length_(config.segment_length), pairs_(spec.any_devices()) {
   const int h = config.hidden;
   encoder_ = register_module("encoder", GraphSage(spec.node_feature_dim + spec.node_state_dim, h, config.sage_layers));
   condition_ = register_module("condition", nn::Linear(h + spec.global_dim, h));
@@ -173,6 +213,11 @@ GoPolicyImpl::GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec)
   for (int l = 0; l < config.attention_layers; ++l)
     attention_.push_back(register_module("attention" + std::to_string(l), SegmentAttention(h, config.attention_heads)));
   for (std::size_t i = 0; i < spec.heads.size(); ++i) {
+    if (pairs_ && spec.heads[i] == Head::kPlacement) {
+      heads_.push_back(nullptr);
+      pair_head_ = register_module("pair_head", PairHead(h, static_cast<int>(device_feature_names().size())));
+      continue;
+    }
     heads_.push_back(register_module(std::string("head_") + head_name(spec.heads[i]), nn::Linear(h, spec.choices[i])));
     shrink(heads_.back(), 0.01);
   }
@@ -196,7 +241,15 @@ torch::Tensor positional_encoding(std::int64_t n, std::int64_t h, const torch::T
 
 PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& node_state, const torch::Tensor& globals) {
   const std::int64_t b = node_state.size(0), n = g.num_nodes, h = hidden_;
-  const torch::Tensor x = torch::cat({g.node_features.unsqueeze(0).expand({b, n, g.node_features.size(1)}), node_state}, -1);
+  // "pairs": the one-hot device columns are pair features, not node features.
+  GOENV_CHECK(!pairs_ || (g.device_features.defined() && g.num_devices >= 1 &&
+                          g.device_features.size(0) == g.num_devices && node_state.size(-1) > g.num_devices),
+              InvalidArgument, "the pairs placement head needs the cluster's device features (a version-2 "
+                               "observation's device_features, or an env)");
+  const std::int64_t d = pairs_ ? g.num_devices : 0;
+  const torch::Tensor current = pairs_ ? node_state.narrow(-1, 0, d) : torch::Tensor();
+  const torch::Tensor state = pairs_ ? node_state.narrow(-1, d, node_state.size(-1) - d) : node_state;
+  const torch::Tensor x = torch::cat({g.node_features.unsqueeze(0).expand({b, n, g.node_features.size(1)}), state}, -1);
   const torch::Tensor nodes = encoder_(g, x);  // (B, N, H), node-id order
   const torch::Tensor graph_embedding = torch::relu(condition_(torch::cat({nodes.mean(1), globals}, -1)));  // (B, H)
 
@@ -233,7 +286,7 @@ PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& n
   }
   const torch::Tensor out = z.index_select(1, g.position) + nodes;  // back to node-id order
   PolicyOutput result;
-  for (auto& head : heads_) result.logits.push_back(head(out));
+  for (auto& head : heads_) result.logits.push_back(head.is_empty() ? pair_head_(g, out, current) : head(out));
   result.value = value2_(torch::relu(value1_(graph_embedding))).squeeze(-1);
   return result;
 }

@@ -35,7 +35,15 @@ struct GraphTensors {
   std::int64_t num_units = 0;        // U
   torch::Tensor unit;                // (N,) int64: each node's unit
   torch::Tensor unit_size;           // (1, U, 1) float: nodes per unit
+  // The cluster: D devices and their static features (D, Fd) float
+  // (envs/observation.h device_feature_names); undefined when not known.
+  std::int64_t num_devices = 0;
+  torch::Tensor device_features;
 };
+
+// Sets the cluster part of `graph`: `features` (num_devices, Fd) row-major.
+void set_devices(GraphTensors& graph, int num_devices, const float* features, int feature_dim,
+                 const torch::Device& device);
 
 // Kahn's algorithm, ties by node id. InvalidArgument on an out-of-range edge or a cycle.
 std::vector<std::int64_t> topological_order(int num_nodes, int num_edges, const std::int64_t* edge_index);
@@ -90,6 +98,26 @@ TORCH_MODULE(SegmentAttention);
 // (1, N, H): sinusoidal encodings of positions 0..N-1 relative to N (no parameters).
 torch::Tensor positional_encoding(std::int64_t n, std::int64_t h, const torch::TensorOptions& options);
 
+// The placement head of device_head "pairs": a logit per (node, device) pair,
+// so one set of weights serves any cluster (GiPH, Placeto and DOPPLER score
+// candidate devices, not device ids). A device is its static features plus the
+// mean embedding and the share of the nodes placed on it now; a pair adds
+// whether the node is on that device and which share of its predecessors and
+// successors are. logit = <q(node), k(device)> / sqrt(H) + pair terms: no
+// (N, D, H) tensor, and relabelling the devices permutes the logits.
+class PairHeadImpl : public torch::nn::Module {
+ public:
+  PairHeadImpl(int hidden, int device_feature_dim);
+  // nodes (B, N, H), current (B, N, D) one-hot devices -> logits (B, N, D).
+  torch::Tensor forward(const GraphTensors& graph, const torch::Tensor& nodes, const torch::Tensor& current);
+
+ private:
+  int hidden_;
+  torch::nn::Linear device_in_{nullptr}, device_mix_{nullptr}, query_{nullptr}, key_{nullptr}, stay_{nullptr},
+      pair_{nullptr};
+};
+TORCH_MODULE(PairHead);
+
 class GoPolicyImpl : public PolicyImpl {
  public:
   GoPolicyImpl(const AgentConfig& config, const PolicySpec& spec);
@@ -97,10 +125,12 @@ class GoPolicyImpl : public PolicyImpl {
 
  private:
   int hidden_, segment_length_;
+  bool pairs_ = false;  // device_head "pairs": node_state starts with D one-hot device columns
   GraphSage encoder_{nullptr};
   torch::nn::Linear condition_{nullptr}, film_{nullptr}, value1_{nullptr}, value2_{nullptr};
   std::vector<SegmentAttention> attention_;
-  std::vector<torch::nn::Linear> heads_;
+  std::vector<torch::nn::Linear> heads_;  // per head; null for the placement head of "pairs"
+  PairHead pair_head_{nullptr};
 };
 
 class PpoPolicyImpl : public PolicyImpl {

@@ -31,8 +31,9 @@ void check_rollout(const Model& model, const std::vector<GraphEntry>& graphs, co
               "rollout " << index << " is of " << r.env_id << " (" << r.num_nodes << " nodes), but graph " << r.graph
                          << " is " << g.id << " (" << g.num_nodes << " nodes)");
   const PolicySpec& spec = model.spec;
-  GOENV_CHECK(r.node_state_dim == spec.node_state_dim && r.action_mask_width == spec.action_mask_width() &&
-                  r.global_dim == spec.global_dim && r.actions.size() == spec.heads.size(),
+  const ObservationDims dims = model.dims_of(g.graph);
+  GOENV_CHECK(r.node_state_dim == dims.node_state && r.action_mask_width == dims.action_mask &&
+                  r.global_dim == dims.globals && r.actions.size() == spec.heads.size(),
               InvalidArgument, "rollout " << index << " does not fit the policy's spec " << spec.describe());
   const std::int64_t m = r.samples(), o = r.num_observations, n = r.num_nodes;
   GOENV_CHECK(m >= 1 && o >= 1 && r.copies >= 1, InvalidArgument, "rollout " << index << " is empty");

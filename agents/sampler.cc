@@ -14,10 +14,10 @@ namespace goenv::agents {
 namespace {
 
 // Copy k's current observation in a stacked vector env's buffers.
-ObservationView copy_observation(const BatchBuffers& buffers, const PolicySpec& spec, int num_nodes, int k) {
+ObservationView copy_observation(const BatchBuffers& buffers, const ObservationDims& dims, int num_nodes, int k) {
   const std::size_t n = num_nodes;
-  return {buffers.node_state + k * n * spec.node_state_dim, buffers.action_mask + k * n * spec.action_mask_width(),
-          buffers.globals + static_cast<std::size_t>(k) * spec.global_dim};
+  return {buffers.node_state + k * n * dims.node_state, buffers.action_mask + k * n * dims.action_mask,
+          buffers.globals + static_cast<std::size_t>(k) * dims.globals};
 }
 
 template <typename T>
@@ -34,7 +34,12 @@ std::uint64_t reset_seed(const AgentConfig& config, std::uint64_t stream, std::u
 }
 
 std::unique_ptr<Env> copy_env(const Env& prototype) {
-  return make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), prototype.config());
+  EnvConfig config = prototype.config();
+  config.observation_version = kPolicyObservationVersion;
+  config.start.clear();  // the prototype's start, resolved once, is copied below
+  auto env = make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), config);
+  if (prototype.has_start()) env->set_start(prototype.start());
+  return env;
 }
 
 StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& actions) {
@@ -47,16 +52,17 @@ StepResult run_episode(Model& model, Env& env, const GraphTensors& graph, std::u
                        std::vector<std::vector<std::int64_t>>& decided, std::int64_t& calls,
                        std::vector<DynamicObservation>* visited, ForwardCache* cache) {
   const int n = static_cast<int>(graph.num_nodes);
+  const ObservationDims dims = model.dims_of(graph);
   DynamicObservation obs = env.reset(seed);
   StepResult r;
   do {
-    const ObservationView view = view_of(obs, model.spec, n);
+    const ObservationView view = view_of(obs, dims, n);
     std::vector<torch::Tensor> logits;
     if (cache != nullptr && !cache->logits.empty() &&
-        same_observation(view, view_of(cache->observation, model.spec, n), model.spec, n)) {
+        same_observation(view, view_of(cache->observation, dims, n), dims, n)) {
       logits = cache->logits;  // tensor handles: no copy of the values
     } else {
-      logits = model.run(graph, stack({view}, model.spec, n, model.device)).first;
+      logits = model.run(graph, stack({view}, dims, n, model.device)).first;
       if (cache != nullptr) *cache = {obs, logits};
     }
     decided = model.decide(graph, logits, deterministic);
@@ -88,7 +94,8 @@ void Sampler::set_envs(Model& model, const std::vector<const Env*>& prototypes, 
   for (std::size_t j = 0; j < sampled.size(); ++j) {
     Slot& slot = slots[j];
     slot.graph = sampled[j];
-    slot.envs = VectorEnv::from_templates(std::vector<const Env*>(copies, prototypes[sampled[j]]), BatchLayout::kStacked);
+    const auto env = copy_env(*prototypes[sampled[j]]);  // at the policy's observation version
+    slot.envs = VectorEnv::from_templates(std::vector<const Env*>(copies, env.get()), BatchLayout::kStacked);
     std::vector<std::uint64_t> seeds(copies);
     for (int k = 0; k < copies; ++k) seeds[k] = reset_seed(model.config, stream, sampled[j], k);
     slot.envs->reset(seeds.data(), nullptr, slot.envs->owned_buffers());
@@ -124,9 +131,10 @@ Rollout Sampler::collect_slot(Model& model, Slot& slot) {
   out.policy_version = model.weights.version;
   out.copies = slot.envs->num_envs();
   out.num_nodes = entry.num_nodes;
-  out.node_state_dim = model.spec.node_state_dim;
-  out.action_mask_width = model.spec.action_mask_width();
-  out.global_dim = model.spec.global_dim;
+  const ObservationDims dims = model.dims_of(entry.graph);
+  out.node_state_dim = dims.node_state;
+  out.action_mask_width = dims.action_mask;
+  out.global_dim = dims.globals;
   out.actions.resize(model.spec.heads.size());
   const int length = model.config.rollout_length > 0 ? model.config.rollout_length : slot.envs->env(0).config().horizon;
   for (int t = 0; t < length; ++t) collect_step(model, slot, out);
@@ -146,11 +154,11 @@ void Sampler::collect_step(Model& model, Slot& slot, Rollout& out) {
   VectorEnv& envs = *slot.envs;
   const BatchBuffers& buffers = envs.owned_buffers();
   const int copies = envs.num_envs(), n = entry.num_nodes;
-  const std::size_t state = static_cast<std::size_t>(n) * model.spec.node_state_dim,
-                    mask = static_cast<std::size_t>(n) * model.spec.action_mask_width(),
-                    globals = model.spec.global_dim;
-  auto observation = [&](int k) { return copy_observation(buffers, model.spec, n, k); };
-  auto same = [&](int a, int b) { return same_observation(observation(a), observation(b), model.spec, n); };
+  const ObservationDims dims = model.dims_of(entry.graph);
+  const std::size_t state = static_cast<std::size_t>(n) * dims.node_state,
+                    mask = static_cast<std::size_t>(n) * dims.action_mask, globals = dims.globals;
+  auto observation = [&](int k) { return copy_observation(buffers, dims, n, k); };
+  auto same = [&](int a, int b) { return same_observation(observation(a), observation(b), dims, n); };
   // Copies with the same observation (one-shot episodes restart from one) are stored and forwarded once.
   std::vector<int> unique_of(copies);
   std::vector<int> fresh;
@@ -178,7 +186,7 @@ void Sampler::collect_step(Model& model, Slot& slot, Rollout& out) {
   torch::Tensor log_probs, values;
   {
     torch::NoGradGuard no_grad;
-    auto [logits, value] = model.run(entry.graph, stack(views, model.spec, n, model.device));
+    auto [logits, value] = model.run(entry.graph, stack(views, dims, n, model.device));
     const torch::Tensor index =
         torch::tensor(std::vector<std::int64_t>(unique_of.begin(), unique_of.end()), torch::kInt64).to(model.device);
     std::vector<torch::Tensor> actions;
@@ -225,9 +233,10 @@ void Sampler::bootstrap(Model& model, Slot& slot, Rollout& out) {
   torch::NoGradGuard no_grad;
   const BatchBuffers& buffers = slot.envs->owned_buffers();
   std::vector<ObservationView> views;
-  for (int k = 0; k < copies; ++k) views.push_back(copy_observation(buffers, model.spec, n, k));
-  const torch::Tensor values =
-      model.run(graphs_[slot.graph].graph, stack(views, model.spec, n, model.device)).second.to(torch::kCPU);
+  const GraphTensors& graph = graphs_[slot.graph].graph;
+  const ObservationDims dims = model.dims_of(graph);
+  for (int k = 0; k < copies; ++k) views.push_back(copy_observation(buffers, dims, n, k));
+  const torch::Tensor values = model.run(graph, stack(views, dims, n, model.device)).second.to(torch::kCPU);
   for (int k = 0; k < copies; ++k) out.bootstrap[k] = values[k].item<float>();
 }
 

@@ -60,7 +60,8 @@ class Sampler {
   std::size_t next_slot_ = 0;
 };
 
-// A fresh env on the prototype's graph, cluster and config.
+// A fresh env on the prototype's graph, cluster, config and start, at the
+// observation version the policy reads (kPolicyObservationVersion).
 std::unique_ptr<Env> copy_env(const Env& prototype);
 // Steps `env` with per-head (N,) actions.
 StepResult step_actions(Env& env, const std::vector<std::vector<std::int64_t>>& actions);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "envs/baselines/baseline.h"
+#include "envs/observation.h"
 #include "envs/vector_env.h"
 
 namespace goenv::agents::search {
@@ -15,7 +16,7 @@ namespace goenv::agents::search {
 namespace {
 
 // The policy's input must be finite, and every node must have an allowed choice in every head.
-void check_observation(const PolicySpec& spec, const ObservationBatch& o) {
+void check_observation(const PolicySpec& spec, const ObservationDims& dims, const ObservationBatch& o) {
   auto finite = [](const float* values, std::int64_t count, const char* what) {
     for (std::int64_t i = 0; i < count; ++i)
       GOENV_CHECK(std::isfinite(values[i]), InvalidArgument,
@@ -31,14 +32,16 @@ void check_observation(const PolicySpec& spec, const ObservationBatch& o) {
     int offset = 0;
     for (std::size_t h = 0; h < spec.heads.size(); ++h) {
       bool any = false;
-      for (int c = 0; c < spec.choices[h]; ++c) any = any || mask[offset + c] != 0;
+      for (int c = 0; c < dims.choices[h]; ++c) any = any || mask[offset + c] != 0;
       GOENV_CHECK(any, InvalidArgument,
                   "action_mask allows no " << head_name(spec.heads[h]) << " choice for node " << row % n
                                            << (b > 1 ? " of observation " + std::to_string(row / n) : std::string())
                                            << ": every node needs at least one");
-      offset += spec.choices[h];
+      offset += dims.choices[h];
     }
   }
+  if (o.device_features != nullptr) finite(o.device_features, std::int64_t{o.num_devices} * o.device_feature_dim,
+                                           "device_features");
 }
 
 }  // namespace
@@ -47,11 +50,16 @@ const GraphTensors& Actor::graph_for(const Model& model, const ObservationBatch&
   std::uint64_t key = hash_bytes(o.node_features, sizeof(float) * o.num_nodes * static_cast<std::size_t>(o.node_feature_dim));
   key = hash_bytes(o.edge_index, sizeof(std::int64_t) * 2 * static_cast<std::size_t>(o.num_edges), key);
   if (o.colocation != nullptr) key = hash_bytes(o.colocation, sizeof(std::int32_t) * o.num_nodes, key);
+  if (o.device_features != nullptr)
+    key = hash_bytes(o.device_features, sizeof(float) * o.num_devices * static_cast<std::size_t>(o.device_feature_dim),
+                     key ^ 0xD5);
   key = splitmix64(key ^ (static_cast<std::uint64_t>(o.num_nodes) << 32) ^ static_cast<std::uint64_t>(o.num_edges) ^
                    (o.colocation != nullptr ? 1ULL << 63 : 0));
   if (!graph_.node_features.defined() || key != key_) {
     graph_ = graph_tensors(o.num_nodes, o.node_feature_dim, o.node_features, o.num_edges, o.edge_index, model.device,
                            o.colocation);
+    if (o.device_features != nullptr)
+      set_devices(graph_, o.num_devices, o.device_features, o.device_feature_dim, model.device);
     key_ = key;
   }
   return graph_;
@@ -62,15 +70,22 @@ std::vector<std::vector<std::int64_t>> Actor::act(Model& model, const Observatio
               "the agent has no policy yet: train it, load a checkpoint, or pass env= when creating it");
   GOENV_CHECK(o.batch >= 1 && o.num_nodes >= 1 && o.num_edges >= 0, InvalidArgument,
               "observation needs batch >= 1 and nodes >= 1, got batch " << o.batch << ", " << o.num_nodes << " nodes");
+  const bool pairs = model.spec.any_devices();
+  GOENV_CHECK(!pairs || (o.device_features != nullptr && o.num_devices >= 1 &&
+                         o.device_feature_dim == static_cast<int>(device_feature_names().size())),
+              InvalidArgument, "this policy scores (unit, device) pairs: it needs the observation's device_features ("
+                                   << device_feature_names().size() << " columns; observation version 2, e.g. a -v2 id)");
+  const int d = pairs ? o.num_devices : 0;
   PolicySpec seen = model.spec;
   seen.node_feature_dim = o.node_feature_dim;
-  seen.node_state_dim = o.node_state_dim;
+  seen.node_state_dim = o.node_state_dim - d;
   seen.global_dim = o.global_dim;
   model.check_spec(seen, "the observation");
-  GOENV_CHECK(o.action_mask_width == model.spec.action_mask_width(), InvalidArgument,
-              "action_mask has " << o.action_mask_width << " columns, the policy's heads need "
-                                 << model.spec.action_mask_width() << " (" << model.spec.describe() << ")");
-  check_observation(model.spec, o);
+  const ObservationDims dims = model.spec.dims(d);
+  GOENV_CHECK(o.action_mask_width == dims.action_mask, InvalidArgument,
+              "action_mask has " << o.action_mask_width << " columns, the policy's heads need " << dims.action_mask
+                                 << " (" << model.spec.describe() << ")");
+  check_observation(model.spec, dims, o);
   const ThreadScope threads(model.config.num_threads);
   torch::NoGradGuard no_grad;
   const GraphTensors& graph = graph_for(model, o);

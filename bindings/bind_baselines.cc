@@ -34,6 +34,8 @@ void bind_baselines(py::module_& m) {
     d["invalid"] = r.invalid;
     d["invalid_reason"] = r.invalid_reason;
     d["simulator_calls"] = r.simulator_calls;
+    const auto calls = static_cast<py::ssize_t>(r.curve.size());
+    d["curve"] = to_numpy(std::move(r.curve), {calls});
     d["seconds"] = r.seconds;
     d["lower_bound"] = r.lower_bound;
     d["initial_runtime"] = r.initial_runtime;

@@ -8,12 +8,51 @@
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/registry.h"
+#include "envs/start.h"
 
 namespace goenv::bindings {
 
 namespace {
 
-py::dict info_dict(const StepInfo& info) {
+// One numpy array per head the env decides: its decisions of `s`.
+py::dict solution_dict(const Env& env, const Solution& s) {
+  const auto n = static_cast<py::ssize_t>(env.graph().num_nodes());
+  py::dict d;
+  for (Head h : env.heads()) {
+    if (h == Head::kPlacement) d["placement"] = to_numpy(std::vector<std::int32_t>(s.placement), {n});
+    if (h == Head::kPriority) d["priority"] = to_numpy(std::vector<double>(s.priority), {n});
+    if (h == Head::kFusion) d["fusion"] = to_numpy(std::vector<std::int32_t>(s.fusion), {n});
+  }
+  return d;
+}
+
+// A start given as {head: values} (any subset of placement / priority / fusion).
+Solution solution_from(const Env& env, const py::dict& d) {
+  const std::int64_t n = env.graph().num_nodes();
+  Solution s;
+  for (auto [key, value] : d) {
+    const std::string head = py::str(key);
+    GOENV_CHECK(head == "placement" || head == "priority" || head == "fusion", InvalidArgument,
+                env.id() << ": a start has keys placement, priority and fusion, got '" << head << "'");
+    try {
+      if (head == "priority") {
+        s.priority = double_array(value, n, "start priority");
+        continue;
+      }
+      const auto values = integer_array(value, n, "start " + head);
+      std::vector<std::int32_t> narrow(values.size());
+      for (std::size_t v = 0; v < values.size(); ++v)  // beyond int32: -1, reported as out of range
+        narrow[v] = values[v] < 0 || values[v] > INT32_MAX ? -1 : static_cast<std::int32_t>(values[v]);
+      (head == "placement" ? s.placement : s.fusion) = std::move(narrow);
+    } catch (const InvalidAction& e) {
+      throw InvalidArgument(e.what());  // a bad start is a bad argument, not an action
+    }
+  }
+  return s;
+}
+
+// `best`: env.best() copied under the env's guard with the info.
+py::dict info_dict(const Env& env, const StepInfo& info, const Solution& best) {
   py::dict d;
   d["runtime"] = info.runtime;
   d["initial_runtime"] = info.initial_runtime;
@@ -26,6 +65,8 @@ py::dict info_dict(const StepInfo& info) {
   d["invalid_reason"] = info.invalid_reason;
   d["colocation_moved"] = info.colocation_moved;
   if (!std::isnan(info.rejected_runtime)) d["rejected_runtime"] = info.rejected_runtime;
+  d["best_runtime"] = info.best_runtime;
+  d["best"] = solution_dict(env, best);
   return d;
 }
 
@@ -44,6 +85,17 @@ py::dict observation_dict(const Env& env, DynamicObservation&& dynamic) {
   obs["action_mask"] = to_numpy(std::move(dynamic.action_mask), {n, env.action_mask_width()});
   const auto g = static_cast<py::ssize_t>(dynamic.globals.size());
   obs["globals"] = to_numpy(std::move(dynamic.globals), {g});
+  if (env.observation_version() >= 2) {
+    const auto d = static_cast<py::ssize_t>(env.cluster().num_devices());
+    auto features = env.device_features_ptr();
+    py::capsule features_owner(new std::shared_ptr<const std::vector<float>>(features), [](void* p) {
+      delete static_cast<std::shared_ptr<const std::vector<float>>*>(p);
+    });
+    obs["device_features"] =
+        readonly_view(*features, {d, static_cast<py::ssize_t>(features->size()) / std::max<py::ssize_t>(d, 1)},
+                      features_owner);
+    obs["device_state"] = to_numpy(std::move(dynamic.device_state), {d, env.device_state_dim()});
+  }
   return obs;
 }
 
@@ -87,18 +139,31 @@ std::vector<std::vector<std::int64_t>> action_parts(const Env& env, py::handle a
 
 void bind_envs(py::module_& m) {
   py::class_<Env>(m, "Env", "The C++ environment behind goenv's gymnasium wrapper.")
-      .def("reset", [](Env& env, std::uint64_t seed) {
+      .def("reset", [](Env& env, std::uint64_t seed, std::optional<py::dict> start) {
         StepInfo info;
-        DynamicObservation obs = guarded(env.guard(), [&] { return env.reset(seed, &info); });
-        return py::make_tuple(observation_dict(env, std::move(obs)), info_dict(info));
-      }, py::arg("seed") = 0)
+        std::optional<Solution> from;
+        if (start) from = solution_from(env, *start);
+        Solution best;
+        DynamicObservation obs = guarded(env.guard(), [&] {
+          DynamicObservation o = env.reset(seed, &info, from ? &*from : nullptr);
+          best = env.best();
+          return o;
+        });
+        return py::make_tuple(observation_dict(env, std::move(obs)), info_dict(env, info, best));
+      }, py::arg("seed") = 0, py::arg("start") = py::none(),
+         "Starts an episode: from `start` ({head: values}) when given, else from the env's start.")
       .def("step", [](Env& env, py::handle action) {
         const auto parts = action_parts(env, action);
         std::vector<const std::int64_t*> pointers;
         for (const auto& p : parts) pointers.push_back(p.data());
-        StepResult r = guarded(env.guard(), [&] { return env.step(pointers); });
+        Solution best;
+        StepResult r = guarded(env.guard(), [&] {
+          StepResult out = env.step(pointers);
+          best = env.best();
+          return out;
+        });
         return py::make_tuple(observation_dict(env, std::move(r.observation)), r.reward, r.terminated,
-                              r.truncated, info_dict(r.info));
+                              r.truncated, info_dict(env, r.info, best));
       }, py::arg("action"))
       .def("get_state", [](const Env& env) { return py::bytes(guarded(env.guard(), [&] { return env.get_state(); })); },
            "The episode state as bytes (cereal); set_state() restores it exactly.")
@@ -118,6 +183,8 @@ void bind_envs(py::module_& m) {
         d["fusion_levels"] = c.fusion_levels;
         d["max_fusion_size"] = c.max_fusion_size;
         d["colocation"] = c.colocation;
+        d["observation_version"] = c.observation_version;
+        d["start"] = c.start.empty() ? std::string("default") : c.start;
         if (c.initial_placement.empty()) d["placement"] = c.placement;
         else d["placement"] = to_numpy(std::vector<std::int32_t>(c.initial_placement), {env.graph().num_nodes()});
         if (c.initial_priority.empty()) d["priority"] = py::none();
@@ -143,7 +210,19 @@ void bind_envs(py::module_& m) {
       .def_property_readonly("num_devices", [](const Env& env) { return env.cluster().num_devices(); })
       .def_property_readonly("node_feature_dim", [](const Env& env) { return env.static_observation().node_feature_dim; })
       .def_property_readonly("edge_feature_dim", [](const Env& env) { return env.static_observation().edge_feature_dim; })
-      .def_property_readonly("node_state_dim", [](const Env& env) { return node_state_dim(env.cluster().num_devices()); })
+      .def_property_readonly("node_state_dim", &Env::node_state_dim)
+      .def_property_readonly("observation_version", &Env::observation_version)
+      .def_property_readonly("device_state_dim", &Env::device_state_dim)
+      .def_property_readonly("device_feature_dim", [](const Env& env) {
+        return env.observation_version() >= 2 ? static_cast<int>(device_feature_names().size()) : 0;
+      })
+      .def_property_readonly("start", [](const Env& env) {
+        return solution_dict(env, guarded(env.guard(), [&] { return env.start(); }));
+      }, "The decisions every reset starts from ({head: values}): the initial ones unless a start was set.")
+      .def("set_start", [](Env& env, const py::dict& start) {
+        Solution s = solution_from(env, start);
+        guarded(env.guard(), [&] { env.set_start(std::move(s)); });
+      }, py::arg("start"), "Makes every later reset start from these decisions ({head: values}); checked.")
       .def_property_readonly("global_dim", [](const Env&) { return global_names().size(); })
       .def_property_readonly("action_mask_width", &Env::action_mask_width)
       .def_property_readonly("graph", [](const Env& env) { return std::const_pointer_cast<Graph>(env.graph_ptr()); })
@@ -182,6 +261,11 @@ void bind_envs(py::module_& m) {
     py::gil_scoped_release release;
     return make_env_on_graph(task, graph, cluster, config);
   }, py::arg("task"), py::arg("graph"), py::arg("cluster"));
+  m.def("start_decisions", [](Env& env, const std::string& name) {
+    Solution s = guarded(env.guard(), [&] { return start_decisions(env, name); });
+    return solution_dict(env, s);
+  }, py::arg("env"), py::arg("name"),
+     "The decisions start `name` stands for on the env ('default' or a baseline's name), {head: values}.");
   m.def("list_env_ids", &list_env_ids);
   m.def("task_names", &task_names);
 }

@@ -232,7 +232,12 @@ void bind_graph(py::module_& m) {
   }, py::arg("name"), py::arg("params") = GraphParams{});
   m.def("node_feature_names", &node_feature_names);
   m.def("edge_feature_names", &edge_feature_names);
-  m.def("node_state_names", &node_state_names);
+  m.def("node_state_names", [](int version) { return node_state_names(version); },
+        py::arg("observation_version") = kObservationVersion,
+        "node_state's columns after the one-hot device columns (version 1 is a prefix of version 2).");
+  m.def("device_feature_names", &device_feature_names);
+  m.def("device_state_names", &device_state_names);
+  m.attr("OBSERVATION_VERSION") = kObservationVersion;
   m.def("global_names", &global_names);
 }
 

@@ -186,7 +186,7 @@ class PyVectorEnv {
   struct Outputs {
     BatchBuffers buffers;
     py::object node_state, action_mask, globals, reward, terminated, truncated, runtime, initial_runtime, speedup,
-        peak_memory, oom, invalid, rejected_runtime, colocation_moved;
+        peak_memory, oom, invalid, rejected_runtime, colocation_moved, device_state, best_runtime;
   };
 
   std::string head_list() const {
@@ -284,6 +284,8 @@ class PyVectorEnv {
       o.invalid = new_array(kBool, {b});
       o.rejected_runtime = new_array(kFloat64, {b});
       o.colocation_moved = new_array(kInt64, {b});
+      if (e.device_state_dim() > 0) o.device_state = new_array(kFloat32, {b, d, e.device_state_dim()});
+      o.best_runtime = new_array(kFloat64, {b});
     } else {
       if (!owned_views_ready_) make_owned_views(node_shape(e.node_state_dim()), node_shape(e.action_mask_width()));
       o = owned_views_;
@@ -304,6 +306,8 @@ class PyVectorEnv {
     o.buffers.invalid = static_cast<std::uint8_t*>(array_data(o.invalid));
     o.buffers.rejected_runtime = static_cast<double*>(array_data(o.rejected_runtime));
     o.buffers.colocation_moved = static_cast<std::int64_t*>(array_data(o.colocation_moved));
+    o.buffers.device_state = static_cast<float*>(array_data(o.device_state));
+    o.buffers.best_runtime = static_cast<double*>(array_data(o.best_runtime));
     return o;
   }
 
@@ -341,6 +345,9 @@ class PyVectorEnv {
     o.invalid = bools(buf.invalid);
     o.rejected_runtime = view(buf.rejected_runtime, {b});
     o.colocation_moved = view(buf.colocation_moved, {b});
+    if (buf.device_state)
+      o.device_state = view(buf.device_state, {b, d, static_cast<py::ssize_t>(engine_->device_state_dim())});
+    o.best_runtime = view(buf.best_runtime, {b});
     owned_views_ready_ = true;
   }
 
@@ -381,6 +388,12 @@ class PyVectorEnv {
       d["num_nodes"] = static_view(s.num_nodes.data(), {b}, owner, false, b);
       d["num_edges"] = static_view(s.num_edges.data(), {b}, owner, false, b);
     }
+    if (e.device_feature_dim() > 0) {  // per env: each its own cluster
+      py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
+      d["device_features"] = static_view(s.device_features.data(),
+                                         {b, static_cast<py::ssize_t>(e.num_devices()), e.device_feature_dim()},
+                                         owner, false, b);
+    }
     static_obs_ = d;
   }
 
@@ -390,13 +403,15 @@ class PyVectorEnv {
     set_item(obs, keys_.node_state, out.node_state);
     set_item(obs, keys_.action_mask, out.action_mask);
     set_item(obs, keys_.globals, out.globals);
+    if (out.device_state) set_item(obs, keys_.device_state, out.device_state);
     return obs;
   }
 
   py::dict info(const Outputs& out) const {
     py::dict d;
     const py::object* values[] = {&out.runtime, &out.initial_runtime, &out.speedup, &lower_bound_,
-                                  &out.peak_memory, &out.oom, &out.invalid, &out.colocation_moved};
+                                  &out.peak_memory, &out.oom, &out.invalid, &out.colocation_moved,
+                                  &out.best_runtime};
     for (std::size_t k = 0; k < keys_.info.size(); ++k) {
       set_item(d, keys_.info[k], *values[k]);
       set_item(d, keys_.info_masks[k], all_true_);  // Gymnasium's "_key": which envs report key
@@ -427,14 +442,16 @@ class PyVectorEnv {
 
   // Interned dict keys, made once.
   struct Keys {
-    py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals");
-    std::array<py::object, 8> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
+    py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals"),
+               device_state = py::str("device_state");
+    std::array<py::object, 9> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
                                       py::str("lower_bound"), py::str("peak_memory"),     py::str("oom"),
-                                      py::str("invalid"),     py::str("colocation_moved")};
-    std::array<py::object, 8> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
+                                      py::str("invalid"),     py::str("colocation_moved"), py::str("best_runtime")};
+    std::array<py::object, 9> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
                                             py::str("_speedup"),     py::str("_lower_bound"),
                                             py::str("_peak_memory"), py::str("_oom"),
-                                            py::str("_invalid"),     py::str("_colocation_moved")};
+                                            py::str("_invalid"),     py::str("_colocation_moved"),
+                                            py::str("_best_runtime")};
     py::object rejected_runtime = py::str("rejected_runtime"), rejected_runtime_mask = py::str("_rejected_runtime");
   };
 
@@ -506,6 +523,9 @@ void bind_vector_env(py::module_& m) {
       .def_property_readonly("node_state_dim", [](PyVectorEnv& v) { return v.engine().node_state_dim(); })
       .def_property_readonly("action_mask_width", [](PyVectorEnv& v) { return v.engine().action_mask_width(); })
       .def_property_readonly("global_dim", [](PyVectorEnv& v) { return v.engine().global_dim(); })
+      .def_property_readonly("observation_version", [](PyVectorEnv& v) { return v.engine().observation_version(); })
+      .def_property_readonly("device_state_dim", [](PyVectorEnv& v) { return v.engine().device_state_dim(); })
+      .def_property_readonly("device_feature_dim", [](PyVectorEnv& v) { return v.engine().device_feature_dim(); })
       .def_property_readonly("max_nodes", [](PyVectorEnv& v) { return v.engine().max_nodes(); },
                              "Nodes per env row: the graph's (stacked), the largest (concatenated), pad_to (padded).")
       .def_property_readonly("max_edges", [](PyVectorEnv& v) { return v.engine().max_edges(); })

@@ -50,6 +50,13 @@ inline EnvConfig config_from(const py::dict& options) {
       else if (key == "fusion_levels") c.fusion_levels = int_option(value, key);
       else if (key == "max_fusion_size") c.max_fusion_size = int_option(value, key);
       else if (key == "colocation") c.colocation = value.cast<std::string>();
+      else if (key == "observation_version") c.observation_version = int_option(value, key);
+      else if (key == "start") {
+        GOENV_CHECK(py::isinstance<py::str>(value), InvalidArgument,
+                    "option 'start' must be 'default' or a baseline's name (goenv.baselines.list()); for given "
+                    "decisions use env.reset(options={'start': {...}}) or env.set_start({...})");
+        c.start = value.cast<std::string>();
+      }
       else if (key == "placement" && py::isinstance<py::str>(value)) c.placement = value.cast<std::string>();
       else if (key == "placement") {  // explicit device per node
         const auto devices = integer_values(value, "placement");
@@ -69,7 +76,7 @@ inline EnvConfig config_from(const py::dict& options) {
         GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
                     "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
                                "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, "
-                               "colocation, placement, priority");
+                               "colocation, placement, priority, observation_version, start");
         c.graph_params[key] = value.cast<double>();
       }
     } catch (const py::cast_error&) {

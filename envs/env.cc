@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/fusion.h"
 #include "core/serialization.h"
+#include "core/slack.h"
 #include "envs/placement_heuristics.h"
 
 namespace goenv {
@@ -51,7 +52,13 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
               InvalidArgument, "an observation would hold " << graph_->num_nodes() << " x " << action_mask_width()
                                    << " action-mask entries; at most " << kMaxActionMaskEntries
                                    << " (lower priority_levels / fusion_levels)");
+  GOENV_CHECK(config_.observation_version >= kFirstObservationVersion &&
+                  config_.observation_version <= kObservationVersion,
+              InvalidArgument, "observation_version must be in [" << kFirstObservationVersion << ", "
+                                   << kObservationVersion << "], got " << config_.observation_version);
   static_obs_ = goenv::static_observation(graph_);
+  device_features_ = std::make_shared<const std::vector<float>>(
+      config_.observation_version >= 2 ? goenv::device_features(this->cluster()) : std::vector<float>{});
   lower_bound_ = lower_bound(*graph_, this->cluster());
 
   GOENV_CHECK(config_.max_fusion_size >= 1, InvalidArgument, "max_fusion_size must be >= 1");
@@ -146,33 +153,100 @@ std::int64_t Env::total_steps() const {
   return node_mode_ ? std::int64_t{config_.horizon} * graph_->num_nodes() : config_.horizon;
 }
 
-DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness yet*/, StepInfo* info) {
-  start_episode();
+int Env::device_state_dim() const {
+  return observation_version() >= 2 ? static_cast<int>(device_state_names().size()) : 0;
+}
+
+DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness yet*/, StepInfo* info,
+                              const Solution* start) {
+  if (start) {  // checked before anything changes
+    SimulationResult result;
+    const Solution checked = checked_start(*start, &result);
+    start_episode(&checked, &result);
+  } else {
+    start_episode(nullptr, nullptr);
+  }
   if (info) *info = info_;
   return observe();
 }
 
 void Env::reset_into(std::uint64_t /*seed: the env has no randomness yet*/, float* node_state,
-                     std::int8_t* action_mask, float* globals) {
-  start_episode();
-  observe_into(node_state, action_mask, globals);
+                     std::int8_t* action_mask, float* globals, float* device_state) {
+  start_episode(nullptr, nullptr);
+  observe_into(node_state, action_mask, globals, device_state);
 }
 
-void Env::start_episode() {
-  placement_ = initial_placement_;
-  priority_ = initial_priority_;
-  fusion_ = initial_fusion_;
+void Env::start_episode(const Solution* once, const SimulationResult* once_result) {
   if (!has_initial_result_) {  // the initial decisions never change: simulate them once
-    initial_result_ = simulate(placement_, priority_, fusion_);
+    initial_result_ = simulate(initial_placement_, initial_priority_, initial_fusion_);
     has_initial_result_ = true;
   }
-  last_ = initial_result_;
-  initial_runtime_ = runtime_ = last_.runtime;
+  const Solution* from = once ? once : start_ ? &*start_ : nullptr;
+  placement_ = from ? from->placement : initial_placement_;
+  priority_ = from ? from->priority : initial_priority_;
+  fusion_ = from ? from->fusion : initial_fusion_;
+  last_ = once ? *once_result : start_ ? start_result_ : initial_result_;
+  initial_runtime_ = initial_result_.runtime;
+  runtime_ = last_.runtime;
+  best_ = {placement_, priority_, fusion_};
+  best_runtime_ = runtime_;
   fill_info(last_);
+  refresh_schedule();
   steps_ = cursor_ = 0;
   last_reward_ = 0;
   started_ = true;
   done_ = false;
+}
+
+Solution Env::checked_start(Solution start, SimulationResult* result) {
+  const int n = graph_->num_nodes();
+  const auto decides = [this](Head h) { return std::find(heads_.begin(), heads_.end(), h) != heads_.end(); };
+  const auto sized = [&](auto& values, const auto& initial, Head head) {
+    if (values.empty() || !decides(head)) {  // this head is not the agent's: the initial decisions
+      values = initial;
+      return;
+    }
+    GOENV_CHECK(static_cast<int>(values.size()) == n, InvalidArgument,
+                id_ << ": start " << head_name(head) << " has " << values.size() << " values, the graph has " << n
+                    << " nodes");
+  };
+  sized(start.placement, initial_placement_, Head::kPlacement);
+  sized(start.priority, initial_priority_, Head::kPriority);
+  sized(start.fusion, initial_fusion_, Head::kFusion);
+  for (int v = 0; v < n; ++v) {
+    GOENV_CHECK(start.placement[v] >= 0 && start.placement[v] < cluster().num_devices(), InvalidArgument,
+                id_ << ": start placement of node " << v << " is device " << start.placement[v] << ", the cluster has "
+                    << cluster().num_devices());
+    const double p = start.priority[v];
+    GOENV_CHECK(!decides(Head::kPriority) || (p >= 0 && p < config_.priority_levels && p == std::floor(p)),
+                InvalidArgument,
+                id_ << ": start priority of node " << v << " is " << p << ", not a level in [0, "
+                    << config_.priority_levels << ") (goenv.baselines.quantize_priorities makes levels)");
+    GOENV_CHECK(start.fusion[v] >= 0 && start.fusion[v] < config_.fusion_levels, InvalidArgument,
+                id_ << ": start fusion of node " << v << " is " << start.fusion[v] << ", outside [0, "
+                    << config_.fusion_levels << ")");
+  }
+  if (follow_colocation_ && colocation_.num_groups() > 0) colocation_.follow(start.placement.data());
+  const SimulationResult& r = simulate(start.placement, start.priority, start.fusion);
+  GOENV_CHECK(!r.oom && !r.invalid, InvalidArgument,
+              id_ << ": the start is infeasible: " << (r.invalid ? r.invalid_reason : oom_reason(r, cluster())));
+  *result = r;
+  return start;
+}
+
+void Env::set_start(Solution start) {
+  SimulationResult result;
+  Solution checked = checked_start(std::move(start), &result);
+  start_ = std::move(checked);
+  start_result_ = std::move(result);
+}
+
+Solution Env::start() const {
+  return start_ ? *start_ : initial_decisions();
+}
+
+void Env::refresh_schedule() {
+  if (observation_version() >= 2) slack_ = schedule_slack(*graph_, cluster(), last_);
 }
 
 void Env::apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
@@ -212,9 +286,9 @@ StepResult Env::step(const std::vector<const std::int64_t*>& action) {
 }
 
 Env::StepOutcome Env::step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
-                                float* globals) {
+                                float* globals, float* device_state) {
   const StepOutcome outcome = transition(action, heads_.size());
-  observe_into(node_state, action_mask, globals);
+  observe_into(node_state, action_mask, globals, device_state);
   return outcome;
 }
 
@@ -261,7 +335,13 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
     priority_.swap(next_priority_);
     fusion_.swap(next_fusion_);
     last_ = r;
+    refresh_schedule();
+    if (runtime_ < best_runtime_) {
+      best_ = {placement_, priority_, fusion_};
+      best_runtime_ = runtime_;
+    }
   }
+  info_.best_runtime = best_runtime_;
   info_.colocation_moved = moved;
   last_reward_ = out.reward;
   ++steps_;
@@ -299,22 +379,51 @@ void Env::fill_info(const SimulationResult& r) {
   info_.invalid_reason = r.invalid_reason;
   info_.rejected_runtime = std::numeric_limits<double>::quiet_NaN();
   info_.colocation_moved = 0;
+  info_.best_runtime = best_runtime_;
+}
+
+// Per device: how busy the decisions in force keep it, when it finishes, its memory.
+void Env::observe_devices(float* device_state) const {
+  const int n = graph_->num_nodes(), num_devices = cluster().num_devices(), sd = device_state_dim();
+  const double runtime = last_.runtime > 0 ? last_.runtime : 1.0;
+  std::vector<double> finish(num_devices, 0.0);
+  std::vector<int> nodes(num_devices, 0);
+  for (NodeId v = 0; v < n; ++v) {
+    const int d = placement_[v];
+    ++nodes[d];
+    if (!last_.finish.empty()) finish[d] = std::max(finish[d], last_.finish[v]);
+  }
+  for (int d = 0; d < num_devices; ++d) {
+    const double busy = last_.device_busy.empty() ? 0.0 : std::min(1.0, last_.device_busy[d] / runtime);
+    const double capacity = cluster().device(d).memory_bytes, peak = last_.peak_memory[d];
+    const float values[] = {static_cast<float>(busy),
+                            static_cast<float>(1.0 - busy),
+                            static_cast<float>(finish[d] / runtime),
+                            static_cast<float>(std::log1p(std::max(0.0, peak)) / 35.0),
+                            static_cast<float>(peak / capacity),
+                            static_cast<float>(nodes[d]) / static_cast<float>(n),
+                            peak > capacity ? 1.f : 0.f};
+    static_assert(sizeof(values) / sizeof(values[0]) == 7, "keep in step with device_state_names()");
+    std::copy(std::begin(values), std::end(values), device_state + static_cast<std::size_t>(d) * sd);
+  }
 }
 
 DynamicObservation Env::observe() const {
   const int n = graph_->num_nodes();
   DynamicObservation obs;
-  obs.node_state.resize(static_cast<std::size_t>(n) * node_state_dim(cluster().num_devices()));
+  obs.node_state.resize(static_cast<std::size_t>(n) * node_state_dim());
   obs.action_mask.resize(static_cast<std::size_t>(n) * action_mask_width());
   obs.globals.resize(global_names().size());
-  observe_into(obs.node_state.data(), obs.action_mask.data(), obs.globals.data());
+  obs.device_state.resize(static_cast<std::size_t>(cluster().num_devices()) * device_state_dim());
+  observe_into(obs.node_state.data(), obs.action_mask.data(), obs.globals.data(), obs.device_state.data());
   return obs;
 }
 
-void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globals) const {
+void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globals, float* device_state) const {
   const Graph& g = *graph_;
   const int n = g.num_nodes(), num_devices = cluster().num_devices();
-  const int s = node_state_dim(num_devices), a = action_mask_width();
+  const int s = node_state_dim(), a = action_mask_width();
+  const bool v2 = observation_version() >= 2;
   std::fill(node_state, node_state + static_cast<std::size_t>(n) * s, 0.f);
   std::fill(action_mask, action_mask + static_cast<std::size_t>(n) * a, std::int8_t{1});
   const double runtime = last_.runtime > 0 ? last_.runtime : 1.0;
@@ -332,7 +441,9 @@ void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globa
     x[4] = last_.critical[v];
     x[5] = decided(v) ? 1.f : 0.f;
     x[6] = v == current ? 1.f : 0.f;
+    if (v2) x[7] = slack_.empty() ? 0.f : static_cast<float>(slack_[v] / runtime);
   }
+  if (v2 && device_state) observe_devices(device_state);
   // Placement choices: allowed device kinds; in node mode also a colocation
   // group's device once one of its members was decided in this pass.
   int offset = 0;
@@ -378,7 +489,9 @@ namespace goenv {
 namespace {
 
 // 2: the step counter is int64, the rejected decision's runtime and the nodes colocation moved.
-constexpr std::uint32_t kEnvStateVersion = 2;
+// 3: the episode's best decisions (a version-2 state is read with best = the decisions in force).
+constexpr std::uint32_t kEnvStateVersion = 3;
+constexpr std::uint32_t kOldestEnvStateVersion = 2;
 
 // Everything that, with the env's (task, graph, cluster, config), fixes its future.
 struct EnvState {
@@ -399,12 +512,15 @@ struct EnvState {
   std::string info_invalid_reason;
   double info_rejected_runtime = std::numeric_limits<double>::quiet_NaN();  // as StepInfo's: NaN = none
   std::int32_t info_colocation_moved = 0;
+  std::vector<std::int32_t> best_placement, best_fusion;  // version 3
+  std::vector<double> best_priority;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(version, task, num_nodes, num_edges, num_devices, graph_checksum, placement, fusion, priority,
        initial_runtime, runtime, last_reward, steps, cursor, started, done, info_runtime, info_peak_memory,
        info_bytes_moved, info_oom, info_invalid, info_invalid_reason, info_rejected_runtime, info_colocation_moved);
+    if (version >= 3) ar(best_placement, best_fusion, best_priority);
   }
 };
 
@@ -465,6 +581,9 @@ std::string Env::get_state() const {
   s.info_invalid_reason = info_.invalid_reason;
   s.info_rejected_runtime = info_.rejected_runtime;
   s.info_colocation_moved = info_.colocation_moved;
+  s.best_placement = best_.placement;
+  s.best_fusion = best_.fusion;
+  s.best_priority = best_.priority;
   return encode(s);
 }
 
@@ -485,13 +604,15 @@ void Env::set_state(const std::string& bytes) {
   const auto bad = [this](const char* field, const std::string& why) {
     GOENV_FAIL(InvalidArgument, id_ << ": env state field '" << field << "' " << why);
   };
-  GOENV_CHECK(s.version == kEnvStateVersion, InvalidArgument,
-              id_ << ": env state version " << s.version << ", this goenv reads version " << kEnvStateVersion);
+  GOENV_CHECK(s.version >= kOldestEnvStateVersion && s.version <= kEnvStateVersion, InvalidArgument,
+              id_ << ": env state version " << s.version << ", this goenv reads versions " << kOldestEnvStateVersion
+                  << " to " << kEnvStateVersion);
   GOENV_CHECK(s.task == task_ && s.num_nodes == graph_->num_nodes() && s.num_edges == graph_->num_edges() &&
                   s.num_devices == cluster().num_devices() && s.graph_checksum == graph_checksum(*graph_),
               InvalidArgument, id_ << ": the state belongs to another task, graph or cluster");
   if (!s.started) {  // a never-reset env: nothing but its identity
     EnvState fresh;
+    fresh.version = s.version;
     fresh.task = s.task;
     fresh.num_nodes = s.num_nodes;
     fresh.num_edges = s.num_edges;
@@ -504,22 +625,33 @@ void Env::set_state(const std::string& bytes) {
   }
   const int n = graph_->num_nodes();
   const auto has = [this](Head h) { return std::find(heads_.begin(), heads_.end(), h) != heads_.end(); };
-  if (static_cast<int>(s.placement.size()) != n) bad("placement", "does not have one value per node");
-  if (static_cast<int>(s.priority.size()) != n) bad("priority", "does not have one value per node");
-  if (static_cast<int>(s.fusion.size()) != n) bad("fusion", "does not have one value per node");
-  for (int v = 0; v < n; ++v) {
-    const std::string node = "at node " + std::to_string(v);
-    if (s.placement[v] < 0 || s.placement[v] >= cluster().num_devices()) bad("placement", node + " is out of range");
-    if (!has(Head::kPlacement) && s.placement[v] != initial_placement_[v])
-      bad("placement", node + " differs from the fixed placement");
-    const double p = s.priority[v];
-    const bool level = has(Head::kPriority) && p >= 0 && p < config_.priority_levels && p == std::floor(p);
-    if (!level && !(p == initial_priority_[v]))  // explicit initial priorities need not be levels
-      bad("priority", node + " is not a priority level of this env");
-    if (has(Head::kFusion) ? (s.fusion[v] < 0 || s.fusion[v] >= config_.fusion_levels)
-                           : s.fusion[v] != initial_fusion_[v])
-      bad("fusion", node + " is not a fusion level of this env");
+  if (s.version < 3) {  // no best recorded: the decisions in force
+    s.best_placement = s.placement;
+    s.best_priority = s.priority;
+    s.best_fusion = s.fusion;
   }
+  // Decisions this env can hold: in range, and the initial ones for heads the task does not decide.
+  const auto check_decisions = [&](const std::string& prefix, const std::vector<std::int32_t>& placement,
+                                   const std::vector<double>& priority, const std::vector<std::int32_t>& fusion) {
+    const std::string pf = prefix + "placement", pp = prefix + "priority", pu = prefix + "fusion";
+    if (static_cast<int>(placement.size()) != n) bad(pf.c_str(), "does not have one value per node");
+    if (static_cast<int>(priority.size()) != n) bad(pp.c_str(), "does not have one value per node");
+    if (static_cast<int>(fusion.size()) != n) bad(pu.c_str(), "does not have one value per node");
+    for (int v = 0; v < n; ++v) {
+      const std::string node = "at node " + std::to_string(v);
+      if (placement[v] < 0 || placement[v] >= cluster().num_devices()) bad(pf.c_str(), node + " is out of range");
+      if (!has(Head::kPlacement) && placement[v] != initial_placement_[v])
+        bad(pf.c_str(), node + " differs from the fixed placement");
+      const double p = priority[v];
+      const bool level = has(Head::kPriority) && p >= 0 && p < config_.priority_levels && p == std::floor(p);
+      if (!level && !(p == initial_priority_[v]))  // explicit initial priorities need not be levels
+        bad(pp.c_str(), node + " is not a priority level of this env");
+      if (has(Head::kFusion) ? (fusion[v] < 0 || fusion[v] >= config_.fusion_levels) : fusion[v] != initial_fusion_[v])
+        bad(pu.c_str(), node + " is not a fusion level of this env");
+    }
+  };
+  check_decisions("", s.placement, s.priority, s.fusion);
+  check_decisions("best_", s.best_placement, s.best_priority, s.best_fusion);
   const std::int64_t total = total_steps();
   if (s.steps < 0 || s.steps > total) bad("steps", "is outside [0, " + std::to_string(total) + "]");
   if (s.done != (s.steps >= total)) bad("done", "disagrees with the step counter");
@@ -530,6 +662,10 @@ void Env::set_state(const std::string& bytes) {
   }
   // Bitwise: the simulator is deterministic, so a genuine snapshot matches.
   if (!(s.initial_runtime == initial_result_.runtime)) bad("initial_runtime", "differs from this env's simulation");
+  const SimulationResult& best = simulate(s.best_placement, s.best_priority, s.best_fusion);
+  if (best.oom || best.invalid || !(best.runtime <= s.runtime))
+    bad("best_placement", "is not feasible decisions at least as fast as those in force");
+  const double best_runtime = best.runtime;
   const SimulationResult& current = simulate(s.placement, s.priority, s.fusion);
   if (!(s.runtime == current.runtime)) bad("runtime", "differs from the simulation of the state's decisions");
   const double scale = std::max(s.initial_runtime, kMinRuntimeScale);
@@ -565,6 +701,9 @@ void Env::set_state(const std::string& bytes) {
     bad("info_colocation_moved", "is not a count of nodes colocation moved");
 
   last_ = current;
+  refresh_schedule();
+  best_ = {std::move(s.best_placement), std::move(s.best_priority), std::move(s.best_fusion)};
+  best_runtime_ = best_runtime;
   placement_ = std::move(s.placement);
   priority_ = std::move(s.priority);
   fusion_ = std::move(s.fusion);

@@ -6,8 +6,12 @@
 // decisions; the graph is shared read-only between envs.
 //
 // Contract:
-//  * reset(seed) returns the observation of the initial (compiler-default)
-//    decisions and simulates them; `initial_runtime` is that runtime.
+//  * reset(seed) returns the observation of the start decisions and simulates
+//    them: the compiler's defaults unless a start was set (set_start, or one
+//    reset's own). `initial_runtime` is always the defaults' runtime: speedup
+//    and the reward's scale compare with it whatever the start.
+//  * The episode keeps the best adopted decisions (best(), info.best_runtime):
+//    an improvement episode (horizon > 1) can wander and still report its best.
 //  * step(action) in decision_mode "graph" applies a whole-graph decision (one
 //    value per node per head); in "node" mode it decides one node (topological
 //    order) per step, Placeto-style. Each step simulates the graph.
@@ -53,6 +57,13 @@ inline constexpr double kMaxPriority = 1e15;                      // |explicit p
 inline constexpr double kMinRuntimeScale = 1e-9;  // seconds
 const char* head_name(Head head);
 
+// One value per node for every decision head.
+struct Solution {
+  std::vector<std::int32_t> placement;
+  std::vector<double> priority;
+  std::vector<std::int32_t> fusion;
+};
+
 struct EnvConfig {
   GraphParams graph_params;        // builder parameters (batch_size, ...)
   std::string cluster;             // preset name; empty = the graph family's default
@@ -72,6 +83,12 @@ struct EnvConfig {
   // can be optimized for a given placement (e.g. one found by a placement agent).
   std::vector<std::int32_t> initial_placement;
   std::vector<double> initial_priority;
+  // The observation's version (envs/observation.h): 2 adds per-device arrays and slack.
+  int observation_version = kObservationVersion;
+  // Where every episode starts: "" or "default" = the initial decisions above;
+  // otherwise a baseline's name ("best-heuristic", "heft", ...), resolved by
+  // make_env / make_env_on_graph (envs/start.h), which call set_start.
+  std::string start;
 };
 
 // What a task is: the decisions it hands the agent and where it starts from.
@@ -97,6 +114,7 @@ struct StepInfo {
   std::string invalid_reason;
   double rejected_runtime = std::numeric_limits<double>::quiet_NaN();
   int colocation_moved = 0;  // nodes the "follow" rule moved to keep their group together
+  double best_runtime = 0;   // the best adopted decisions of the episode (Env::best())
 };
 
 struct StepResult {
@@ -122,10 +140,27 @@ class Env {
   const StaticObservation& static_observation() const { return *static_obs_; }
   std::shared_ptr<const StaticObservation> static_observation_ptr() const { return static_obs_; }
   int action_mask_width() const;  // A: sum of the heads' choices (<= 256 + 2 * kMaxLevels)
+  int observation_version() const { return config_.observation_version; }
+  int node_state_dim() const { return goenv::node_state_dim(cluster().num_devices(), observation_version()); }
+  int device_state_dim() const;  // Sd; 0 in version 1
+  // (D, Fd) static per-device features (built once; empty in version 1).
+  const std::vector<float>& device_features() const { return *device_features_; }
+  std::shared_ptr<const std::vector<float>> device_features_ptr() const { return device_features_; }
   // Steps in an episode: horizon, or horizon * N in node mode (int64: no overflow).
   std::int64_t total_steps() const;
 
-  DynamicObservation reset(std::uint64_t seed, StepInfo* info = nullptr);
+  // `start`: this episode's start instead of the env's (see set_start).
+  DynamicObservation reset(std::uint64_t seed, StepInfo* info = nullptr, const Solution* start = nullptr);
+  // Where later episodes start: decisions for the task's heads (an empty vector
+  // = that head's initial decisions; heads the task does not decide keep the
+  // initial ones). Checked (sizes, ranges, priority levels, colocation, memory):
+  // an infeasible start throws InvalidArgument naming why and changes nothing.
+  // Colocation "follow" repairs a split group as a step would.
+  void set_start(Solution start);
+  // The start decisions in force for the next reset (the initial ones when none was set).
+  Solution start() const;
+  bool has_start() const { return start_.has_value(); }
+  Solution initial_decisions() const { return {initial_placement_, initial_priority_, initial_fusion_}; }
   // One pointer per head, in heads() order: N values each in graph mode, 1 in node mode.
   StepResult step(const std::vector<const std::int64_t*>& action);
 
@@ -138,10 +173,12 @@ class Env {
     double reward = 0;
     bool terminated = false, truncated = false;
   };
-  void reset_into(std::uint64_t seed, float* node_state, std::int8_t* action_mask, float* globals);
+  // device_state (D * device_state_dim() floats) may be null: not written.
+  void reset_into(std::uint64_t seed, float* node_state, std::int8_t* action_mask, float* globals,
+                  float* device_state = nullptr);
   StepOutcome step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
-                        float* globals);
-  void observe_into(float* node_state, std::int8_t* action_mask, float* globals) const;
+                        float* globals, float* device_state = nullptr);
+  void observe_into(float* node_state, std::int8_t* action_mask, float* globals, float* device_state = nullptr) const;
   // Throws InvalidAction exactly when step() would reject `action` (range), without stepping.
   void check_action(const std::int64_t* const* action) const;
   bool needs_reset() const { return !started_ || done_; }
@@ -152,6 +189,9 @@ class Env {
   const std::vector<std::int32_t>& placement() const { return placement_; }
   const std::vector<double>& priority() const { return priority_; }
   const std::vector<std::int32_t>& fusion() const { return fusion_; }
+  // The best adopted decisions of the episode (the start's until a step improves on it).
+  const Solution& best() const { return best_; }
+  double best_runtime() const { return best_runtime_; }
   const SimulationResult& last_result() const { return last_; }
   const StepInfo& last_info() const { return info_; }
   double initial_runtime() const { return initial_runtime_; }
@@ -176,7 +216,11 @@ class Env {
   void apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
   StepOutcome transition(const std::int64_t* const* action, std::size_t parts);
-  void start_episode();
+  // From `once` (checked, with its simulation), else the env's start, else the initial decisions.
+  void start_episode(const Solution* once, const SimulationResult* once_result);
+  Solution checked_start(Solution start, SimulationResult* result);  // complete and valid, or throws
+  void observe_devices(float* device_state) const;
+  void refresh_schedule();  // after last_ changes: what the observation derives from it (slack)
   const SimulationResult& simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,
                                    const std::vector<std::int32_t>& fusion);
   DynamicObservation observe() const;
@@ -200,6 +244,12 @@ class Env {
   std::vector<double> priority_;
   std::vector<std::int32_t> initial_placement_, initial_fusion_;
   std::vector<double> initial_priority_;
+  std::optional<Solution> start_;   // set_start(); none = the initial decisions
+  SimulationResult start_result_;   // start_'s simulation (deterministic, so simulated once)
+  Solution best_;
+  double best_runtime_ = 0;
+  std::shared_ptr<const std::vector<float>> device_features_;
+  std::vector<double> slack_;       // seconds per node, of last_ (version 2)
   SimulationResult last_;
   StepInfo info_;
   double initial_runtime_ = 0, runtime_ = 0, last_reward_ = 0;

@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/error.h"
+
 namespace goenv {
 
 namespace {
@@ -32,10 +34,67 @@ const std::vector<std::string>& edge_feature_names() {
   return names;
 }
 
-const std::vector<std::string>& node_state_names() {
-  static const std::vector<std::string> names = {"priority", "fusion", "start", "finish",
-                                                 "critical", "decided", "current"};
+const std::vector<std::string>& node_state_names(int version) {
+  static const std::vector<std::string> v1 = {"priority", "fusion", "start", "finish", "critical", "decided", "current"};
+  static const std::vector<std::string> v2 = [] {
+    auto n = v1;
+    n.push_back("slack");  // appended: version 1 is a prefix
+    return n;
+  }();
+  GOENV_CHECK(version == 1 || version == 2, InvalidArgument,
+              "observation_version must be 1 or 2, got " << version);
+  return version == 1 ? v1 : v2;
+}
+
+const std::vector<std::string>& device_feature_names() {
+  static const std::vector<std::string> names = {
+      "cpu", "gpu", "tpu", "log_peak_flops", "log_memory_bandwidth", "log_memory_capacity", "launch_overhead",
+      "relative_peak_flops", "relative_memory_bandwidth", "relative_memory_capacity", "log_link_bandwidth_out",
+      "log_link_bandwidth_in", "link_latency"};
   return names;
+}
+
+const std::vector<std::string>& device_state_names() {
+  static const std::vector<std::string> names = {"busy", "idle", "finish", "log_peak_memory", "memory_fraction",
+                                                 "node_fraction", "over_capacity"};
+  return names;
+}
+
+std::vector<float> device_features(const Cluster& cluster) {
+  const int d = cluster.num_devices(), f = static_cast<int>(device_feature_names().size());
+  double max_flops = 0, max_bandwidth = 0, max_memory = 0;
+  for (const Device& x : cluster.devices()) {
+    max_flops = std::max(max_flops, x.peak_flops);
+    max_bandwidth = std::max(max_bandwidth, x.memory_bandwidth);
+    max_memory = std::max(max_memory, x.memory_bytes);
+  }
+  // Microseconds squashed like the byte counts: 1 us ~ 0.02, 1 s ~ 0.4.
+  const auto log_us = [](double seconds) { return log_scale(seconds * 1e6); };
+  std::vector<float> out(static_cast<std::size_t>(d) * f, 0.f);
+  for (int i = 0; i < d; ++i) {
+    const Device& x = cluster.device(i);
+    float* row = &out[static_cast<std::size_t>(i) * f];
+    row[static_cast<int>(x.kind)] = 1.f;
+    row[3] = log_scale(x.peak_flops);
+    row[4] = log_scale(x.memory_bandwidth);
+    row[5] = log_scale(x.memory_bytes);
+    row[6] = log_us(x.launch_overhead + x.op_gap);
+    row[7] = static_cast<float>(x.peak_flops / max_flops);
+    row[8] = static_cast<float>(x.memory_bandwidth / max_bandwidth);
+    row[9] = static_cast<float>(x.memory_bytes / max_memory);
+    double out_bandwidth = 0, in_bandwidth = 0, latency = 0;
+    for (int j = 0; j < d; ++j) {
+      if (j == i) continue;
+      out_bandwidth += cluster.link(i, j).bandwidth;
+      in_bandwidth += cluster.link(j, i).bandwidth;
+      latency += cluster.link(i, j).latency;
+    }
+    const double others = std::max(1, d - 1);  // one device: no links, zeros
+    row[10] = log_scale(out_bandwidth / others);
+    row[11] = log_scale(in_bandwidth / others);
+    row[12] = log_us(latency / others);
+  }
+  return out;
 }
 
 const std::vector<std::string>& global_names() {
@@ -45,7 +104,9 @@ const std::vector<std::string>& global_names() {
   return names;
 }
 
-int node_state_dim(int num_devices) { return num_devices + static_cast<int>(node_state_names().size()); }
+int node_state_dim(int num_devices, int version) {
+  return num_devices + static_cast<int>(node_state_names(version).size());
+}
 
 std::shared_ptr<const StaticObservation> static_observation(const GraphPtr& graph) {
   // Cache by graph identity so 64 envs on one graph hold one copy.

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
+#include "envs/start.h"
 
 namespace goenv {
 
@@ -61,7 +62,9 @@ std::unique_ptr<Env> make_env(const std::string& id, const EnvConfig& config) {
   const GraphFamily& family = graph_family(graph_name);
   const Cluster cluster = Cluster::preset(config.cluster.empty() ? family.default_cluster : config.cluster);
   auto graph = build_graph(graph_name, config.graph_params);
-  return std::make_unique<Env>(id, spec, std::move(graph), cluster, config);
+  auto env = std::make_unique<Env>(id, spec, std::move(graph), cluster, config);
+  apply_configured_start(*env);
+  return env;
 }
 
 std::unique_ptr<Env> make_env_on_graph(const std::string& task, GraphPtr graph, const Cluster& cluster,
@@ -69,7 +72,9 @@ std::unique_ptr<Env> make_env_on_graph(const std::string& task, GraphPtr graph, 
   const TaskSpec& spec = task_spec(task);
   GOENV_CHECK(graph != nullptr, InvalidArgument, "make_env_on_graph needs a graph");
   const std::string id = task + "-" + graph->name();
-  return std::make_unique<Env>(id, spec, std::move(graph), cluster, config);
+  auto env = std::make_unique<Env>(id, spec, std::move(graph), cluster, config);
+  apply_configured_start(*env);
+  return env;
 }
 
 }  // namespace goenv

@@ -18,6 +18,7 @@ std::vector<std::string> list_env_ids();
 // Throws NotFound for an unknown task, graph or cluster preset; InvalidArgument for bad options.
 std::unique_ptr<Env> make_env(const std::string& id, const EnvConfig& config = {});
 // Same, on a graph the caller already has (a loaded file, an import).
+// Both resolve config.start (envs/start.h).
 std::unique_ptr<Env> make_env_on_graph(const std::string& task, GraphPtr graph, const Cluster& cluster,
                                        const EnvConfig& config = {});
 

@@ -41,7 +41,9 @@ VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs, BatchLayout layout,
   const Env& first = *envs_.front();
   const int b = num_envs();
   num_devices_ = first.cluster().num_devices();
-  node_state_dim_ = goenv::node_state_dim(num_devices_);
+  node_state_dim_ = first.node_state_dim();
+  device_state_dim_ = first.device_state_dim();
+  device_feature_dim_ = first.observation_version() >= 2 ? static_cast<int>(device_feature_names().size()) : 0;
   action_mask_width_ = first.action_mask_width();
   global_dim_ = static_cast<int>(global_names().size());
   for (int i = 1; i < b; ++i) {
@@ -57,6 +59,9 @@ VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs, BatchLayout layout,
                   "vector env: env " << i << " (" << e.id() << ") has " << e.choices(h) << " " << head_name(h)
                                      << " choices, env 0 (" << first.id() << ") has " << first.choices(h)
                                      << "; give every env the same cluster size and levels (e.g. cluster=...)");
+    GOENV_CHECK(e.observation_version() == first.observation_version(), InvalidArgument,
+                "vector env: env " << i << " has observation_version " << e.observation_version() << ", env 0 has "
+                                   << first.observation_version());
     if (e.graph_ptr() != first.graph_ptr()) same_graph_ = false;
   }
   GOENV_CHECK(layout_ != BatchLayout::kStacked || same_graph_, InvalidArgument,
@@ -152,6 +157,11 @@ void VectorEnv::build_static() {
   for (int i = 0; i < b; ++i) {
     static_.num_nodes[i] = envs_[i]->graph().num_nodes();
     static_.num_edges[i] = envs_[i]->graph().num_edges();
+  }
+  static_.device_features.clear();
+  for (int i = 0; i < b; ++i) {
+    const auto& features = envs_[i]->device_features();
+    static_.device_features.insert(static_.device_features.end(), features.begin(), features.end());
   }
   const StaticObservation& first = envs_.front()->static_observation();
   const int f = first.node_feature_dim, fe = first.edge_feature_dim;
@@ -308,6 +318,11 @@ void VectorEnv::write_info(int i, const BatchBuffers& out, double reward, bool t
   if (out.invalid) out.invalid[i] = info.invalid;
   if (out.rejected_runtime) out.rejected_runtime[i] = info.rejected_runtime;
   if (out.colocation_moved) out.colocation_moved[i] = info.colocation_moved;
+  if (out.best_runtime) out.best_runtime[i] = info.best_runtime;
+}
+
+float* VectorEnv::device_state_of(int i, const BatchBuffers& out) const {
+  return out.device_state ? out.device_state + static_cast<std::size_t>(i) * num_devices_ * device_state_dim_ : nullptr;
 }
 
 void VectorEnv::zero_padding(int i, const BatchBuffers& out) {
@@ -341,9 +356,9 @@ void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, cons
       episode_steps_[i] = 0;
       autoreset_[i] = 0;
       has_reset_[i] = 1;
-      env.reset_into(episode_seed(seed_[i], 0), node_state, action_mask, globals);
+      env.reset_into(episode_seed(seed_[i], 0), node_state, action_mask, globals, device_state_of(i, out));
     } else {
-      env.observe_into(node_state, action_mask, globals);
+      env.observe_into(node_state, action_mask, globals, device_state_of(i, out));
     }
     write_info(i, out, 0.0, false, false);
     zero_padding(i, out);
@@ -385,10 +400,11 @@ void VectorEnv::step(const std::int64_t* const* actions, const ActionLayout& act
       ++episode_[i];
       episode_steps_[i] = 0;
       autoreset_[i] = 0;
-      env.reset_into(episode_seed(seed_[i], episode_[i]), node_state, action_mask, globals);
+      env.reset_into(episode_seed(seed_[i], episode_[i]), node_state, action_mask, globals, device_state_of(i, out));
       write_info(i, out, 0.0, false, false);
     } else {
-      const Env::StepOutcome o = env.step_into(env_actions_[i].data(), node_state, action_mask, globals);
+      const Env::StepOutcome o =
+          env.step_into(env_actions_[i].data(), node_state, action_mask, globals, device_state_of(i, out));
       ++episode_steps_[i];
       const bool truncated =
           o.truncated || (!o.terminated && max_episode_steps_ > 0 && episode_steps_[i] >= max_episode_steps_);
@@ -412,7 +428,7 @@ int VectorEnv::reset_finished(const BatchBuffers& out) {
     autoreset_[i] = 0;
     envs_[i]->reset_into(episode_seed(seed_[i], episode_[i]), out.node_state + node_offset_[i] * node_state_dim_,
                          out.action_mask + node_offset_[i] * action_mask_width_,
-                         out.globals + static_cast<std::size_t>(i) * global_dim_);
+                         out.globals + static_cast<std::size_t>(i) * global_dim_, device_state_of(i, out));
     zero_padding(i, out);
   });
   return finished;
@@ -436,10 +452,13 @@ const BatchBuffers& VectorEnv::owned_buffers() {
   own_invalid_.assign(b, 0);
   own_rejected_runtime_.assign(b, 0);
   own_colocation_moved_.assign(b, 0);
+  own_device_state_.assign(b * num_devices_ * device_state_dim_, 0.f);
+  own_best_runtime_.assign(b, 0);
   owned_ = {own_node_state_.data(), own_action_mask_.data(), own_globals_.data(), own_reward_.data(),
             own_terminated_.data(), own_truncated_.data(), own_runtime_.data(), own_initial_runtime_.data(),
             own_speedup_.data(), own_lower_bound_.data(), own_peak_memory_.data(), own_oom_.data(),
-            own_invalid_.data(), own_rejected_runtime_.data(), own_colocation_moved_.data()};
+            own_invalid_.data(), own_rejected_runtime_.data(), own_colocation_moved_.data(),
+            device_state_dim_ ? own_device_state_.data() : nullptr, own_best_runtime_.data()};
   owned_ready_ = true;
   return owned_;
 }

@@ -59,6 +59,8 @@ struct BatchBuffers {
   std::uint8_t* invalid = nullptr;
   double* rejected_runtime = nullptr;      // NaN where nothing was rejected
   std::int64_t* colocation_moved = nullptr;
+  float* device_state = nullptr;  // (B, D, Sd), observation version 2
+  double* best_runtime = nullptr;
 };
 
 // How a batched action array is laid out: env i's values for a head start at
@@ -79,6 +81,7 @@ struct BatchedStatic {
   std::vector<float> edge_features;      // (edge rows, Fe)
   std::vector<std::int64_t> batch;       // concatenated: env of each node row
   std::vector<std::int64_t> num_nodes, num_edges;  // (B,)
+  std::vector<float> device_features;    // (B, D, Fd), observation version 2 (each env its own cluster)
 };
 
 class VectorEnv {
@@ -109,6 +112,9 @@ class VectorEnv {
   const Env& env(int i) const;
 
   int node_state_dim() const { return node_state_dim_; }
+  int observation_version() const { return envs_.front()->observation_version(); }
+  int device_state_dim() const { return device_state_dim_; }
+  int device_feature_dim() const { return device_feature_dim_; }
   int action_mask_width() const { return action_mask_width_; }
   int global_dim() const { return global_dim_; }
   int num_devices() const { return num_devices_; }
@@ -155,6 +161,7 @@ class VectorEnv {
   void build_static();
   void write_info(int i, const BatchBuffers& out, double reward, bool terminated, bool truncated);
   void zero_padding(int i, const BatchBuffers& out);
+  float* device_state_of(int i, const BatchBuffers& out) const;  // env i's rows, or null
   template <typename F>
   void parallel_for_envs(F&& body, bool timed = false);
   bool choose_threads();  // for the step about to run (see ThreadChoice in vector_env.cc)
@@ -164,6 +171,7 @@ class VectorEnv {
   int num_threads_ = 1;
   bool same_graph_ = true;
   int node_state_dim_ = 0, action_mask_width_ = 0, global_dim_ = 0, num_devices_ = 0;
+  int device_state_dim_ = 0, device_feature_dim_ = 0;
   int max_nodes_ = 0, max_edges_ = 0, max_episode_steps_ = 0;
   std::int64_t node_rows_ = 0, total_nodes_ = 0, total_edges_ = 0;
   std::vector<std::int64_t> node_offset_, concat_offset_;
@@ -177,12 +185,12 @@ class VectorEnv {
   // Owned buffers.
   bool owned_ready_ = false;
   BatchBuffers owned_;
-  std::vector<float> own_node_state_, own_globals_;
+  std::vector<float> own_node_state_, own_globals_, own_device_state_;
   std::vector<std::int8_t> own_action_mask_;
   std::vector<double> own_reward_, own_runtime_, own_initial_runtime_, own_speedup_, own_lower_bound_,
       own_peak_memory_;
   std::vector<std::uint8_t> own_terminated_, own_truncated_, own_oom_, own_invalid_;
-  std::vector<double> own_rejected_runtime_;
+  std::vector<double> own_rejected_runtime_, own_best_runtime_;
   std::vector<std::int64_t> own_colocation_moved_;
   double last_call_seconds_ = 0;
   // Threads or not for step(), chosen from measured blocks of steps (vector_env.cc).

@@ -1,7 +1,8 @@
 """Regenerates the tables in README.md between their <!-- NAME:begin/end --> markers.
 
-    python examples/readme_tables.py            # graphs + baselines (a few minutes on 2 cores)
+    python examples/readme_tables.py            # every table (a few minutes on 2 cores)
     python examples/readme_tables.py graphs     # only the graph table
+    python examples/readme_tables.py search     # only the search-budget table (about a minute), also printed
     python examples/readme_tables.py library-results   # the library examples' table, from their JSON
 
 The library-results table reads what the library examples wrote with `--json` into
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -49,7 +51,7 @@ def graphs_table() -> str:
 
 
 def baselines_table(budget: int = 1000) -> str:
-    methods = ["single", "expert", "metis", "m-etf", "heft", "local-search"]
+    methods = ["single", "expert", "metis", "m-etf", "heft", "local-search", "genetic"]
     rows = []
     for entry in goenv.datasets.suite("go-placement"):
         env = goenv.make(entry.env_id("placement"), cluster=entry.cluster, **entry.params)
@@ -95,6 +97,28 @@ def library_results_table() -> str:
                                    "mean runtime, first quarter → last quarter", "best found"], rows)
 
 
+SEARCH_ENVS = ["placement-rnnlm-2", "placement-transformer-xl-2", "placement-inception"]
+LOCAL_SEARCH_BUDGETS = [128, 1024, 10000]
+
+
+def search_table(seeds: tuple[int, ...] = (0, 1, 2), budget: int = 1024) -> str:
+    """Searches at equal simulator budgets: median [min-max] over seeds of the runtime in ms."""
+    def runs(env, method: str, calls: int) -> str:
+        ms = [goenv.baselines.solve(env, method, budget=calls, seed=seed)["runtime"] * 1e3 for seed in seeds]
+        return f"{statistics.median(ms):,.1f} [{min(ms):,.1f}-{max(ms):,.1f}]"
+
+    rows = []
+    for env_id in SEARCH_ENVS:
+        env = goenv.make(env_id)
+        best = goenv.baselines.solve(env, "best-heuristic")
+        rows.append([f"`{env_id.removeprefix('placement-')}`", f"{best['runtime'] * 1e3:,.1f}"]
+                    + [runs(env, "local-search", calls) for calls in LOCAL_SEARCH_BUDGETS]
+                    + [runs(env, method, budget) for method in ("genetic", "random-search")])
+    header = (["graph", "best heuristic"] + [f"local-search {calls:,}" for calls in LOCAL_SEARCH_BUDGETS]
+              + [f"genetic {budget:,}", f"random-search {budget:,}"])
+    return markdown_table(header, rows)
+
+
 def replace_section(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):
@@ -103,7 +127,7 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def main(argv: list[str]) -> None:
-    which = argv or ["graphs", "baselines"]
+    which = argv or ["graphs", "baselines", "search", "library-results"]
     text = README.read_text()
     if "graphs" in which:
         text = replace_section(text, "graphs", graphs_table())
@@ -111,6 +135,10 @@ def main(argv: list[str]) -> None:
         text = replace_section(text, "baselines", baselines_table())
     if "library-results" in which:
         text = replace_section(text, "library-results", library_results_table())
+    if "search" in which:
+        table = search_table()
+        print(table)
+        text = replace_section(text, "search", table)
     tmp = README.with_suffix(".md.tmp")
     tmp.write_text(text)
     tmp.replace(README)

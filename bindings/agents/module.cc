@@ -201,6 +201,15 @@ py::dict act(Agent& agent, const py::dict& obs, bool deterministic, py::handle c
   o.node_state = state.data();
   o.action_mask = mask.data();
   o.globals = globals.data();
+  py::array_t<float, py::array::c_style | py::array::forcecast> devices;
+  if (obs.contains("device_features")) {  // observation version 2: (D, Fd), or (B, D, Fd) broadcast
+    devices = column<float>(obs, "device_features");
+    GOENV_CHECK(devices.ndim() == 2 || (batched && devices.ndim() == 3), InvalidArgument,
+                "observation['device_features'] must have shape (D, Fd), got " << shape_of(devices));
+    o.num_devices = static_cast<int>(devices.shape(devices.ndim() - 2));
+    o.device_feature_dim = static_cast<int>(devices.shape(devices.ndim() - 1));
+    o.device_features = shared_static(devices, 3, o.batch, "device_features");
+  }
   std::vector<std::int32_t> groups;
   if (!colocation.is_none()) {
     for (const std::int64_t c : integer_array(colocation, o.num_nodes, "colocation"))
@@ -358,14 +367,15 @@ PYBIND11_MODULE(_agents, m) {
         py::list heads;
         for (Head h : s.heads) heads.append(head_name(h));
         d["heads"] = heads;
-        d["choices"] = s.choices;
+        d["choices"] = s.choices;  // 0 (kAnyDevices): the graph's device count
+        d["any_devices"] = s.any_devices();
         return d;
       })
       .def_property_readonly("num_parameters", &agents::Agent::num_parameters)
       .def_property_readonly("steps_trained", &agents::Agent::steps_trained)
       .def_property_readonly("device", &agents::Agent::device)
       .def("setup", [](agents::Agent& a, py::handle env) {
-        a.setup(agents::PolicySpec::of(*env_argument(env)));
+        a.setup(agents::PolicySpec::of(*env_argument(env), a.config()));
       }, py::arg("env"), "Builds the policy for this env's features and heads.")
       .def("train", [](agents::Agent& a, const py::list& envs, std::int64_t total_steps, py::object callback) {
         std::vector<const Env*> pointers;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/cost_model.h"
@@ -130,10 +131,12 @@ const Units& Problem::units() {
 }
 
 const SimulationResult& Problem::evaluate(const Solution& s) {
-  GOENV_CHECK(calls_ < budget_.simulator_calls, Error,
+  GOENV_CHECK(calls_left() > 0, Error,
               "baseline ran past its budget of " << budget_.simulator_calls << " simulator calls");
-  ++calls_;
-  return env_.evaluate(s.placement, s.priority, s.fusion);
+  const SimulationResult& r = env_.evaluate(s.placement, s.priority, s.fusion);
+  const double best = curve_.empty() ? std::numeric_limits<double>::infinity() : curve_.back();
+  curve_.push_back(feasible(r) ? std::min(best, r.runtime) : best);
+  return r;
 }
 
 void register_baseline(Baseline b) {
@@ -194,6 +197,7 @@ BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& b
   out.invalid_reason = r.invalid_reason;
   out.decisions = std::move(s);
   out.simulator_calls = problem.calls();
+  out.curve = problem.curve();
   out.seconds = std::chrono::duration<double>(end - begin).count();
   out.lower_bound = lower_bound(env.graph(), env.cluster()).value;
   out.initial_runtime = problem.initial_runtime();

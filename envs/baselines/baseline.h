@@ -1,8 +1,8 @@
 // Baselines: the classic heuristics and searches every learned policy is
 // compared against. Each method registers itself (OpenSpiel-style) with a static
 // descriptor and GOENV_REGISTER_BASELINE in its family's file (placement_simple,
-// metis, baechi, heft, scheduling, fusion, search); solve_baseline runs one on
-// an env and reports what its decisions simulate to.
+// metis, baechi, heft, scheduling, fusion, search, genetic); solve_baseline
+// runs one on an env and reports what its decisions simulate to.
 //
 // Contract:
 //  * A method decides some heads (placement / priority / fusion); it runs on an
@@ -12,6 +12,8 @@
 //  * Simulations go through Problem::evaluate, which counts them: a method never
 //    runs more than Budget::simulator_calls. The final simulation that measures
 //    the returned decisions is not counted (heuristics report 0 calls).
+//    Problem::evaluate also records the anytime curve: after each call, the
+//    best feasible runtime so far (BaselineResult::curve).
 //  * Same env, method and seed: same decisions, whatever the thread count.
 //  * Infeasible results (OOM, split colocation group, forbidden device kind)
 //    are returned flagged, never hidden or replaced.
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,12 +39,7 @@ struct Budget {
   std::uint64_t seed = 0;
 };
 
-// One value per node for every head.
-struct Solution {
-  std::vector<std::int32_t> placement;
-  std::vector<double> priority;
-  std::vector<std::int32_t> fusion;
-};
+// Solution (one value per node for every head) is envs/env.h's.
 
 struct BaselineResult {
   std::string method;
@@ -53,6 +51,9 @@ struct BaselineResult {
   double seconds = 0;                // wall time of the method (steady clock), without the final measurement
   double lower_bound = 0;            // seconds (core/lower_bound.h)
   double initial_runtime = 0;        // seconds, the env's initial (compiler-default) decisions
+  // Anytime curve, one entry per simulator call: entry k is the best feasible
+  // runtime (seconds) among calls 0..k, infinity while none was feasible.
+  std::vector<double> curve;
 };
 
 // Per-(node, device) costs the heuristics plan with: seconds as the simulator
@@ -112,10 +113,12 @@ class Problem {
   const CostTable& costs();
   const Units& units();
 
-  // Simulates one solution; throws Error when the budget is spent (a bug in the method).
+  // Simulates one solution and extends the curve; throws Error when the budget
+  // is spent (a bug in the method).
   const SimulationResult& evaluate(const Solution& solution);
-  std::int64_t calls() const { return calls_; }
-  std::int64_t calls_left() const { return budget_.simulator_calls - calls_; }
+  std::int64_t calls() const { return static_cast<std::int64_t>(curve_.size()); }
+  std::int64_t calls_left() const { return budget_.simulator_calls - calls(); }
+  const std::vector<double>& curve() const { return curve_; }
 
  private:
   Env& env_;
@@ -125,7 +128,7 @@ class Problem {
   double initial_runtime_ = 0;
   std::optional<CostTable> costs_;
   std::optional<Units> units_;
-  std::int64_t calls_ = 0;
+  std::vector<double> curve_;
 };
 
 struct Baseline {
@@ -170,6 +173,17 @@ std::vector<std::int32_t> heft_placement(Problem& problem);
 // Bottom levels under a placement (scheduling.cc): each op's cost on its device,
 // transfers only between different devices.
 std::vector<double> critical_path_ranks(Problem& problem, const std::vector<std::int32_t>& placement);
+
+// The devices each unit may use (all of them when its members' kinds do not overlap).
+std::vector<std::vector<int>> unit_devices(Problem& problem);
+// What the best heuristic chooses from (search.cc): one solution per classic
+// heuristic for the problem's heads, none of them simulated.
+std::vector<Solution> heuristic_candidates(Problem& problem);
+
+// Portable random draws (the standard distributions differ between libraries):
+// uniform over [0, k) and over [0, 1).
+inline int draw(std::mt19937_64& rng, int k) { return static_cast<int>(rng() % static_cast<std::uint64_t>(k)); }
+inline double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // Maps ranks linearly onto [0, levels - 1] (the largest rank gets levels - 1).
 std::vector<double> scale_priorities(const std::vector<double>& ranks, int levels);

@@ -11,9 +11,11 @@
 //    "Optimization by Simulated Annealing", Science 1983) from the best of the
 //    env's decisions and the best heuristic's candidates. A move changes one
 //    op's (or one colocation group's) device, priority level or fusion level,
-//    half the time an op on the current critical path; Metropolis acceptance
-//    under a geometric temperature schedule spanning the budget; infeasible
-//    candidates are rejected.
+//    half the time an op on the current critical path; Metropolis acceptance;
+//    infeasible candidates are rejected. The temperature falls geometrically
+//    within epochs of 128, 256, 512, ... calls, each reheating to half the
+//    previous epoch's start. Nothing depends on the budget, so the first K
+//    calls of a longer run are the K-call run: more budget never returns worse.
 // Both evaluate their starting point first, so they never return worse than it.
 #include <algorithm>
 #include <cmath>
@@ -29,26 +31,12 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Portable draws (the standard distributions differ between libraries).
-int draw(std::mt19937_64& rng, int k) { return static_cast<int>(rng() % static_cast<std::uint64_t>(k)); }
-double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+constexpr std::int64_t kFirstEpoch = 128;  // local search's first epoch, in simulator calls
+
 // Uniform over [0, k) without `old` (k >= 2): draw among the first k - 1, the last stands in for `old`.
 int other(std::mt19937_64& rng, int k, double old) {
   const int x = draw(rng, k - 1);
   return x == old ? k - 1 : x;
-}
-
-// The devices each unit may use (all of them when its members' kinds do not overlap).
-std::vector<std::vector<int>> unit_devices(Problem& p) {
-  const Units& units = p.units();
-  std::vector<std::vector<int>> out(units.size());
-  for (int u = 0; u < units.size(); ++u) {
-    for (int d = 0; d < p.cluster().num_devices(); ++d)
-      if (units.allows(u, d)) out[u].push_back(d);
-    if (out[u].empty())
-      for (int d = 0; d < p.cluster().num_devices(); ++d) out[u].push_back(d);
-  }
-  return out;
 }
 
 Solution random_search(Problem& p) {
@@ -86,6 +74,22 @@ std::vector<NodeId> critical_nodes_of(const SimulationResult& r) {
   return out;
 }
 
+}  // namespace
+
+std::vector<std::vector<int>> unit_devices(Problem& p) {
+  const Units& units = p.units();
+  std::vector<std::vector<int>> out(units.size());
+  for (int u = 0; u < units.size(); ++u) {
+    for (int d = 0; d < p.cluster().num_devices(); ++d)
+      if (units.allows(u, d)) out[u].push_back(d);
+    if (out[u].empty())
+      for (int d = 0; d < p.cluster().num_devices(); ++d) out[u].push_back(d);
+  }
+  return out;
+}
+
+namespace {
+
 // A placement (or the start's), with critical-path
 // priority levels and XLA fusion for the heads the search decides.
 Solution tuned_start(Problem& p, std::vector<std::int32_t> placement) {
@@ -99,7 +103,8 @@ Solution tuned_start(Problem& p, std::vector<std::int32_t> placement) {
   return s;
 }
 
-// What the best heuristic chooses from (see the top of the file).
+}  // namespace
+
 std::vector<Solution> heuristic_candidates(Problem& p) {
   std::vector<Solution> out;
   if (p.decides(Head::kPlacement)) {
@@ -116,6 +121,8 @@ std::vector<Solution> heuristic_candidates(Problem& p) {
   }
   return out;
 }
+
+namespace {
 
 // Evaluates `candidates` in order while the budget lasts; the first feasible
 // best (the first candidate when none is feasible) and its runtime.
@@ -155,11 +162,14 @@ Solution local_search(Problem& p) {
   if (moves.empty()) return best;
 
   const double scale = std::isfinite(runtime) ? runtime : std::max(p.initial_runtime(), 1e-9);
+  // Epoch e starts at hot / 2^e (not below 10 * cold) and cools geometrically to cold.
   const double hot = 0.02 * scale, cold = 1e-4 * scale;  // accept +2% w.p. 1/e at first, ~never at the end
-  const std::int64_t steps = p.calls_left();
+  double epoch_hot = hot;
   std::vector<std::pair<NodeId, std::int32_t>> undo_placement;
-  for (std::int64_t k = 0; k < steps; ++k) {
-    const double temperature = hot * std::pow(cold / hot, static_cast<double>(k) / static_cast<double>(steps));
+  for (std::int64_t epoch = kFirstEpoch, k = 0; p.calls_left() > 0; ++k) {
+    if (k == epoch) epoch *= 2, k = 0, epoch_hot = std::max(epoch_hot / 2, 10 * cold);
+    const double temperature =
+        epoch_hot * std::pow(cold / epoch_hot, static_cast<double>(k) / static_cast<double>(epoch));
     const Head head = moves[draw(rng, static_cast<int>(moves.size()))];
     const bool on_critical_path = !critical.empty() && draw(rng, 2);
     NodeId v = on_critical_path ? critical[draw(rng, static_cast<int>(critical.size()))] : draw(rng, n);
@@ -216,5 +226,5 @@ GOENV_REGISTER_BASELINE(kBestHeuristicRegistered,
 GOENV_REGISTER_BASELINE(kLocalSearchRegistered,
                         {/*name=*/"local-search",
                          /*heads=*/{goenv::Head::kPlacement, goenv::Head::kPriority, goenv::Head::kFusion},
-                         /*description=*/"simulated annealing from the best heuristic, one op per move",
+                         /*description=*/"simulated annealing from the best heuristic, one op per move, cooling in doubling epochs",
                          /*solve=*/goenv::local_search})

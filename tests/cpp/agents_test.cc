@@ -37,8 +37,11 @@ GraphPtr layered_graph(int num_nodes, int width, std::uint64_t seed) {
   return std::move(builder).build();
 }
 
+// At the observation version the policies read (a later one is copied at it by the agents).
 std::unique_ptr<Env> env_on(const std::string& task, int num_nodes, int width = 4) {
-  return make_env_on_graph(task, layered_graph(num_nodes, width, num_nodes), Cluster::preset("2xgpu-pcie"));
+  EnvConfig config;
+  config.observation_version = kPolicyObservationVersion;
+  return make_env_on_graph(task, layered_graph(num_nodes, width, num_nodes), Cluster::preset("2xgpu-pcie"), config);
 }
 
 struct Stacked {
@@ -69,7 +72,7 @@ TEST_P(ForwardShapes, LogitsPerHeadAndOneValuePerObservation) {
   config.algorithm = algorithm;
   config.hidden = 32;
   config.segment_length = 128;  // 3000 nodes: 24 segments, the last one padded
-  const PolicySpec spec = PolicySpec::of(*env);
+  const PolicySpec spec = PolicySpec::of(*env, config);
   Policy policy = make_policy(config, spec);
   const DynamicObservation obs = env->reset(0);
   const Stacked in = stacked(obs, spec, n, 2);
@@ -100,7 +103,7 @@ TEST(GoPolicy, GradientsReachEveryLayerThroughSegments) {
   config.algorithm = "go";
   config.hidden = 16;
   config.segment_length = 100;
-  const PolicySpec spec = PolicySpec::of(*env);
+  const PolicySpec spec = PolicySpec::of(*env, config);
   Policy policy = make_policy(config, spec);
   const Stacked in = stacked(env->reset(0), spec, 700, 1);
   const PolicyOutput out = policy->forward(tensors_of(*env), in.node_state, in.globals);
@@ -110,6 +113,69 @@ TEST(GoPolicy, GradientsReachEveryLayerThroughSegments) {
     ASSERT_TRUE(item.value().grad().defined()) << item.key();
     EXPECT_TRUE(torch::isfinite(item.value().grad()).all().item<bool>()) << item.key();
   }
+}
+
+// device_head "pairs": one set of weights for any cluster; relabelling the
+// devices permutes the placement logits and leaves the value unchanged.
+TEST(PairsPolicy, RelabellingDevicesPermutesTheLogitsAndAnyDeviceCountFits) {
+  AgentConfig config;
+  config.algorithm = "go";
+  config.device_head = "pairs";
+  config.hidden = 16;
+  config.segment_length = 64;
+  const int n = 300;
+  Policy policy;
+  for (const char* preset : {"cpu+2xgpu", "4xgpu-nvlink", "8xgpu-pcie"}) {
+    const Cluster cluster = Cluster::preset(preset);
+    EnvConfig env_config;
+    env_config.observation_version = kPolicyObservationVersion;
+    auto env = make_env_on_graph("placement", layered_graph(n, 6, n), cluster, env_config);
+    const PolicySpec spec = PolicySpec::of(*env, config);
+    ASSERT_TRUE(spec.any_devices());
+    if (!policy) policy = make_policy(config, spec);  // built once, on the first cluster
+    const int d = cluster.num_devices(), s = env->node_state_dim();
+    ASSERT_EQ(s, spec.node_state_dim + d);
+    env->reset(0);
+    std::mt19937 rng(3);
+    std::vector<std::int64_t> placement(n);
+    for (auto& p : placement) p = static_cast<std::int64_t>(rng() % d);
+    const StepResult step = env->step({placement.data()});
+    const torch::Tensor state =
+        torch::from_blob(const_cast<float*>(step.observation.node_state.data()), {1, n, s}).clone();
+    const torch::Tensor globals =
+        torch::from_blob(const_cast<float*>(step.observation.globals.data()), {1, spec.global_dim}).clone();
+    GraphTensors a = tensors_of(*env);
+    const std::vector<float> features = device_features(cluster);
+    set_devices(a, d, features.data(), static_cast<int>(device_feature_names().size()), torch::kCPU);
+    std::vector<std::int64_t> perm(d);  // new device i is old device perm[i]
+    for (int i = 0; i < d; ++i) perm[i] = (i + 1) % d;
+    const torch::Tensor index = torch::tensor(perm);
+    GraphTensors b = a;
+    b.device_features = a.device_features.index_select(0, index);
+    const torch::Tensor relabelled = torch::cat({state.narrow(-1, 0, d).index_select(-1, index), state.narrow(-1, d, s - d)}, -1);
+    torch::NoGradGuard no_grad;
+    const PolicyOutput out_a = policy->forward(a, state, globals), out_b = policy->forward(b, relabelled, globals);
+    ASSERT_EQ(out_a.logits[0].sizes(), (std::vector<std::int64_t>{1, n, d})) << preset;
+    EXPECT_TRUE(torch::allclose(out_a.logits[0].index_select(-1, index), out_b.logits[0], 1e-5, 1e-6)) << preset;
+    EXPECT_TRUE(torch::allclose(out_a.value, out_b.value, 1e-5, 1e-6)) << preset;
+  }
+}
+
+TEST(PairsPolicy, NeedsTheClustersDeviceFeatures) {
+  AgentConfig config;
+  config.algorithm = "go";
+  config.device_head = "pairs";
+  config.hidden = 16;
+  EnvConfig env_config;
+  env_config.observation_version = kPolicyObservationVersion;
+  auto env = make_env_on_graph("placement", layered_graph(40, 4, 40), Cluster::preset("2xgpu-pcie"), env_config);
+  Policy policy = make_policy(config, PolicySpec::of(*env, config));
+  const DynamicObservation obs = env->reset(0);
+  const torch::Tensor state = torch::from_blob(const_cast<float*>(obs.node_state.data()), {1, 40, env->node_state_dim()});
+  const torch::Tensor globals = torch::zeros({1, static_cast<std::int64_t>(global_names().size())});
+  EXPECT_THROW(policy->forward(tensors_of(*env), state, globals), InvalidArgument);  // no device features set
+  config.algorithm = "ppo";
+  EXPECT_THROW(make_policy(config, PolicySpec::of(*env, config)), InvalidArgument);
 }
 
 TEST(Distribution, MaskedChoicesAreNeverSampled) {
@@ -329,7 +395,7 @@ TEST(Agent, RefusesEnvsOfAnotherSpec) {
   auto two = env_on("placement", 12);
   auto joint = env_on("joint", 12);
   Agent agent(small_config("ppo"));
-  agent.setup(PolicySpec::of(*two));
+  agent.setup(PolicySpec::of(*two, agent.config()));
   EXPECT_THROW(agent.train({joint.get()}, 4), InvalidArgument);
   EXPECT_THROW(Agent(AgentConfig{.algorithm = "sac"}), InvalidArgument);
   AgentConfig config;

@@ -109,15 +109,16 @@ const std::unique_ptr<Env>& inception_env(const std::string& task) {
 }
 
 TEST(Baselines, RegistryListsEveryMethodAndFiltersByTask) {
-  const std::vector<std::string> expected = {"best-heuristic", "critical-path", "expert", "fifo", "heft", "heft-rank",
-                                             "local-search",  "m-etf",  "m-topo",        "metis",         "none",
-                                             "random-search", "round-robin", "single",   "xla"};
+  const std::vector<std::string> expected = {"best-heuristic", "critical-path", "expert", "fifo",   "genetic",
+                                             "heft",           "heft-rank",     "local-search", "m-etf",  "m-topo",
+                                             "metis",          "none",          "random-search", "round-robin",
+                                             "single",         "xla"};
   EXPECT_EQ(baseline_names(), expected);
   EXPECT_EQ(baseline_names("scheduling"),
-            (std::vector<std::string>{"best-heuristic", "critical-path", "fifo", "heft-rank", "local-search",
-                                      "random-search"}));
+            (std::vector<std::string>{"best-heuristic", "critical-path", "fifo", "genetic", "heft-rank",
+                                      "local-search", "random-search"}));
   EXPECT_EQ(baseline_names("fusion"),
-            (std::vector<std::string>{"best-heuristic", "local-search", "none", "random-search", "xla"}));
+            (std::vector<std::string>{"best-heuristic", "genetic", "local-search", "none", "random-search", "xla"}));
   EXPECT_EQ(baseline_names("joint"), expected);
   EXPECT_HAS(test::error_message<NotFound>([] { baseline("nope"); }), "heft");
   EXPECT_THROW(baseline_names("nope"), NotFound);
@@ -232,10 +233,12 @@ TEST(Baselines, ListSchedulersKeepColocationGroupsAndDeviceKinds) {
     EXPECT_FALSE(solve_baseline(*env, name).invalid) << name;
 }
 
+constexpr const char* kSearches[] = {"random-search", "local-search", "genetic"};
+
 TEST(Baselines, SearchRespectsTheBudgetAndIsDeterministicPerSeed) {
   for (const char* task : {"placement", "joint"}) {
     Env& env = *inception_env(task);
-    for (const char* name : {"random-search", "local-search"}) {
+    for (const char* name : kSearches) {
       for (std::int64_t calls : {0, 1, 2, 25}) {
         const BaselineResult a = solve_baseline(env, name, {calls, 5}), b = solve_baseline(env, name, {calls, 5});
         EXPECT_LE(a.simulator_calls, calls) << name;
@@ -252,7 +255,7 @@ TEST(Baselines, SearchRespectsTheBudgetAndIsDeterministicPerSeed) {
 TEST(Baselines, HeuristicsAreDeterministicAndFree) {
   Env& env = *inception_env("joint");
   for (const std::string& name : baseline_names("joint")) {
-    if (name == "random-search" || name == "local-search" || name == "best-heuristic") continue;
+    if (name == "random-search" || name == "local-search" || name == "genetic" || name == "best-heuristic") continue;
     const BaselineResult a = solve_baseline(env, name, {100, 1}), b = solve_baseline(env, name, {100, 1});
     EXPECT_EQ(a.simulator_calls, 0) << name;
     EXPECT_EQ(a.decisions.placement, b.decisions.placement) << name;
@@ -287,6 +290,78 @@ TEST(Baselines, LocalSearchNeverEndsAboveItsStart) {
         EXPECT_LE(local.runtime, heft.runtime) << task;
       }
     }
+  }
+}
+
+// The anytime curve: one entry per call, the running best, ending at the
+// returned runtime; every search spends its whole budget on a large space.
+TEST(Baselines, CurveIsTheRunningBestAndEndsAtTheRuntime) {
+  for (const char* task : kTasks) {
+    Env& env = *inception_env(task);
+    for (const char* name : {"random-search", "local-search", "genetic", "best-heuristic"}) {
+      const std::string where = std::string(name) + " on " + task;
+      const BaselineResult r = solve_baseline(env, name, {60, 2});
+      ASSERT_EQ(static_cast<std::int64_t>(r.curve.size()), r.simulator_calls) << where;
+      const bool search = std::string(name) != "best-heuristic";
+      if (search) EXPECT_EQ(r.simulator_calls, 60) << where;
+      for (std::size_t k = 1; k < r.curve.size(); ++k) ASSERT_LE(r.curve[k], r.curve[k - 1]) << where << " call " << k;
+      ASSERT_FALSE(r.oom || r.invalid) << where;
+      EXPECT_EQ(r.curve.back(), r.runtime) << where;
+      if (search) EXPECT_EQ(r.curve.front(), r.initial_runtime) << where << ": the first call simulates the start";
+    }
+  }
+  EXPECT_TRUE(solve_baseline(*inception_env("placement"), "heft").curve.empty());
+}
+
+// With more budget local search returns the same or better: the K-call run is
+// the first K calls of every longer run.
+TEST(Baselines, LocalSearchIsMonotoneInTheBudget) {
+  const Cluster cluster = test_cluster(4);
+  for (const GraphPtr& graph : {layered_dag(12, 8, 3), fork_join(6, 4)}) {
+    auto env = make_env_on_graph("joint", graph, cluster);
+    BaselineResult previous;
+    for (std::int64_t calls : {1, 3, 5, 40, 128, 129, 300, 700}) {
+      const BaselineResult r = solve_baseline(*env, "local-search", {calls, 4});
+      ASSERT_EQ(r.simulator_calls, calls) << graph->name();
+      if (!previous.curve.empty()) {
+        EXPECT_LE(r.runtime, previous.runtime) << graph->name() << ", " << calls << " calls";
+        EXPECT_TRUE(std::equal(previous.curve.begin(), previous.curve.end(), r.curve.begin()))
+            << graph->name() << ", " << calls << " calls: not an extension of the shorter run";
+      }
+      previous = r;
+    }
+  }
+}
+
+// Started from decisions better than every heuristic, a search returns them or better.
+TEST(Baselines, SearchesNeverEndAboveAStartBetterThanTheHeuristics) {
+  const BaselineResult found = solve_baseline(*inception_env("placement"), "local-search", {400, 9});
+  EnvConfig config;
+  config.initial_placement = found.decisions.placement;
+  auto env = make_env("placement-inception", config);
+  const BaselineResult best = solve_baseline(*env, "best-heuristic");
+  ASSERT_LT(found.runtime, best.runtime) << "the start should beat the heuristics for this test to bite";
+  for (const char* name : kSearches) {
+    for (std::int64_t calls : {1, 7, 50}) {
+      const BaselineResult r = solve_baseline(*env, name, {calls, 1});
+      EXPECT_EQ(r.initial_runtime, found.runtime) << name;
+      EXPECT_LE(r.runtime, found.runtime) << name << ", " << calls << " calls";
+    }
+  }
+}
+
+// BRKGA's population search beats uniform random decisions at equal budget.
+TEST(Baselines, GeneticBeatsRandomSearch) {
+  for (const char* id : {"placement-inception", "joint-inception"}) {
+    auto env = make_env(id);
+    std::vector<double> genetic, random;
+    for (std::uint64_t seed : {0, 1, 2}) {
+      genetic.push_back(solve_baseline(*env, "genetic", {200, seed}).runtime);
+      random.push_back(solve_baseline(*env, "random-search", {200, seed}).runtime);
+    }
+    std::sort(genetic.begin(), genetic.end());
+    std::sort(random.begin(), random.end());
+    EXPECT_LT(genetic[1], 0.98 * random[1]) << id;
   }
 }
 

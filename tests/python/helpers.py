@@ -146,3 +146,19 @@ def require_agents():
     except ImportError as error:  # goenv built without _agents
         pytest.skip(f"goenv._agents is not built: {error}", allow_module_level=True)
     return agents
+
+
+def permuted_cluster(cluster: goenv.Cluster, perm) -> goenv.Cluster:
+    """The same devices and links listed in another order: new device i is old device perm[i]
+    (links keep their channels, so a shared bus stays shared)."""
+    data = json.loads(cluster.to_json())
+    c = data["cluster"]
+    perm = [int(p) for p in perm]
+    new_of = {old: new for new, old in enumerate(perm)}
+    for key in ("device_names", "kinds", "peak_flops", "memory_bandwidth", "memory_bytes", "launch_overhead",
+                "op_gap"):
+        c[key] = [c[key][old] for old in perm]
+    c["link_src"] = [new_of[s] for s in c["link_src"]]
+    c["link_dst"] = [new_of[d] for d in c["link_dst"]]
+    c["name"] = c["name"] + "-relabelled"
+    return goenv.Cluster.from_json(json.dumps(data))

@@ -9,8 +9,9 @@ import pytest
 import goenv
 from goenv import baselines
 
-ALL = ["best-heuristic", "critical-path", "expert", "fifo", "heft", "heft-rank", "local-search", "m-etf", "m-topo", "metis",
-       "none", "random-search", "round-robin", "single", "xla"]
+ALL = ["best-heuristic", "critical-path", "expert", "fifo", "genetic", "heft", "heft-rank", "local-search", "m-etf",
+       "m-topo", "metis", "none", "random-search", "round-robin", "single", "xla"]
+SEARCHES = ["random-search", "local-search", "genetic"]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_list_and_info():
     assert baselines.list() == ALL
     assert "heft" not in baselines.list("scheduling")
     assert set(baselines.list("scheduling")) == {"fifo", "critical-path", "heft-rank", "best-heuristic", "random-search",
-                                                 "local-search"}
+                                                 "local-search", "genetic"}
     assert baselines.list("joint") == ALL
     heft = baselines.info("heft")
     assert heft["name"] == "heft" and heft["heads"] == ["placement"] and heft["description"]
@@ -97,6 +98,65 @@ def test_search_is_deterministic_and_within_budget(placement_env):
     np.testing.assert_array_equal(a["placement"], b["placement"])
     assert a["runtime"] == b["runtime"]
     assert a["runtime"] <= a["initial_runtime"]
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_search_curve_is_the_running_best_of_exactly_its_budget(placement_env, name):
+    for budget in (0, 1, 37):
+        r = baselines.solve(placement_env, name, budget=budget, seed=2)
+        curve = r["curve"]
+        assert r["simulator_calls"] == budget
+        assert isinstance(curve, np.ndarray) and curve.dtype == np.float64 and curve.shape == (budget,)
+        if budget:
+            assert np.all(np.diff(curve) <= 0)
+            assert curve[0] == r["initial_runtime"]  # the start is simulated first
+            assert curve[-1] == r["runtime"]
+    assert baselines.solve(placement_env, "heft")["curve"].shape == (0,)
+
+
+@pytest.mark.parametrize("env_id", ["placement-transformer-xl-2", "joint-inception"])
+def test_local_search_never_gets_worse_with_more_budget(env_id):
+    env = goenv.make(env_id)
+    runs = [baselines.solve(env, "local-search", budget=budget, seed=1) for budget in (10, 128, 300, 1000)]
+    for shorter, longer in zip(runs, runs[1:]):
+        assert longer["runtime"] <= shorter["runtime"]
+        n = shorter["simulator_calls"]
+        np.testing.assert_array_equal(longer["curve"][:n], shorter["curve"])  # the shorter run is its prefix
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_search_never_ends_above_its_start(name):
+    found = baselines.solve(goenv.make("placement-transformer-xl-2"), "local-search", budget=500, seed=7)
+    env = goenv.make("placement-transformer-xl-2", placement=found["placement"])
+    assert found["runtime"] < baselines.solve(env, "best-heuristic")["runtime"]  # a start the heuristics do not reach
+    for budget in (1, 20):
+        r = baselines.solve(env, name, budget=budget, seed=0)
+        assert r["initial_runtime"] == pytest.approx(found["runtime"])
+        assert r["runtime"] <= found["runtime"]
+    # From an episode's decisions (after a step), too.
+    env = goenv.make("placement-transformer-xl-2")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(found["placement"].astype(np.int64))
+    r = baselines.solve(env, name, budget=5, seed=0)
+    assert r["runtime"] <= info["runtime"]
+
+
+def test_genetic_beats_random_search_at_equal_budget():
+    for env_id in ("placement-transformer-xl-2", "placement-inception"):
+        env = goenv.make(env_id)
+        median = {name: np.median([baselines.solve(env, name, budget=300, seed=s)["runtime"] for s in range(3)])
+                  for name in ("genetic", "random-search")}
+        assert median["genetic"] < 0.98 * median["random-search"], env_id
+
+
+def test_genetic_is_deterministic_per_seed(placement_env):
+    a = baselines.solve(placement_env, "genetic", budget=60, seed=4)
+    b = baselines.solve(placement_env, "genetic", budget=60, seed=4)
+    np.testing.assert_array_equal(a["placement"], b["placement"])
+    np.testing.assert_array_equal(a["curve"], b["curve"])
+    assert a["runtime"] == b["runtime"]
+    c = baselines.solve(placement_env, "genetic", budget=60, seed=5)
+    assert not np.array_equal(a["curve"], c["curve"]) or not np.array_equal(a["placement"], c["placement"])
 
 
 def test_table_and_format(placement_env):

@@ -523,8 +523,10 @@ def test_set_state_recomputes_or_checks_every_info_and_reward_field(task):
         _, _, _, _, info = env.step(action if len(action) > 1 else next(iter(action.values())))
     state = env.get_state()
     # What the state cannot prove is only bounded: a rejected step's oom flag, the last reward
-    # (>= -runtime / initial runtime after an adopted step), the nodes colocation moved (<= N).
-    unprovable = {"info_colocation_moved", "last_reward"} | ({"info_oom"} if info["invalid"] else set())
+    # (>= -runtime / initial runtime after an adopted step), the nodes colocation moved (<= N),
+    # the best decisions (any feasible ones of this env no slower than those in force).
+    unprovable = {"info_colocation_moved", "last_reward", "best_priority"}
+    unprovable |= {"info_oom"} if info["invalid"] else set()
     for field, (offset, size) in _trailing_layout(env, state).items():
         for value in _tampered_values(size):
             tampered = state[:offset] + value + state[offset + size:]
@@ -547,9 +549,12 @@ def _trailing_layout(env, state: bytes) -> dict:
     """Offsets of the info fields at the end of an env state (EnvState in envs/env.cc, cereal portable
     binary): ... last_reward f64, steps i64, cursor i32, started, done, info_runtime f64,
     info_peak_memory (u64 size + D f64), info_bytes_moved f64, info_oom, info_invalid,
-    info_invalid_reason (u64 size + bytes), info_rejected_runtime f64, info_colocation_moved i32."""
-    d = env.core.num_devices
-    end = len(state)
+    info_invalid_reason (u64 size + bytes), info_rejected_runtime f64, info_colocation_moved i32,
+    then (format 3) the episode's best decisions: best_placement (u64 + N i32), best_fusion
+    (u64 + N i32), best_priority (u64 + N f64)."""
+    d, n = env.core.num_devices, env.core.num_nodes
+    best_priority = len(state) - 8 * n
+    end = len(state) - best_decisions_bytes(n)
     colocation = end - 4
     rejected = colocation - 8
     # the reason's length is unknown from the end: find it by trying every position that decodes
@@ -575,8 +580,13 @@ def _trailing_layout(env, state: bytes) -> dict:
             return {"last_reward": (last_reward, 8), "info_runtime": (info_runtime, 8),
                     "info_peak_memory": (peak, 8 * d), "info_bytes_moved": (bytes_moved, 8),
                     "info_oom": (oom, 1), "info_invalid": (invalid, 1), "info_rejected_runtime": (rejected, 8),
-                    "info_colocation_moved": (colocation, 4)}
+                    "info_colocation_moved": (colocation, 4), "best_priority": (best_priority, 8 * n)}
     raise AssertionError("cannot find the info fields in the env state")
+
+
+def best_decisions_bytes(num_nodes: int) -> int:
+    """Size of an env state's best decisions (the last fields of format 3)."""
+    return 3 * 8 + 16 * num_nodes
 
 
 def _tampered_values(size: int) -> list[bytes]:
@@ -599,7 +609,7 @@ def test_vector_set_state_checks_every_env_before_changing_any():
         venv.step(np.ones((b, n), dtype=np.int64))
         now = venv.get_state()
         tail = 32 + 21 * b  # autoreset (u64 + B), seed and episode (u64 + 8B each), episode_steps (u64 + 4B)
-        last_env_end = len(snapshot) - tail
+        last_env_end = len(snapshot) - tail - best_decisions_bytes(n)
         bad_last_env = snapshot[:last_env_end - 4] + struct.pack("<i", -1) + snapshot[last_env_end:]
         with pytest.raises(goenv.InvalidArgument, match="env 2: .*info_colocation_moved"):
             venv.set_state(bad_last_env)

@@ -65,7 +65,7 @@ def test_own_graph_bad_input(tmp_path):
 
 def test_make_sets_the_gymnasium_spec():
     env = goenv.make("placement-transformer-xl-2", horizon=2)
-    assert env.spec.id == "goenv/placement-transformer-xl-2-v1"
+    assert env.spec.id == "goenv/placement-transformer-xl-2-v2"
     assert env.spec.kwargs["horizon"] == 2 and env.spec.kwargs["env_id"] == "placement-transformer-xl-2"
     import gymnasium
 

@@ -9,7 +9,10 @@
 Methods run in C++ (envs/baselines/) with the GIL released and never touch the
 env's episode. Decisions for the heads a method does not make are the env's
 current ones (its initial ones before reset). Searches spend at most `budget`
-simulator calls; heuristics spend none. Same seed, same result.
+simulator calls and start from those decisions, so they never return worse;
+heuristics spend none. Same seed, same result. `local-search` with a larger
+budget is never worse than with a smaller one (same seed): its first K calls
+are the K-call run.
 
 Priorities come back as floats (the simulator orders by them as they are);
 the env's priority head takes integer levels: `result["action"]` is the
@@ -63,9 +66,13 @@ def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
 
     Returns a dict: method, placement / priority / fusion (numpy, one value per
     node), action (the env's heads, ready for env.step), runtime (seconds),
-    oom, invalid, invalid_reason, simulator_calls, seconds (wall time of the
-    method), lower_bound, initial_runtime and speedup (initial_runtime / runtime).
+    oom, invalid, invalid_reason, simulator_calls, curve, seconds (wall time of
+    the method), lower_bound, initial_runtime and speedup (initial_runtime / runtime).
     Infeasible results are returned flagged, never hidden.
+
+    curve is the anytime budget curve, a float64 array of length simulator_calls:
+    entry k is the best feasible runtime (seconds) within the first k + 1 calls
+    (inf while none was feasible); empty for heuristics, which simulate nothing.
 
     Raises goenv.NotFound for an unknown name and ValueError (goenv.InvalidArgument)
     when the env's task has none of the method's heads or the budget is negative.

@@ -14,7 +14,12 @@ import goenv._core as _core
 from goenv._core import Cluster, Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
 
-VERSION = 1  # bump, with a note in README's version history, whenever dynamics change
+# The observation version of Gymnasium ids "goenv/<id>-v<N>" (bump, with a note in
+# README's version history, whenever the observation or the dynamics change):
+# v1 the graph, node and global arrays; v2 adds per-device arrays and node slack.
+# Every version stays registered; goenv.make gives the latest unless told.
+VERSION = _core.OBSERVATION_VERSION
+VERSIONS = tuple(range(1, VERSION + 1))
 
 
 def list_envs() -> list[str]:
@@ -57,14 +62,16 @@ def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | s
     if env_id in _core.task_names():
         raise NotFound(f"'{env_id}' is a task: give it a graph (goenv.make({env_id!r}, graph=g_or_path)) "
                               f"or use an id such as '{env_id}-inception' (goenv.list_envs())")
-    env = GraphEnv(strip_gym_id(env_id), render_mode=render_mode, share_static=share_static, **options)
-    env.spec = _spec_for(env.core.id, render_mode, share_static, options)
+    env = GraphEnv(env_id, render_mode=render_mode, share_static=share_static, **options)
+    env.spec = _spec_for(env.core.id, env.core.observation_version, render_mode, share_static, options)
     return env
 
 
-def _spec_for(env_id: str, render_mode, share_static: bool, options: dict) -> gymnasium.envs.registration.EnvSpec:
+def _spec_for(env_id: str, version: int, render_mode, share_static: bool,
+              options: dict) -> gymnasium.envs.registration.EnvSpec:
     """The Gymnasium spec of a registered id with these options, as gymnasium.make would set it."""
-    spec = gymnasium.spec(f"goenv/{env_id}-v{VERSION}")
+    spec = gymnasium.spec(f"goenv/{env_id}-v{version}")
+    options = {k: v for k, v in options.items() if k != "observation_version"}  # the id says it
     kwargs = dict(spec.kwargs, **options)
     if share_static:
         kwargs["share_static"] = True
@@ -75,12 +82,19 @@ def _spec_for(env_id: str, render_mode, share_static: bool, options: dict) -> gy
 
 def strip_gym_id(env_id: str) -> str:
     """goenv's id of a Gymnasium id ("goenv/placement-inception-v1" -> "placement-inception"); others as they are."""
+    return parse_gym_id(env_id)[0]
+
+
+def parse_gym_id(env_id: str) -> tuple[str, int | None]:
+    """(goenv id, observation version) of a Gymnasium id ("goenv/placement-inception-v1" ->
+    ("placement-inception", 1)); a plain goenv id comes back with version None."""
     if env_id.startswith("goenv/"):
         env_id = env_id[len("goenv/"):]
-        suffix = f"-v{VERSION}"
-        if env_id.endswith(suffix):
-            env_id = env_id[: -len(suffix)]
-    return env_id
+        for version in VERSIONS:
+            suffix = f"-v{version}"
+            if env_id.endswith(suffix):
+                return env_id[: -len(suffix)], version
+    return env_id, None
 
 
 class GraphEnv(gymnasium.Env):
@@ -89,8 +103,19 @@ class GraphEnv(gymnasium.Env):
     Observation (a Dict, the same layout for every task): `node_features` (N, F),
     `edge_index` (2, E), `edge_features` (E, Fe) describe the graph and never
     change; `node_state` (N, S), `action_mask` (N, A), `globals` (G,) describe the
-    decisions. Every array is new memory each step, the static ones read-only (with
-    share_static=True they are the same read-only arrays every step instead).
+    decisions. Version 2 (the default; observation_version=1 or a "-v1" id for
+    the old layout) adds `device_features` (D, Fd), static, and `device_state`
+    (D, Sd), and the node's slack as node_state's last column, so a policy can
+    score (node, device) pairs on any cluster. Every array is new memory each
+    step, the static ones read-only (with share_static=True they are the same
+    read-only arrays every step instead).
+
+    Episodes start from the env's start (option `start`: "default" or a
+    baseline's name such as "best-heuristic"), or from this reset's
+    `options={"start": ...}`: a name, or decisions {head: values} (an array is
+    a placement). With horizon > 1 every step changes the decisions in force and
+    the next observation shows their schedule; info["best"] and
+    info["best_runtime"] hold the episode's best decisions.
     Action: one value per node per decision head (MultiDiscrete), or one value
     for the current node in decision_mode="node" (Discrete); a Dict when the
     task decides several heads (joint).
@@ -104,7 +129,11 @@ class GraphEnv(gymnasium.Env):
         if core is None:
             if env_id is None:
                 raise ValueError("GraphEnv needs an env id, e.g. 'placement-inception'")
-            core = _core.make_env(strip_gym_id(env_id), **options)
+            env_id, version = parse_gym_id(env_id)
+            if version is not None and options.setdefault("observation_version", version) != version:
+                raise InvalidArgument(f"observation_version={options['observation_version']} contradicts the id's "
+                                      f"-v{version}")
+            core = _core.make_env(env_id, **options)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
@@ -112,8 +141,9 @@ class GraphEnv(gymnasium.Env):
         self._last_mask = None
         self._current_node: int | None = None
         self._current_column = core.num_devices + _core.node_state_names().index("current")
+        self._starts: dict[str, dict] = {}  # start names resolved on this env (deterministic)
         self.spec_id = core.id
-        n, e = core.num_nodes, core.num_edges
+        n, e, d = core.num_nodes, core.num_edges, core.num_devices
         self.observation_space = spaces.Dict({
             "node_features": spaces.Box(-np.inf, np.inf, (n, core.node_feature_dim), np.float32),
             "edge_index": spaces.Box(0, max(n - 1, 0), (2, e), np.int64),
@@ -121,6 +151,9 @@ class GraphEnv(gymnasium.Env):
             "node_state": spaces.Box(-np.inf, np.inf, (n, core.node_state_dim), np.float32),
             "action_mask": spaces.Box(0, 1, (n, core.action_mask_width), np.int8),
             "globals": spaces.Box(-np.inf, np.inf, (core.global_dim,), np.float32),
+            **({"device_features": spaces.Box(-np.inf, np.inf, (d, core.device_feature_dim), np.float32),
+                "device_state": spaces.Box(-np.inf, np.inf, (d, core.device_state_dim), np.float32)}
+               if core.observation_version >= 2 else {}),
         })
         heads = {
             name: spaces.Discrete(choices) if core.node_mode
@@ -137,15 +170,54 @@ class GraphEnv(gymnasium.Env):
                    core=_core.make_env_on_graph(task, graph, get_cluster(cluster), **options))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """options: {"start": ...} starts this episode (only) from a baseline's decisions
+        ("best-heuristic", "heft", ...; "default" the compiler's) or given decisions
+        ({"placement": ..., ...}; an array is a placement). Checked before anything
+        changes: an unknown name raises NotFound, infeasible decisions InvalidArgument."""
+        start = self._start_of(options)
         super().reset(seed=seed)
-        obs, info = self.core.reset(int(self.np_random.integers(2**63)))
+        obs, info = self.core.reset(int(self.np_random.integers(2**63)), start)
         return self._owned(obs), info
+
+    RESET_OPTIONS = ("start",)
+
+    def _start_of(self, options: dict | None) -> dict | None:
+        if options is None:
+            return None
+        if not isinstance(options, dict):
+            raise InvalidArgument(f"reset options must be a dict, got {type(options).__name__}")
+        unknown = sorted(set(options) - set(self.RESET_OPTIONS))
+        if unknown:
+            raise InvalidArgument(f"unknown reset option(s) {unknown}; known: {list(self.RESET_OPTIONS)}")
+        start = options.get("start")
+        if start is None:
+            return None
+        if isinstance(start, str):
+            if start not in self._starts:
+                self._starts[start] = _core.start_decisions(self.core, start)
+            return self._starts[start]
+        if isinstance(start, dict):
+            return start
+        if "placement" not in self.core.heads:
+            raise InvalidArgument(f"{self.core.id}: an array start is a placement, and this task decides "
+                                  f"{self.core.heads}; give a dict {{head: values}}")
+        return {"placement": start}
+
+    def set_start(self, start) -> None:
+        """Makes every later reset start from `start` (a name or decisions, as in reset's options)."""
+        decisions = self._start_of({"start": start})
+        self.core.set_start(decisions if decisions is not None else _core.start_decisions(self.core, "default"))
+
+    @property
+    def start(self) -> dict:
+        """The decisions every reset starts from ({head: values})."""
+        return self.core.start
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.core.step(action)
         return self._owned(obs), reward, terminated, truncated, info
 
-    _STATIC_KEYS = ("node_features", "edge_index", "edge_features")
+    _STATIC_KEYS = ("node_features", "edge_index", "edge_features", "device_features")
 
     def action_masks(self) -> np.ndarray:
         """Which choices the last observation allows, flat bool: node after node (the
@@ -174,7 +246,8 @@ class GraphEnv(gymnasium.Env):
             self._current_node = int(flags[0]) if len(flags) else None
         if not self.share_static:
             for key in self._STATIC_KEYS:
-                obs[key] = readonly_copy(obs[key])
+                if key in obs:
+                    obs[key] = readonly_copy(obs[key])
         return obs
 
     def render(self):
@@ -193,7 +266,7 @@ class GraphEnv(gymnasium.Env):
         self.core.set_state(state)
 
     OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
-                "max_fusion_size", "colocation", "placement", "priority")
+                "max_fusion_size", "colocation", "placement", "priority", "observation_version", "start")
 
     def __getstate__(self) -> dict:
         return {
@@ -247,10 +320,12 @@ def readonly_copy(array: np.ndarray) -> np.ndarray:
 
 def _register_with_gymnasium() -> None:
     for env_id in list_envs():
-        gym_id = f"goenv/{env_id}-v{VERSION}"
-        if gym_id not in gymnasium.registry:
-            gymnasium.register(id=gym_id, entry_point="goenv.envs:GraphEnv", kwargs={"env_id": env_id},
-                               vector_entry_point="goenv.vector:make_vec_from_gym")
+        for version in VERSIONS:
+            gym_id = f"goenv/{env_id}-v{version}"
+            if gym_id not in gymnasium.registry:
+                gymnasium.register(id=gym_id, entry_point="goenv.envs:GraphEnv",
+                                   kwargs={"env_id": env_id, "observation_version": version},
+                                   vector_entry_point="goenv.vector:make_vec_from_gym")
 
 
 _register_with_gymnasium()

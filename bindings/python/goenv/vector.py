@@ -45,7 +45,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import goenv._core as _core
-from goenv.envs import GraphEnv, readonly_copy, strip_gym_id, checked_flag
+from goenv.envs import GraphEnv, checked_flag, parse_gym_id, readonly_copy
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -86,9 +86,12 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     for i in range(num_envs):
         entry = entries[i % len(entries)]
         if isinstance(entry, str):
-            env_id = strip_gym_id(entry)
+            env_id, version = parse_gym_id(entry)
             if env_id not in built:
-                built[env_id] = _core.make_env(env_id, **options)
+                env_options = dict(options)
+                if version is not None:  # a Gymnasium id names its observation version
+                    env_options.setdefault("observation_version", version)
+                built[env_id] = _core.make_env(env_id, **env_options)
             templates.append(built[env_id])
         elif isinstance(entry, (GraphEnv, _core.Env)):
             if options:
@@ -140,7 +143,8 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     # Arrays that describe the graphs and never change during an episode.
-    _STATIC_KEYS = ("node_features", "edge_index", "edge_features", "batch", "num_nodes", "num_edges")
+    _STATIC_KEYS = ("node_features", "edge_index", "edge_features", "batch", "num_nodes", "num_edges",
+                    "device_features")
 
     def __init__(self, core: _core.VectorEnv):
         self.core = core
@@ -177,6 +181,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         c = self.core
         b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
         s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
+        d, fd, sd = c.num_devices, c.device_feature_dim, c.device_state_dim
 
         def box(shape, dtype=np.float32, low=-np.inf, high=np.inf):
             return spaces.Box(low, high, shape, dtype)
@@ -191,6 +196,9 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 "action_mask": box((rows, a), np.int8, 0, 1),
                 "globals": box((g,)),
             }
+            if c.observation_version >= 2:  # per device: one block per env in every layout
+                entries["device_features"] = box((d, fd))
+                entries["device_state"] = box((d, sd))
             entries.update(extra or {})
             return spaces.Dict(entries)
 
@@ -225,6 +233,9 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 "num_edges": box((b,), np.int64, 0, max(num_edges)),
             })
             batched.spaces["globals"] = box((b, g))
+            if c.observation_version >= 2:
+                batched.spaces["device_features"] = box((b, d, fd))
+                batched.spaces["device_state"] = box((b, d, sd))
             spaces_["observation_space"] = batched
             spaces_["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
             spaces_["single_action_space"] = action_space(None if node_mode else num_nodes[0])

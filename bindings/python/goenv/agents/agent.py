@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
@@ -244,6 +245,7 @@ class Agent:
         return next(iter(out.values())) if len(out) == 1 else out
 
     def _act_one(self, obs: dict, deterministic: bool, colocation) -> dict:
+        obs = _policy_columns(obs, self._agent.spec)
         if np.ndim(obs.get("node_state")) == 3:
             obs = dict(obs)
             for key in ("node_features", "edge_index"):
@@ -382,7 +384,30 @@ def _split_concatenated(obs: dict) -> Iterable[dict]:
             "node_state": np.asarray(obs["node_state"])[nodes],
             "action_mask": np.asarray(obs["action_mask"])[nodes],
             "globals": globals_[i],
+            **({"device_features": np.asarray(obs["device_features"])[i]} if "device_features" in obs else {}),
         }
+
+
+# The node_state columns a later observation version adds (envs/observation.h: appended).
+_LATER_COLUMNS = len(_core.node_state_names(_core.OBSERVATION_VERSION)) - len(_core.node_state_names(1))
+
+
+def _policy_columns(obs: dict, spec: dict | None) -> dict:
+    """The observation as the policy reads it: a version-1 policy sees the version-1 prefix of
+    a later observation's node_state (the columns a version adds are appended)."""
+    state = obs.get("node_state")
+    if spec is None or state is None or _LATER_COLUMNS == 0:
+        return obs
+    expected = spec["node_state_dim"]
+    if spec.get("any_devices"):  # plus the graph's one-hot device columns
+        if "device_features" not in obs:
+            return obs  # act() names what is missing
+        expected += np.shape(obs["device_features"])[-2]
+    if np.shape(state)[-1] != expected + _LATER_COLUMNS:
+        return obs
+    obs = dict(obs)
+    obs["node_state"] = np.ascontiguousarray(np.asarray(state)[..., :expected])
+    return obs
 
 
 def _split_padded(obs: dict) -> Iterable[dict]:
@@ -397,4 +422,5 @@ def _split_padded(obs: dict) -> Iterable[dict]:
             "node_state": np.asarray(obs["node_state"])[i, :n],
             "action_mask": np.asarray(obs["action_mask"])[i, :n],
             "globals": np.asarray(obs["globals"])[i],
+            **({"device_features": np.asarray(obs["device_features"])[i]} if "device_features" in obs else {}),
         }

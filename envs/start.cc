@@ -1,0 +1,36 @@
+#include "envs/start.h"
+
+#include "core/error.h"
+#include "envs/baselines/baseline.h"
+#include "envs/registry.h"
+
+namespace goenv {
+
+namespace {
+
+bool is_default(const std::string& name) { return name.empty() || name == "default"; }
+
+}  // namespace
+
+Solution start_decisions(Env& env, const std::string& name) {
+  if (is_default(name)) return env.initial_decisions();
+  // A fresh copy: the baseline starts from the initial decisions, not the episode's.
+  EnvConfig config = env.config();
+  config.start.clear();
+  const auto copy = make_env_on_graph(env.task(), env.graph_ptr(), env.cluster(), config);
+  const BaselineResult r = solve_baseline(*copy, name, {kStartBudget, 0});
+  GOENV_CHECK(!r.oom && !r.invalid, InvalidArgument,
+              env.id() << ": start '" << name << "' is infeasible: "
+                       << (r.invalid ? r.invalid_reason : std::string("out of memory")));
+  Solution s = r.decisions;
+  const int levels = env.config().priority_levels;
+  const auto quantized = quantize_priorities(s.priority, levels);
+  s.priority.assign(quantized.begin(), quantized.end());
+  return s;
+}
+
+void apply_configured_start(Env& env) {
+  if (!is_default(env.config().start)) env.set_start(start_decisions(env, env.config().start));
+}
+
+}  // namespace goenv

@@ -1,0 +1,84 @@
+"""One policy for any cluster: the GO policy with device_head="pairs" scores (unit, device)
+pairs from node, device and pair features (issue 20, item 1), so one checkpoint acts on 2, 4
+and 8 devices and on mixed clusters, and trains on several device counts at once."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+import goenv
+from helpers import require_agents
+
+agents = require_agents()
+
+CLUSTERS = ("2xgpu-nvlink", "4xgpu-nvlink", "8xgpu-pcie", "cpu+2xgpu")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A pairs GO agent imitated on a 2-device graph and trained on 2 and 4 devices at once, saved."""
+    agent = agents.GO(seed=0, device_head="pairs", hidden=16, segment_length=128, envs_per_graph=4)
+    agent.imitate(["placement-rnnlm-2"], steps=4, progress=False)
+    agent.train(["placement-rnnlm-2", goenv.make("placement-rnnlm-2", cluster="4xgpu-nvlink")], total_steps=16,
+                progress=False)
+    path = tmp_path_factory.mktemp("pairs") / "pairs.goenv-agent"
+    agent.save(path)
+    return agent, path
+
+
+def test_the_spec_serves_any_device_count(trained):
+    agent, _ = trained
+    assert agent.spec["any_devices"] and agent.spec["choices"] == [0]
+    assert agent.config["device_head"] == "pairs"
+
+
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_one_checkpoint_acts_on_every_cluster(trained, cluster):
+    agent, path = trained
+    loaded = agents.load(path)
+    env = goenv.make("placement-rnnlm-2", cluster=cluster)
+    obs, _ = env.reset(seed=0)
+    groups = env.unwrapped.graph.colocation
+    action = loaded.act(obs, deterministic=True, colocation=groups)
+    assert action.shape == (env.unwrapped.core.num_nodes,)
+    assert action.min() >= 0 and action.max() < env.unwrapped.core.num_devices
+    np.testing.assert_array_equal(action, agent.act(obs, deterministic=True, colocation=groups))
+    result = loaded.evaluate([env])[env.unwrapped.core.id]
+    assert result["invalid_fraction"] == 0 and result["runtime"] > 0
+    optimized = loaded.optimize(env, samples=4)
+    assert optimized["runtime"] <= result["runtime"]
+
+
+def test_a_vector_batch_of_version_2_observations(trained):
+    agent, _ = trained
+    venv = goenv.make_vec("placement-rnnlm-2", num_envs=3, cluster="4xgpu-nvlink")
+    obs, _ = venv.reset(seed=0)
+    actions = agent.act(obs, deterministic=True)
+    assert actions.shape == (3, obs["node_state"].shape[1])
+    single = goenv.make("placement-rnnlm-2", cluster="4xgpu-nvlink")
+    o, _ = single.reset(seed=0)
+    np.testing.assert_array_equal(actions[0], agent.act(o, deterministic=True))
+
+
+def test_a_version_1_observation_is_refused_with_what_is_missing(trained):
+    agent, _ = trained
+    env = gymnasium.make("goenv/placement-rnnlm-2-v1")
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(goenv.InvalidArgument, match="device_features"):
+        agent.act(obs)
+
+
+def test_absolute_device_ids_still_serve_one_device_count():
+    agent = agents.GO(seed=0, hidden=16, envs_per_graph=2)
+    agent.train(["placement-rnnlm-2"], total_steps=2, progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="does not fit the policy"):
+        agent.evaluate([goenv.make("placement-rnnlm-2", cluster="4xgpu-nvlink")])
+
+
+def test_bad_device_heads_are_refused():
+    with pytest.raises(goenv.InvalidArgument, match="device_head must be"):
+        agents.GO(device_head="relative")
+    with pytest.raises(goenv.InvalidArgument, match="algorithm='go'"):
+        agents.PPO(device_head="pairs")
