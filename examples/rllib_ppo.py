@@ -48,7 +48,8 @@ def make_config(args) -> PPOConfig:
         .env_runners(num_env_runners=args.env_runners, num_envs_per_env_runner=args.num_envs,
                      rollout_fragment_length=args.rollouts)
         .learners(num_learners=0)
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=goenv.integrations.rllib.GraphModule))
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=goenv.integrations.rllib.GraphModule,
+                                               model_config={"log_prob": args.log_prob}))
         .training(train_batch_size_per_learner=episodes_per_update, minibatch_size=episodes_per_update,
                   num_epochs=args.epochs, lr=args.learning_rate, clip_param=0.2, use_kl_loss=False,
                   entropy_coeff=0.0, vf_loss_coeff=0.5, grad_clip=0.5,
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--env-runners", type=int, default=0, help="Ray workers that sample (0: this process)")
+    parser.add_argument("--log-prob", choices=["sum", "mean"], default="sum",
+                        help="a placement's log-probability: the sum of its nodes' or their mean (larger graphs)")
     parser.add_argument("--seed", type=int, default=0)
     add_report_arguments(parser)
     args = parser.parse_args(argv)

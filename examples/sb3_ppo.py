@@ -70,6 +70,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
+    parser.add_argument("--log-prob", choices=["sum", "mean"], default="sum",
+                        help="a placement's log-probability: the sum of its nodes' or their mean (larger graphs)")
     parser.add_argument("--seed", type=int, default=0)
     add_report_arguments(parser)
 
@@ -83,7 +85,8 @@ def train(algorithm, policy, title: str, args, **options) -> dict:
     if args.mode == "node":
         policy = "MultiInputPolicy"
     steps = args.steps or args.episodes * (one.unwrapped.core.num_nodes if args.mode == "node" else 1)
-    model = algorithm(policy, env, policy_kwargs=goenv.integrations.sb3.policy_kwargs(one), n_steps=args.n_steps,
+    model = algorithm(policy, env, policy_kwargs=goenv.integrations.sb3.policy_kwargs(one, log_prob=args.log_prob),
+                      n_steps=args.n_steps,
                       batch_size=args.batch_size, n_epochs=args.epochs, learning_rate=args.learning_rate,
                       seed=args.seed, device="cpu", verbose=0)
     log = EpisodeRuntimes()

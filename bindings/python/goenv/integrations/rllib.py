@@ -11,10 +11,11 @@ GraphModule decides every node at once (a goenv placement, scheduling or fusion
 env in graph mode, MultiDiscrete action): per-node logits from each node's
 embedding, masked by the observation's action_mask (a forbidden choice gets
 probability 0), and a value from the pooled embeddings (ValueFunctionAPI, for
-PPO). Its action distribution is one batched categorical whose log-probability
-is the mean over the nodes (see goenv.integrations.encoder.NodeCategorical).
+PPO). Its action distribution is one batched categorical over all nodes
+(goenv.integrations.encoder.NodeCategorical).
 `model_config`: `hidden` (64), `layers` (2), `units` (the decision unit of each
-node when the env is wrapped in goenv.wrappers.GroupedPlacement: `wrapper.units`).
+node when the env is wrapped in goenv.wrappers.GroupedPlacement: `wrapper.units`),
+`log_prob` ("sum" or "mean" over the nodes, see NodeCategorical).
 
 `GraphPPOLearner` is RLlib's PPO learner with one more step after its advantage
 estimation: RLlib 2.60 extends every episode by one artificial time step (for the
@@ -49,11 +50,11 @@ __all__ = ["GraphModule", "GraphPPOLearner", "RealStepAdvantages", "TorchNodeCat
 
 class TorchNodeCategorical(TorchDistribution):
     """RLlib face of encoder.NodeCategorical: flat logits (B, U * num_choices) -> U
-    categoricals; logp, entropy and kl are means over the U decisions."""
+    categoricals; logp, entropy and kl are sums over the U decisions."""
 
-    def __init__(self, logits: torch.Tensor, num_choices: int):
+    def __init__(self, logits: torch.Tensor, num_choices: int, reduction: str = "sum"):
         self.logits = logits.reshape(*logits.shape[:-1], -1, num_choices)
-        self.node = NodeCategorical(self.logits)
+        self.node = NodeCategorical(self.logits, reduction)
         super().__init__(logits=self.logits)
 
     def _get_torch_distribution(self, logits: torch.Tensor) -> torch.distributions.Distribution:
@@ -66,7 +67,7 @@ class TorchNodeCategorical(TorchDistribution):
         return self.node.entropy()
 
     def kl(self, other: "TorchNodeCategorical") -> torch.Tensor:
-        return torch.distributions.kl.kl_divergence(self._dist, other._dist).mean(dim=-1)
+        return self.node.reduce(torch.distributions.kl.kl_divergence(self._dist, other._dist))
 
     def rsample(self, *, sample_shape=None):
         raise NotImplementedError("a categorical has no reparameterized sample")
@@ -87,7 +88,8 @@ def _options(model_config: Any) -> dict:
     if dataclasses.is_dataclass(model_config):
         model_config = dataclasses.asdict(model_config)
     model_config = model_config or {}
-    return {key: model_config[key] for key in ("hidden", "layers", "units") if model_config.get(key) is not None}
+    return {key: model_config[key] for key in ("hidden", "layers", "units", "log_prob")
+            if model_config.get(key) is not None}
 
 
 class GraphModule(TorchRLModule, ValueFunctionAPI):
@@ -101,6 +103,7 @@ class GraphModule(TorchRLModule, ValueFunctionAPI):
                 f"GraphModule decides every node at once: it needs a MultiDiscrete action space with one choice "
                 f"count (a goenv placement, scheduling or fusion env in graph mode), got {space}")
         options = _options(self.model_config)
+        reduction = options.pop("log_prob", "sum")
         nodes, decisions = self.observation_space["node_features"].shape[0], len(space.nvec)
         units = options.get("units")
         if (units is None and decisions != nodes) or (units is not None and len(set(units)) != decisions):
@@ -108,7 +111,7 @@ class GraphModule(TorchRLModule, ValueFunctionAPI):
                                   "model_config={'units': wrapper.units.tolist()} for a GroupedPlacement env")
         num_choices = int(space.nvec[0])
         self.net = GraphActorCritic(input_dim(self.observation_space), num_choices, **options)
-        self.action_dist_cls = TorchNodeCategorical.get_partial_dist_cls(num_choices=num_choices)
+        self.action_dist_cls = TorchNodeCategorical.get_partial_dist_cls(num_choices=num_choices, reduction=reduction)
 
     def _forward(self, batch: dict, **kwargs) -> dict:
         logits, value = self.net(batch[Columns.OBS])

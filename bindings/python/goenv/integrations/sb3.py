@@ -50,14 +50,17 @@ __all__ = ["GraphFeaturesExtractor", "GraphPolicy", "MaskableGraphPolicy", "poli
 CURRENT_COLUMN = node_state_names().index("current") - len(node_state_names())
 
 
-def policy_kwargs(env: gymnasium.Env | None = None, hidden: int = 64, layers: int = 2) -> dict:
+def policy_kwargs(env: gymnasium.Env | None = None, hidden: int = 64, layers: int = 2,
+                  log_prob: str = "sum") -> dict:
     """SB3 `policy_kwargs` for goenv's encoder. Graph mode (GraphPolicy, MaskableGraphPolicy):
-    the encoder's size, and the decision units of a GroupedPlacement `env`. Node mode
-    (decision_mode="node" env, SB3's "MultiInputPolicy"): GraphFeaturesExtractor on the
-    current node. Without `env`: graph mode, one decision per node."""
+    the encoder's size, the decision units of a GroupedPlacement `env` and how a placement's
+    log-probability combines its nodes' (`log_prob`: "sum" or "mean", see
+    goenv.integrations.encoder.NodeCategorical). Node mode (decision_mode="node" env, SB3's
+    "MultiInputPolicy"): GraphFeaturesExtractor on the current node. Without `env`: graph
+    mode, one decision per node."""
     options = {"hidden": hidden, "layers": layers}
     if env is None:
-        return {"graph_options": options}
+        return {"graph_options": {**options, "log_prob": log_prob}}
     base = env.unwrapped
     if not isinstance(base, GraphEnv):
         raise InvalidArgument(f"policy_kwargs reads goenv envs, got {type(base).__name__}")
@@ -68,7 +71,7 @@ def policy_kwargs(env: gymnasium.Env | None = None, hidden: int = 64, layers: in
     while isinstance(wrapper, gymnasium.Wrapper) and not isinstance(wrapper, GroupedPlacement):
         wrapper = wrapper.env
     units = wrapper.units.tolist() if isinstance(wrapper, GroupedPlacement) else None
-    return {"graph_options": {**options, "units": units}}
+    return {"graph_options": {**options, "units": units, "log_prob": log_prob}}
 
 
 class GraphFeaturesExtractor(BaseFeaturesExtractor):
@@ -129,12 +132,13 @@ class _Split(torch.nn.Module):
 
 
 class NodeCategoricalDistribution(Distribution):
-    """SB3 face of encoder.NodeCategorical (log_prob and entropy: means over decisions);
+    """SB3 face of encoder.NodeCategorical (log_prob and entropy: sums over decisions);
     apply_masking is sb3-contrib's MaskableDistribution interface."""
 
-    def __init__(self, num_decisions: int, num_choices: int):
+    def __init__(self, num_decisions: int, num_choices: int, reduction: str = "sum"):
         super().__init__()
         self.shape = (num_decisions, num_choices)
+        self.reduction = reduction
         self.node: NodeCategorical | None = None
         self._logits: torch.Tensor | None = None
 
@@ -143,15 +147,15 @@ class NodeCategoricalDistribution(Distribution):
 
     def proba_distribution(self, action_logits: torch.Tensor) -> "NodeCategoricalDistribution":
         self._logits = action_logits.reshape(-1, *self.shape)
-        self.node = NodeCategorical(self._logits)
+        self.node = NodeCategorical(self._logits, self.reduction)
         return self
 
     def apply_masking(self, masks) -> None:
         if masks is None:
-            self.node = NodeCategorical(self._logits)
+            self.node = NodeCategorical(self._logits, self.reduction)
             return
         masks = torch.as_tensor(masks, device=self._logits.device).reshape(self._logits.shape).bool()
-        self.node = NodeCategorical(self._logits.masked_fill(~masks, MASKED_LOGIT))
+        self.node = NodeCategorical(self._logits.masked_fill(~masks, MASKED_LOGIT), self.reduction)
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         return self.node.log_prob(actions)
@@ -186,6 +190,7 @@ class _GraphPolicyMixin:
                 "For decision_mode='node' use 'MultiInputPolicy' with policy_kwargs=goenv.integrations.sb3."
                 "policy_kwargs(env)")
         options = dict(graph_options or {})
+        self.log_prob_reduction = options.pop("log_prob", "sum")
         nodes = observation_space["node_features"].shape[0]
         decisions = len(action_space.nvec)
         units = options.get("units")
@@ -206,7 +211,8 @@ class _GraphPolicyMixin:
     def _build(self, lr_schedule) -> None:
         self._build_mlp_extractor()
         extractor = self.features_extractor
-        self.action_dist = NodeCategoricalDistribution(extractor.num_decisions, extractor.net.num_choices)
+        self.action_dist = NodeCategoricalDistribution(extractor.num_decisions, extractor.net.num_choices,
+                                                       self.log_prob_reduction)
         self.action_net = torch.nn.Identity()
         self.value_net = torch.nn.Identity()  # the value is the trunk's last output
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
@@ -220,7 +226,7 @@ class _GraphPolicyMixin:
         data.pop("features_extractor_kwargs", None)
         options = dict(self.features_extractor_kwargs)
         options.pop("num_choices", None)
-        data["graph_options"] = options
+        data["graph_options"] = {**options, "log_prob": self.log_prob_reduction}
         return data
 
 
