@@ -100,8 +100,9 @@ std::vector<std::vector<std::int64_t>> Agent::act(const ObservationBatch& observ
 EvaluationResult Agent::evaluate(const Env& env, int episodes, bool deterministic) {
   return guarded([&] { return search::evaluate(impl_->model, env, episodes, deterministic); });
 }
-OptimizeResult Agent::optimize(const Env& env, int samples, std::int64_t local_search_budget) {
-  return guarded([&] { return search::optimize(impl_->model, env, samples, local_search_budget); });
+OptimizeResult Agent::optimize(const Env& env, std::int64_t budget, const std::string& start,
+                               std::int64_t local_search_budget, std::int64_t seed) {
+  return guarded([&] { return search::optimize(impl_->model, env, budget, start, local_search_budget, seed); });
 }
 
 ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_t steps, const std::string& teacher,

@@ -131,11 +131,15 @@ struct ImitationMetrics {
 struct OptimizeResult {
   std::string env_id;
   std::vector<std::vector<std::int64_t>> actions;  // per head, (N,) per node: the best decisions
-  double runtime = 0;          // seconds (infinity when no decision was valid)
-  double greedy_runtime = 0;   // the greedy decision's (infinity when invalid)
-  double initial_runtime = 0;
-  std::string source;          // "greedy", "sample", "training" or "local-search"
-  std::int64_t simulator_calls = 0;  // every simulation made, local search included
+  double runtime = 0;          // seconds, never above start_runtime
+  double greedy_runtime = 0;   // the policy's greedy decision's (infinity when invalid)
+  double initial_runtime = 0;  // the compiler default's
+  std::string start;           // what the search started from ("default", "best-heuristic", ...)
+  double start_runtime = 0;
+  std::string source;          // "start", "greedy", "policy", "training" or "local-search"
+  std::int64_t start_calls = 0;      // simulations to find and measure the start
+  std::int64_t simulator_calls = 0;  // every simulation made: start, budget, local search
+  std::vector<double> curve;   // best runtime after each of the budget's calls
 };
 
 // One graph's rollout: copies x steps whole-graph decisions, as plain arrays.
@@ -244,7 +248,8 @@ class Agent {
   // local_search_budget > 0, local search ("local-search" baseline) from the
   // best with that many calls. Never worse than the greedy decision; every
   // simulation it makes is counted.
-  OptimizeResult optimize(const Env& env, int samples, std::int64_t local_search_budget = 0);
+  OptimizeResult optimize(const Env& env, std::int64_t budget, const std::string& start = "",
+                          std::int64_t local_search_budget = 0, std::int64_t seed = -1);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;

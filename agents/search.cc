@@ -9,6 +9,8 @@
 #include "core/hash.h"
 #include "envs/baselines/baseline.h"
 #include "envs/observation.h"
+#include "envs/registry.h"
+#include "envs/start.h"
 #include "envs/vector_env.h"
 
 namespace goenv::agents::search {
@@ -127,44 +129,163 @@ EvaluationResult evaluate(Model& model, const Env& prototype, int episodes, bool
   return result;
 }
 
-OptimizeResult optimize(Model& model, const Env& prototype, int samples, std::int64_t local_search_budget) {
-  GOENV_CHECK(samples >= 1, InvalidArgument, "samples must be >= 1, got " << samples);
+namespace {
+
+// The env's decisions in force as its actions (per head, (N,) values).
+std::vector<std::vector<std::int64_t>> decisions_of(const Env& env) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (Head h : env.heads()) {
+    if (h == Head::kPlacement) out.emplace_back(env.placement().begin(), env.placement().end());
+    if (h == Head::kFusion) out.emplace_back(env.fusion().begin(), env.fusion().end());
+    if (h == Head::kPriority) {
+      out.emplace_back();
+      for (double p : env.priority()) out.back().push_back(static_cast<std::int64_t>(p));
+    }
+  }
+  return out;
+}
+
+// The env's actions (per head, (N,) values) as decisions for its heads.
+Solution solution_of(const Env& env, const std::vector<std::vector<std::int64_t>>& actions) {
+  Solution s;
+  for (std::size_t h = 0; h < env.heads().size(); ++h) {
+    const auto& a = actions[h];
+    switch (env.heads()[h]) {
+      case Head::kPlacement: s.placement.assign(a.begin(), a.end()); break;
+      case Head::kPriority: s.priority.assign(a.begin(), a.end()); break;
+      case Head::kFusion: s.fusion.assign(a.begin(), a.end()); break;
+    }
+  }
+  return s;
+}
+
+// Proposal k from the policy's masked logits of the best decisions' observation
+// (per head (1, U, C)) and those decisions per unit (per head (1, U)):
+//  * k = 0: the policy's greedy decision, as one-shot GO would take it;
+//  * every 8th: a whole decision sampled from the policy;
+//  * otherwise a move: 1, 2, 4 or 8 units of one head (joint: the heads in
+//    turn), drawn with weight 1 - p(their current choice) (the units the
+//    policy most wants to change), each to a choice sampled from the policy
+//    among the others (GiPH and Placeto relocate; REGAL lets a policy guide
+//    a search's moves).
+std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
+                                   std::int64_t k, torch::Generator& generator) {
+  std::vector<torch::Tensor> out;
+  if (k == 0 || k % 8 == 7) {
+    for (const auto& l : logits) out.push_back(sample_actions(l, k == 0, generator).to(torch::kCPU));
+    return out;
+  }
+  for (const auto& b : best) out.push_back(b.clone());
+  const std::size_t head = static_cast<std::size_t>(k) % logits.size();
+  const torch::Tensor p = torch::softmax(logits[head][0].to(torch::kCPU).to(torch::kFloat64), -1);  // (U, C)
+  const torch::Tensor current = out[head][0];                                                          // (U,)
+  const std::int64_t units = p.size(0), moves = std::min<std::int64_t>(units, std::int64_t{1} << ((k - 1) % 4));
+  // Gumbel top-m over log(1 - p(current)): units without another allowed choice weigh 0.
+  const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
+  const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
+  const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0)) - torch::log(-torch::log(uniform));
+  const torch::Tensor chosen = std::get<1>(key.topk(moves));
+  auto values = current.accessor<std::int64_t, 1>();
+  for (std::int64_t i = 0; i < moves; ++i) {
+    const std::int64_t u = chosen[i].item<std::int64_t>();
+    torch::Tensor other = p[u].clone();
+    other[values[u]] = 0.0;
+    if (!(other.sum().item<double>() > 1e-12)) continue;  // nowhere else to go
+    values[u] = torch::multinomial(other, 1, false, generator).item<std::int64_t>();
+  }
+  return out;
+}
+
+}  // namespace
+
+OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
+                        std::int64_t local_search_budget, std::int64_t seed_of_run) {
+  GOENV_CHECK(budget >= 1 && budget <= std::numeric_limits<int>::max(), InvalidArgument,
+              "budget must be in [1, " << std::numeric_limits<int>::max() << "] simulator calls, got " << budget);
   GOENV_CHECK(local_search_budget >= 0, InvalidArgument, "local_search_budget must be >= 0, got " << local_search_budget);
   model.check_env(prototype);
   const ThreadScope threads(model.config.num_threads);
-  std::unique_ptr<Env> env = copy_env(prototype);
-  const GraphTensors graph = model.tensors_of(*env);
-  constexpr double inf = std::numeric_limits<double>::infinity();
+  // An improvement episode of `budget` steps on a copy, read at the policy's observation version.
+  EnvConfig config = prototype.config();
+  config.observation_version = kPolicyObservationVersion;
+  config.horizon = static_cast<int>(budget);
+  config.start.clear();
+  std::unique_ptr<Env> env = make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), config);
   OptimizeResult result;
   result.env_id = prototype.id();
-  result.runtime = result.greedy_runtime = inf;
-  torch::NoGradGuard no_grad;
-  std::vector<std::vector<std::int64_t>> decided;
+  Solution from = prototype.has_start() ? prototype.start() : env->initial_decisions();
+  if (!start.empty()) from = start_decisions(*env, start, &result.start_calls);
+  result.start = start.empty() ? (prototype.config().start.empty() ? "default" : prototype.config().start) : start;
   const std::uint64_t seed = reset_seed(model.config, 0, kEvaluation, 0);
-  ForwardCache cache;  // one-shot samples all start from the reset observation: one forward
-  for (int i = 0; i < samples; ++i) {
-    const StepResult r = run_episode(model, *env, graph, episode_seed(seed, i), i == 0, decided,
-                                     result.simulator_calls, nullptr, &cache);
-    result.initial_runtime = r.info.initial_runtime;
-    const bool valid = !(r.info.oom || r.info.invalid);
-    if (i == 0) result.greedy_runtime = valid ? r.info.runtime : inf;
-    if (i == 0 || (valid && r.info.runtime < result.runtime)) {
-      result.runtime = valid ? r.info.runtime : inf;
-      result.actions = decided;
-      result.source = i == 0 ? "greedy" : "sample";
+  StepInfo info;
+  DynamicObservation best_obs = env->reset(seed, &info, &from);  // checks the start: infeasible -> InvalidArgument
+  ++result.start_calls;
+  result.initial_runtime = info.initial_runtime;
+  result.start_runtime = result.runtime = info.runtime;
+  result.greedy_runtime = std::numeric_limits<double>::infinity();
+  result.source = "start";
+  // The best decisions training found on this graph (a kept teacher, measured then) start the
+  // search instead when they are better: measuring them here is one more start call.
+  const std::uint64_t key = env_key(*env);
+  if (model.teacher_of(key) != nullptr) imitation::verify_teacher(model, *env, key);
+  if (const TeacherEntry* kept = model.teacher_of(key); kept != nullptr && kept->teacher.runtime < result.runtime) {
+    const Solution trained = solution_of(*env, kept->teacher.actions);
+    StepInfo kept_info;
+    DynamicObservation kept_obs = env->reset(seed, &kept_info, &trained);
+    ++result.start_calls;
+    if (kept_info.runtime < result.runtime) {
+      result.runtime = kept_info.runtime;
+      best_obs = std::move(kept_obs);
+      result.source = "training";
+    } else {
+      env->reset(seed, &info, &from);  // back to the named start (measured again: charged)
+      ++result.start_calls;
     }
   }
-  // The best decisions training found on this graph (a kept teacher) were simulated then.
-  imitation::verify_teacher(model, *env, env_key(*env));
-  if (const auto it = model.teachers.find(env_key(*env));
-      it != model.teachers.end() && it->second.teacher.runtime < result.runtime) {
-    result.runtime = it->second.teacher.runtime;
-    result.actions = it->second.teacher.actions;
-    result.source = "training";
+  result.actions = decisions_of(*env);
+
+  const GraphTensors graph = model.tensors_of(*env);
+  const ObservationDims dims = model.dims_of(graph);
+  const int n = static_cast<int>(graph.num_nodes);
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> logits, best_units;
+  bool stale = true;  // the logits and units belong to an older best
+  torch::Generator own;
+  if (seed_of_run >= 0)
+    own = at::detail::createCPUGenerator(
+        splitmix64(splitmix64(static_cast<std::uint64_t>(model.config.seed)) ^ static_cast<std::uint64_t>(seed_of_run)));
+  torch::Generator& generator = seed_of_run >= 0 ? own : model.sampling;
+  for (std::int64_t k = 0; k < budget; ++k) {
+    if (stale) {
+      logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
+      Teacher as_units;
+      as_units.actions = result.actions;
+      best_units.clear();
+      for (const auto& t : imitation::targets(graph, model.spec, as_units, torch::kCPU)) best_units.push_back(t);
+      stale = false;
+    }
+    std::vector<std::vector<std::int64_t>> actions;
+    const std::vector<torch::Tensor> units = propose(logits, best_units, k, generator);
+    for (std::size_t h = 0; h < units.size(); ++h) {
+      const torch::Tensor a = model.env_actions(graph, h, units[h]);
+      actions.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+    }
+    StepResult r = step_actions(*env, actions);
+    ++result.simulator_calls;
+    const bool valid = !(r.info.oom || r.info.invalid);
+    if (k == 0) result.greedy_runtime = valid ? r.info.runtime : std::numeric_limits<double>::infinity();
+    if (valid && r.info.runtime < result.runtime) {
+      result.runtime = r.info.runtime;
+      result.actions = decisions_of(*env);  // as adopted (colocation "follow" applied)
+      result.source = k == 0 ? "greedy" : "policy";
+      best_obs = std::move(r.observation);
+      stale = true;
+    }
+    result.curve.push_back(result.runtime);
   }
-  if (local_search_budget > 0 && std::isfinite(result.runtime)) {
-    // The best decisions become the env's current ones: local search starts from them.
-    env->reset(episode_seed(seed, samples));
+  if (local_search_budget > 0) {
+    // Local search from the best: its decisions become the env's current ones.
+    env->reset(episode_seed(seed, 1));
     step_actions(*env, result.actions);
     ++result.simulator_calls;
     const BaselineResult searched =
@@ -172,7 +293,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, int samples, std::in
     result.simulator_calls += searched.simulator_calls;
     if (!searched.oom && !searched.invalid && searched.runtime < result.runtime) {
       auto actions = solution_actions(*env, searched.decisions);  // measured as the env steps them
-      env->reset(episode_seed(seed, samples + 1));
+      env->reset(episode_seed(seed, 2));
       const StepResult r = step_actions(*env, actions);
       ++result.simulator_calls;
       if (!(r.info.oom || r.info.invalid) && r.info.runtime < result.runtime) {
@@ -182,6 +303,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, int samples, std::in
       }
     }
   }
+  result.simulator_calls += result.start_calls;
   return result;
 }
 

@@ -1,7 +1,8 @@
 // Using the policy: act on raw observations, evaluate episodes, and search
-// for a graph's best decisions (optimize: greedy and sampled decisions, the
-// best training found, then local search from the best). Every simulation a
-// search makes is counted.
+// for a graph's best decisions (optimize: an improvement episode from a start,
+// the policy proposing the greedy decision, moves of the units it most wants to
+// change and whole samples; optionally local search from the best). Every
+// simulation a search makes is counted.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,14 @@ class Actor {
 };
 
 EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deterministic);
-OptimizeResult optimize(Model& model, const Env& env, int samples, std::int64_t local_search_budget);
+// Policy-guided search (DESIGN §4): exactly `budget` simulator calls on the
+// policy's proposals from `start` ("" = the env's own start; "default" or a
+// baseline's name), keeping the best; never worse than the start. Every call
+// is reported, the start's too (result.start_calls).
+// `seed` >= 0: proposals drawn from their own generator (config.seed, seed):
+// reproducible runs that leave the agent's sampling generator alone; -1: the
+// agent's generator.
+OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const std::string& start,
+                        std::int64_t local_search_budget, std::int64_t seed = -1);
 
 }  // namespace goenv::agents::search

@@ -18,8 +18,9 @@ inline constexpr std::int64_t kStartBudget = 1000;
 // quantized to the env's levels), solved from the initial decisions whatever
 // episode the env is in. NotFound for an unknown name (the message lists the
 // baselines of the env's task); InvalidArgument when the baseline's decisions
-// are infeasible. Deterministic.
-Solution start_decisions(Env& env, const std::string& name);
+// are infeasible. Deterministic. `simulator_calls` (if given) receives the
+// calls the baseline made plus the one that measured its decisions (0 for "default").
+Solution start_decisions(Env& env, const std::string& name, std::int64_t* simulator_calls = nullptr);
 
 // make_env's last step: set_start(start_decisions(config.start)) when the
 // config names a start other than the default.

@@ -3,6 +3,7 @@
     python examples/go_results.py per-graph    # GO per graph vs the heuristics and local search
     python examples/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
     python examples/go_results.py joint        # one joint policy vs the three tasks one after another
+    python examples/go_results.py search       # the honest protocol: searches at equal budget, 3 seeds
     python examples/go_results.py readme       # tables + figures from the saved results into README.md
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
@@ -89,7 +90,7 @@ def go_run(env, budget: int, args, polish: bool = False, **options):
             calls += history[-1]["step"]
         if polish and polished is None:
             seconds -= time.perf_counter()
-            result = agent.optimize(env, samples=1, local_search_budget=max(8, budget - calls - 1))
+            result = agent.optimize(env, budget=1, local_search_budget=max(8, budget - calls - 1))
             polished = result["runtime"] * 1e3
             seconds += time.perf_counter()
     return agent, curve, time.perf_counter() - start - seconds, polished
@@ -106,20 +107,30 @@ def local_search(env, budget: int, seed: int) -> tuple[float, float]:
     return result["runtime"] * 1e3, time.perf_counter() - start
 
 
+def suite_envs(args, done: dict):
+    """(label, reset placement env) of the go-placement graphs --graphs selects, in suite order,
+    without those already `done` when --resume."""
+    for entry in goenv.datasets.suite("go-placement"):
+        name = label(entry)
+        if (args.graphs and name not in args.graphs and entry.graph not in args.graphs) or \
+                (args.resume and name in done):
+            continue
+        env = entry.make("placement")
+        env.reset(seed=0)
+        yield name, env
+
+
+def suite_order() -> list[str]:
+    return [label(e) for e in goenv.datasets.suite("go-placement")]
+
+
 # -- part 1: GO per graph -------------------------------------------------------------------------
 
 def per_graph(args) -> None:
     path = ROOT / args.out / "go_per_graph.json"
     rows = {row["label"]: row for row in (read_json(path) or [])}
-    suite = goenv.datasets.suite("go-placement")
-    order = [label(e) for e in suite]
-    for entry in suite:
-        name = label(entry)
-        if (args.graphs and name not in args.graphs and entry.graph not in args.graphs) or \
-                (args.resume and name in rows):
-            continue
-        env = entry.make("placement")
-        env.reset(seed=0)
+    order = suite_order()
+    for name, env in suite_envs(args, rows):
         n = env.unwrapped.graph.num_nodes
         budget = budget_for(n, args)
         row = {"label": name, "nodes": n, "devices": env.unwrapped.cluster.num_devices, "budget": budget,
@@ -136,7 +147,7 @@ def per_graph(args) -> None:
         row["go_seconds"], row["go_curve"] = seconds, curve
         row["go"] = curve[-1][1]
         row["teacher"] = curve[0][1]
-        row["go_greedy"] = agent.optimize(env, samples=1)["greedy_runtime"] * 1e3
+        row["go_greedy"] = agent.optimize(env, budget=1)["greedy_runtime"] * 1e3
         row["go_calls_to_local_search"] = calls_to_reach(curve, row["local_search"])
         # Equal wall time: local search gets the calls that fit in GO's seconds.
         per_call = ls_seconds / budget
@@ -166,26 +177,124 @@ def transfer(args) -> None:
         env = entry.make("placement")
         env.reset(seed=0)
         devices = entry.num_devices
+
+        def placer():
+            return goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
+                                                                                             num_devices=devices)
         best_heuristic = goenv.baselines.solve(env, "best-heuristic", seed=args.seed)["runtime"] * 1e3
-        agent = goenv.agents.pretrained("go-placement", num_devices=devices)
-        greedy = agent.optimize(env, samples=1)
-        sampled = agent.optimize(env, samples=args.zero_shot_samples)
+        agent = placer()
+        greedy = agent.optimize(env, budget=1)
+        # Zero-shot: policy-guided search from the best heuristic, one run per seed.
+        searched = summary([agent.optimize(env, budget=args.zero_shot_samples, start="best-heuristic",
+                                           seed=seed)["runtime"] * 1e3 for seed in args.seeds])
         start = time.perf_counter()
-        tuned = goenv.agents.pretrained("go-placement", num_devices=devices)
+        tuned = placer()
         tuned.imitate(env, steps=args.finetune_imitation_steps, progress=False)
         calls = tuned.teacher(env)["simulator_calls"]
         tuned.train(env, (args.finetune_steps - calls) // args.envs_per_graph * args.envs_per_graph or
                     args.envs_per_graph, progress=args.progress)
-        finetuned = tuned.optimize(env, samples=1)["runtime"] * 1e3
+        finetuned = tuned.optimize(env, budget=1)["runtime"] * 1e3
         kept[label(entry)] = {"label": label(entry), "nodes": env.unwrapped.graph.num_nodes, "devices": devices,
                      "default": env.unwrapped.core.initial_runtime * 1e3, "best_heuristic": best_heuristic,
-                     "zero_shot_greedy": greedy["runtime"] * 1e3, "zero_shot_samples": args.zero_shot_samples,
-                     "zero_shot": sampled["runtime"] * 1e3, "finetune_steps": args.finetune_steps,
+                     "zero_shot_greedy": greedy["greedy_runtime"] * 1e3, "zero_shot_samples": args.zero_shot_samples,
+                     "zero_shot": searched["median"], "zero_shot_runs": searched,
+                     "placer": args.agent or "pretrained", "finetune_steps": args.finetune_steps,
                      "finetuned": finetuned, "finetune_seconds": time.perf_counter() - start}
         write_json(path, sorted(kept.values(), key=lambda row: order.index(row["label"])))
         r = kept[label(entry)]
-        print(f"{r['label']}: best heuristic {best_heuristic:.2f}, zero-shot {r['zero_shot']:.2f} ms "
+        print(f"{r['label']}: best heuristic {best_heuristic:.2f}, zero-shot search {r['zero_shot']:.2f} ms "
               f"(greedy {r['zero_shot_greedy']:.2f}), fine-tuned {r['finetuned']:.2f}", flush=True)
+
+
+# -- part 4: searches at equal budget, several seeds ----------------------------------------------
+
+SEARCHES = ("go-search", "local-search", "genetic")
+WIN, TIE = 0.01, 0.005  # a win: a median better by more than 1%; within 0.5%: a tie
+
+
+def git_commit() -> dict:
+    """The commit the results are made at, and whether the code differed from it (tracked
+    files outside docs/, where results and figures are written)."""
+    import subprocess
+
+    def git(*command):
+        done = subprocess.run(["git", *command], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
+
+
+def summary(values: list[float]) -> dict:
+    return {"median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values)),
+            "runs": [float(v) for v in values]}
+
+
+def verdict(ours: float, theirs: float) -> str:
+    """win / tie / loss of a median against another, by the protocol's thresholds."""
+    if ours < theirs * (1 - WIN):
+        return "win"
+    if ours > theirs * (1 + TIE):
+        return "loss"
+    return "tie" if abs(ours / theirs - 1) <= TIE else "within noise"
+
+
+def search_one(env, method: str, budget: int, seed: int, agent) -> dict:
+    """One seeded run of a search from the best heuristic: runtime (ms), calls, seconds, curve."""
+    start = time.perf_counter()
+    if method == "go-search":
+        result = agent.optimize(env, budget=budget, start="best-heuristic", seed=seed)
+        calls, curve = result["simulator_calls"] - result["start_calls"], result["curve"]
+    else:  # the baselines start from the env's current decisions: the best heuristic's
+        env.reset(seed=0, options={"start": "best-heuristic"})
+        result = goenv.baselines.solve(env, method, budget=budget, seed=seed)
+        calls, curve = result["simulator_calls"], result["curve"]
+    return {"runtime": result["runtime"] * 1e3, "calls": int(calls), "seconds": time.perf_counter() - start,
+            "curve": [float(x) * 1e3 for x in curve]}
+
+
+def searches(args) -> None:
+    """Every search at the same budget and start (the best heuristic), --seeds seeds each: median
+    and range; GO search's calls to reach local search's result at --reference-calls; local search
+    at GO search's wall time. The results file records the commit it was made at."""
+    path = ROOT / args.out / "go_search.json"
+    made_at = git_commit()  # the code this run uses: taken once, at its start
+    saved = read_json(path) or {}
+    rows = {row["label"]: row for row in saved.get("rows", [])}
+    order = suite_order()
+    for name, env in suite_envs(args, rows):
+        devices = env.unwrapped.cluster.num_devices
+        agent = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
+                                                                                          num_devices=devices)
+        budget = min(args.search_budget, budget_for(env.unwrapped.graph.num_nodes, args))
+        best = goenv.baselines.solve(env, "best-heuristic")
+        row = {"label": name, "nodes": env.unwrapped.graph.num_nodes, "devices": devices, "budget": budget,
+               "default": env.unwrapped.core.initial_runtime * 1e3, "best_heuristic": best["runtime"] * 1e3,
+               "lower_bound": goenv.baselines.lower_bound(env) * 1e3, "seeds": list(args.seeds)}
+        runs = {m: [search_one(env, m, budget, seed, agent) for seed in args.seeds] for m in SEARCHES}
+        for m, results in runs.items():
+            row[m] = summary([r["runtime"] for r in results])
+            row[m + "_seconds"] = summary([r["seconds"] for r in results])
+        row["go-search_curve"] = runs["go-search"][0]["curve"]
+        # Equal wall time: local search with the calls that fit in GO search's seconds (per seed).
+        per_call = np.median([r["seconds"] / max(1, r["calls"]) for r in runs["local-search"]])
+        row["local_search_wall_budget"] = int(min(args.max_wall_calls,
+                                                  max(budget, row["go-search_seconds"]["median"] / per_call)))
+        row["local-search_wall"] = summary([search_one(env, "local-search", row["local_search_wall_budget"], seed,
+                                                       agent)["runtime"] for seed in args.seeds])
+        if args.reference_calls:
+            reference = search_one(env, "local-search", args.reference_calls, args.seeds[0], agent)["runtime"]
+            row["reference_calls"], row["local_search_reference"] = args.reference_calls, reference
+            row["go_calls_to_reference"] = next((k + 1 for k, ms in enumerate(row["go-search_curve"])
+                                                 if ms <= reference * (1 + 1e-9)), None)
+        rows[name] = row
+        write_json(path, {**made_at, "protocol": {"win": WIN, "tie": TIE, "start": "best-heuristic"},
+                          "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
+        others = min(row["local-search"]["median"], row["genetic"]["median"])
+        print(f"{name}: budget {budget}, best heuristic {row['best_heuristic']:.2f} ms; GO search "
+              f"{row['go-search']['median']:.2f} [{row['go-search']['min']:.2f}-{row['go-search']['max']:.2f}], "
+              f"local search {row['local-search']['median']:.2f}, genetic {row['genetic']['median']:.2f}: "
+              f"{verdict(row['go-search']['median'], others)}", flush=True)
 
 
 # -- part 3: joint vs sequential ------------------------------------------------------------------
@@ -209,7 +318,7 @@ def joint(args) -> None:
                      "priority": decisions["priority"].astype(np.float64) if "priority" in decisions else None}
             env = goenv.make(f"{task}-{graph}", **{k: v for k, v in given.items() if v is not None})
             agent, _, _, _ = go_run(env, stage, args)
-            decisions.update(agent.optimize(env, samples=1)["decisions"])
+            decisions.update(agent.optimize(env, budget=1)["decisions"])
         reference.reset(seed=0)
         info = reference.step(decisions)[4]
         row["sequential"] = info["runtime"] * 1e3 if not (info["oom"] or info["invalid"]) else float("inf")
@@ -234,7 +343,10 @@ def readme(args) -> None:
     per = read_json(out / "go_per_graph.json") or []
     tra = read_json(out / "go_transfer.json") or []
     joi = read_json(out / "go_joint.json") or []
+    sea = read_json(out / "go_search.json") or {}
     parts = []
+    if sea.get("rows"):
+        parts.append(search_table(sea))
     if per:
         rows, wins, wins_ls, wins_wall = [], 0, 0, 0
         for r in per:
@@ -269,21 +381,28 @@ def readme(args) -> None:
             gap = r["finetuned"] / trained - 1 if trained else None
             if gap is not None:
                 gaps.append(gap)
+            runs = r.get("zero_shot_runs")
+            zero_shot = fmt(r["zero_shot"]) + (f" [{fmt(runs['min'])}–{fmt(runs['max'])}]" if runs else "")
             rows.append([f"`{r['label']}`", str(r["devices"]), fmt(r["default"]), fmt(r["best_heuristic"]),
-                         fmt(r["zero_shot_greedy"]), fmt(r["zero_shot"]), fmt(r["finetuned"]), fmt(trained),
+                         fmt(r["zero_shot_greedy"]), zero_shot, fmt(r["finetuned"]), fmt(trained),
                          "—" if gap is None else f"{gap:+.1%}"])
+        searched = "zero_shot_runs" in tra[0]
         parts.append("\n" + markdown_table(
             ["held-out graph", "devices", "default", "best heuristic", "zero-shot (greedy)",
-             f"zero-shot (best of {tra[0]['zero_shot_samples']})",
+             (f"zero-shot ({tra[0]['zero_shot_samples']}-call search from the best heuristic, median [range])"
+              if searched else f"zero-shot (best of {tra[0]['zero_shot_samples']})"),
              f"fine-tuned ({tra[0]['finetune_steps']} sim. calls)", "per-graph GO", "fine-tuned vs per-graph"], rows))
         beat_greedy = sum(r["zero_shot_greedy"] < r["best_heuristic"] * (1 - 1e-9) for r in tra)
-        beat = sum(r["zero_shot"] < r["best_heuristic"] * (1 - 1e-9) for r in tra)
+        beat = sum(r["zero_shot"] < r["best_heuristic"] * (1 - WIN) for r in tra)
         within = sum(g <= 0.02 for g in gaps)
-        parts.append(f"\nThe shipped placer (`goenv.agents.pretrained(\"go-placement\", num_devices=...)`) "
-                     f"zero-shot beats the best heuristic on **{beat_greedy} of {len(tra)}** held-out graphs with "
-                     f"one greedy decision and on **{beat} of {len(tra)}** with the best of "
-                     f"{tra[0]['zero_shot_samples']}; fine-tuned for {tra[0]['finetune_steps']} simulator calls "
-                     f"it is within 2% of per-graph GO on **{within} of {len(gaps)}**.")
+        how = (f"{tra[0]['zero_shot_samples']} calls of policy-guided search from the best heuristic "
+               f"(median of {len(tra[0]['zero_shot_runs']['runs'])} seeds; never worse than the start by "
+               f"construction)" if searched else f"the best of {tra[0]['zero_shot_samples']}")
+        parts.append(f"\nThe shipped placer (`goenv.agents.pretrained(\"go-placement\")`) zero-shot beats the best "
+                     f"heuristic on **{beat_greedy} of {len(tra)}** held-out graphs with one greedy decision and "
+                     f"by more than {WIN:.0%} on **{beat} of {len(tra)}** with {how}; fine-tuned for "
+                     f"{tra[0]['finetune_steps']} simulator calls it is within 2% of per-graph GO on "
+                     f"**{within} of {len(gaps)}**.")
     if joi:
         rows = [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), fmt(r["sequential"]),
                  f"**{fmt(r['joint'])}**" if r["joint"] < r["sequential"] else fmt(r["joint"])] for r in joi]
@@ -297,6 +416,37 @@ def readme(args) -> None:
     tmp = readme_path.with_suffix(".md.tmp")
     tmp.write_text(text)
     tmp.replace(readme_path)
+
+
+def search_table(results: dict) -> str:
+    """The equal-budget search table: median [range] over seeds, with the verdicts."""
+    from readme_tables import markdown_table
+
+    def cell(s: dict) -> str:
+        return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"
+
+    rows, verdicts = [], []
+    for r in results["rows"]:
+        others = min(r["local-search"]["median"], r["genetic"]["median"])
+        v = verdict(r["go-search"]["median"], others)
+        verdicts.append(v)
+        reach = r.get("go_calls_to_reference")
+        rows.append([f"`{r['label']}`", str(r["devices"]), f"{r['budget']:,}", fmt(r["default"]),
+                     fmt(r["best_heuristic"]), cell(r["go-search"]), cell(r["local-search"]), cell(r["genetic"]), v,
+                     f"{cell(r['local-search_wall'])} ({r['local_search_wall_budget']:,} calls)",
+                     "—" if "reference_calls" not in r else
+                     (f"{reach:,}" if reach else f"not within {r['budget']:,}")])
+    seeds = len(results["rows"][0]["seeds"])
+    commit = (results.get("commit") or "unknown")[:10] + (" (uncommitted changes)" if results.get("dirty") else "")
+    table = markdown_table(["graph", "devices", "budget (calls)", "default", "best heuristic",
+                            "GO search", "local search", "genetic", "GO search vs the better search",
+                            "local search at GO search's wall time", "GO calls to local search's reference"], rows)
+    counts = {k: verdicts.count(k) for k in ("win", "tie", "within noise", "loss")}
+    return (table + f"\n\nMedian [range] over {seeds} seeds, ms; every search starts from the best heuristic and "
+            f"spends the same simulator calls. A win is a median better than the better of local search and "
+            f"genetic by more than {WIN:.0%}, a tie within {TIE:.1%}: GO search wins {counts['win']}, ties "
+            f"{counts['tie']}, is within noise on {counts['within noise']} and loses {counts['loss']} of "
+            f"{len(verdicts)}. Made at commit `{commit}` by `python examples/go_results.py search readme`.\n")
 
 
 def plot_curves(rows: list[dict], path: Path) -> None:
@@ -329,7 +479,7 @@ def plot_curves(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("parts", nargs="+", choices=["per-graph", "transfer", "joint", "readme"])
+    parser.add_argument("parts", nargs="+", choices=["per-graph", "transfer", "joint", "search", "readme"])
     parser.add_argument("--out", default="docs/results", help="results folder, relative to the repository")
     parser.add_argument("--graphs", nargs="*", default=[], help="only these graph families or labels")
     parser.add_argument("--budget", type=int, default=1024, help="simulator calls per graph")
@@ -347,13 +497,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-imitation-steps", type=int, default=50)
     parser.add_argument("--joint-graphs", nargs="*", default=["transformer-xl-2", "wavenet-2", "inception"])
     parser.add_argument("--joint-budget", type=int, default=1536)
-    parser.add_argument("--resume", action="store_true", help="per-graph: skip graphs already in the results")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="search: seeds per method")
+    parser.add_argument("--search-budget", type=int, default=1024, help="search: simulator calls per method")
+    parser.add_argument("--reference-calls", type=int, default=0,
+                        help="search: local search's reference budget (the paper's 200,000; 0 = skip)")
+    parser.add_argument("--agent", default=None, help="search: a checkpoint (default: the shipped placer)")
+    parser.add_argument("--resume", action="store_true", help="per-graph, search: skip graphs already in the results")
     parser.add_argument("--progress", action="store_true", help="progress bars")
     parser.add_argument("--readme", default="README.md", help="readme: the file whose go-results section is rewritten")
     parser.add_argument("--figure", default="docs/go_training_curves.png", help="readme: where the curves go")
     args = parser.parse_args(argv)
     for part in args.parts:
-        {"per-graph": per_graph, "transfer": transfer, "joint": joint, "readme": readme}[part](args)
+        {"per-graph": per_graph, "transfer": transfer, "joint": joint, "search": searches, "readme": readme}[part](args)
 
 
 if __name__ == "__main__":

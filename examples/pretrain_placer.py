@@ -2,6 +2,12 @@
 
     python examples/pretrain_placer.py                  # 2, 4 and 8 devices (about 40 min on 2 cores)
     python examples/pretrain_placer.py --devices 2 --imitation-steps 50 --ppo-steps 256   # a quick look
+    python examples/pretrain_placer.py --any-cluster     # one "pairs" policy for every cluster
+
+--any-cluster trains one GO policy with device_head="pairs" (it scores (unit, device)
+pairs, so its weights serve any device count) on every training graph on each of
+--clusters at once, and writes go-placement.agent: the checkpoint
+goenv.agents.pretrained("go-placement") prefers, whatever num_devices.
 
 For each device count, one GO policy learns on the transfer suite's training graphs
 (goenv.datasets.suite("transfer")["train"], on <devices>xgpu-nvlink, graphs up to
@@ -39,19 +45,33 @@ def training_envs(devices: int, max_nodes: int) -> list:
     return envs
 
 
-def pretrain(devices: int, args) -> dict:
-    envs = training_envs(devices, args.max_nodes)
+def training_envs_on(clusters: list[str], max_nodes: int) -> list:
+    """Every training graph on every cluster (2 to 8 devices, mixed kinds): one distribution."""
+    envs = []
+    for entry in goenv.datasets.suite("transfer")["train"]:
+        for cluster in clusters:
+            env = goenv.make(entry.env_id("placement"), cluster=cluster, **entry.params)
+            if env.unwrapped.graph.num_nodes <= max_nodes:
+                envs.append(env)
+    return envs
+
+
+def pretrain(devices: int | str, args) -> dict:
+    pairs = devices == "any"
+    envs = training_envs_on(args.clusters, args.max_nodes) if pairs else training_envs(devices, args.max_nodes)
     agent = goenv.agents.GO(seed=args.seed, learning_rate=args.learning_rate, envs_per_graph=args.envs_per_graph,
-                            graphs_per_update=args.graphs_per_step, num_threads=args.threads)
+                            graphs_per_update=args.graphs_per_step, num_threads=args.threads,
+                            device_head="pairs" if pairs else "absolute")
     start = time.perf_counter()
     imitation = agent.imitate(envs, steps=args.imitation_steps, progress=args.progress)
     imitation_seconds = time.perf_counter() - start
     ppo = agent.train(envs, args.ppo_steps, progress=args.progress)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"go-placement-{devices}dev.agent"
+    path = out / ("go-placement.agent" if pairs else f"go-placement-{devices}dev.agent")
     agent.save(path)
-    summary = {"devices": devices, "graphs": len(envs), "imitation_steps": args.imitation_steps,
+    summary = {"devices": devices, "clusters": args.clusters if pairs else [f"{devices}xgpu-nvlink"],
+               "graphs": len(envs), "imitation_steps": args.imitation_steps,
                "ppo_steps": args.ppo_steps, "imitation_seconds": imitation_seconds,
                "seconds": time.perf_counter() - start, "bytes": path.stat().st_size,
                "imitation": [[m["step"], m["loss"], m["accuracy"]] for m in imitation],
@@ -74,10 +94,11 @@ def plot(summaries: list[dict], path: Path) -> None:
         # Each step sees other graphs (round robin): average over one pass through all of them.
         window = max(1, min(len(accuracy), -(-s["graphs"] // 8)))
         smooth = np.convolve(accuracy, np.ones(window) / window, mode="valid")
-        left.plot(steps[window - 1:], smooth, label=f"{s['devices']} devices ({s['graphs']} graphs)")
+        name = "any cluster" if s["devices"] == "any" else f"{s['devices']} devices"
+        left.plot(steps[window - 1:], smooth, label=f"{name} ({s['graphs']} graphs)")
         if s["ppo"]:
             steps, mean, _ = zip(*s["ppo"])
-            right.plot(steps, mean, label=f"{s['devices']} devices")
+            right.plot(steps, mean, label=name)
     left.set(title="imitation of the best heuristic", xlabel="Adam steps",
              ylabel="decisions equal to the teacher's\n(mean over one pass of the graphs)")
     right.set(title="PPO fine-tuning (sampled decisions)", xlabel="env steps",
@@ -93,6 +114,8 @@ def plot(summaries: list[dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--any-cluster", action="store_true", help="one pairs policy on --clusters (not --devices)")
+    parser.add_argument("--clusters", nargs="+", default=["2xgpu-nvlink", "4xgpu-nvlink", "8xgpu-pcie", "cpu+2xgpu"])
     parser.add_argument("--max-nodes", type=int, default=2500, help="largest training graph")
     parser.add_argument("--imitation-steps", type=int, default=300)
     parser.add_argument("--ppo-steps", type=int, default=2048)
@@ -107,15 +130,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--figure", default="docs/pretrained_placer.png")
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the summary")
     args = parser.parse_args(argv)
-    summaries = [] if args.plot_only else [pretrain(d, args) for d in args.devices]
+    runs = ["any"] if args.any_cluster else args.devices
+    summaries = [] if args.plot_only else [pretrain(d, args) for d in runs]
     summary_path = ROOT / args.summary
     previous = json.loads(summary_path.read_text()) if summary_path.exists() else []
-    merged = {s["devices"]: s for s in previous} | {s["devices"]: s for s in summaries}
+    merged = {str(s["devices"]): s for s in previous} | {str(s["devices"]): s for s in summaries}
+    ordered = sorted(merged.values(), key=lambda s: (isinstance(s["devices"], str), str(s["devices"])))
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = summary_path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(sorted(merged.values(), key=lambda s: s["devices"]), indent=1))
+    tmp.write_text(json.dumps(ordered, indent=1))
     tmp.replace(summary_path)
-    plot(sorted(merged.values(), key=lambda s: s["devices"]), ROOT / args.figure)
+    plot(ordered, ROOT / args.figure)
 
 
 if __name__ == "__main__":

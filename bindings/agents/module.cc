@@ -420,12 +420,13 @@ PYBIND11_MODULE(_agents, m) {
         d["decisions"] = decisions_dict(e->heads(), t->actions);
         return d;
       }, py::arg("env"))
-      .def("optimize", [](agents::Agent& a, py::handle env, int samples, std::int64_t local_search_budget) {
+      .def("optimize", [](agents::Agent& a, py::handle env, std::int64_t budget, const std::string& start,
+                          std::int64_t local_search_budget, std::int64_t seed) {
         std::unique_ptr<Env> e = env_argument(env);
         agents::OptimizeResult r;
         {
           py::gil_scoped_release release;
-          r = a.optimize(*e, samples, local_search_budget);
+          r = a.optimize(*e, budget, start, local_search_budget, seed);
         }
         py::dict d;
         d["env_id"] = r.env_id;
@@ -433,10 +434,16 @@ PYBIND11_MODULE(_agents, m) {
         d["runtime"] = r.runtime;
         d["greedy_runtime"] = r.greedy_runtime;
         d["initial_runtime"] = r.initial_runtime;
+        d["start"] = r.start;
+        d["start_runtime"] = r.start_runtime;
+        d["start_calls"] = r.start_calls;
         d["source"] = r.source;
         d["simulator_calls"] = r.simulator_calls;
+        const auto k = static_cast<py::ssize_t>(r.curve.size());
+        d["curve"] = to_numpy(std::move(r.curve), {k});
         return d;
-      }, py::arg("env"), py::arg("samples") = 16, py::arg("local_search_budget") = 0)
+      }, py::arg("env"), py::arg("budget") = 16, py::arg("start") = "", py::arg("local_search_budget") = 0,
+         py::arg("seed") = -1)
       .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);

@@ -324,9 +324,20 @@ TEST(Imitation, GreedyEqualsTeacherAndCheckpointsResumeExactly) {
 
   EXPECT_THROW(agent.imitate({env.get()}, 1, "fastest"), InvalidArgument);
   EXPECT_THROW(agent.imitate({env.get()}, 0), InvalidArgument);
-  const OptimizeResult best = agent.optimize(*env, 4, 16);
+  const OptimizeResult best = agent.optimize(*env, 4, "", 16);
   EXPECT_LE(best.runtime, best.greedy_runtime);
   EXPECT_LE(best.runtime, agent.teacher(*env)->runtime);
+  // Exactly the budget, never worse than the start, every call reported.
+  for (const char* start : {"default", "best-heuristic"}) {
+    const OptimizeResult r = agent.optimize(*env, 12, start);
+    EXPECT_EQ(r.curve.size(), 12u);
+    EXPECT_EQ(r.simulator_calls, 12 + r.start_calls);
+    EXPECT_LE(r.runtime, r.start_runtime);
+    EXPECT_EQ(r.curve.back(), r.runtime);
+    for (std::size_t k = 1; k < r.curve.size(); ++k) EXPECT_LE(r.curve[k], r.curve[k - 1]);
+  }
+  EXPECT_THROW(agent.optimize(*env, 0), InvalidArgument);
+  EXPECT_THROW(agent.optimize(*env, 4, "no-such-start"), NotFound);
 }
 
 // DESIGN §6: train() is collect() then update(); a sampler and a learner that

@@ -120,7 +120,7 @@ def agent_cases(out: dict) -> None:
             steps = agent.imitate(envs_now, steps=3, progress=False)
             out[f"{tag}/imitate"] = digest([{k: v for k, v in m.items() if k != "seconds"} for m in steps],
                                            np.array(agent.weights))
-            result = agent.optimize(envs["branchy"](), samples=4, local_search_budget=8)
+            result = agent.optimize(envs["branchy"](), budget=4, local_search_budget=8)
             out[f"{tag}/optimize"] = digest(result)
             obs, _ = envs["chain"]().reset(seed=0)
             out[f"{tag}/act"] = digest(agent.act(obs, deterministic=True), agent.act(obs))
@@ -132,7 +132,8 @@ def shipped_cases(out: dict) -> None:
     for path in sorted(folder.glob("*.agent")):
         agent = goenv.agents.load(path)
         devices = agent.spec["choices"][0] if agent.spec else 2
-        preset = {2: "2xgpu-pcie", 4: "4xgpu-nvlink", 8: "8xgpu-nvlink"}[devices]
+        # A policy for any cluster (choices 0) is pinned on a mixed one.
+        preset = {0: "cpu+2xgpu", 2: "2xgpu-pcie", 4: "4xgpu-nvlink", 8: "8xgpu-nvlink"}[devices]
         obs, _ = goenv.make("placement-rnnlm-2", cluster=preset).reset(seed=0)
         out[f"shipped/{path.name}/act"] = digest(agent.act(obs, deterministic=True))
         env = [goenv.make("placement-rnnlm-2", cluster=preset)]

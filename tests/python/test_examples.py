@@ -26,9 +26,10 @@ def test_go_results_script_end_to_end(tmp_path):
     common = ["--out", str(tmp_path / "results"), "--graphs", "transformer-xl-2", "--budget", "64",
               "--envs-per-graph", "16", "--imitation-steps", "5", "--max-wall-calls", "200", "--finetune-steps", "32",
               "--finetune-imitation-steps", "3", "--zero-shot-samples", "2", "--joint-graphs", "transformer-xl-2",
-              "--joint-budget", "96", "--readme", str(readme), "--figure", str(tmp_path / "curves.png")]
+              "--joint-budget", "96", "--readme", str(readme), "--figure", str(tmp_path / "curves.png"),
+              "--search-budget", "12", "--seeds", "0", "1", "2", "--reference-calls", "40"]
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "per-graph", "transfer", "joint",
-                           "readme", *common], capture_output=True, text=True, timeout=600)
+                           "search", "readme", *common], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     text = readme.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
@@ -40,6 +41,15 @@ def test_go_results_script_end_to_end(tmp_path):
     assert rows[0]["go_local_search"] <= rows[0]["teacher"]
     transfer = json.loads((tmp_path / "results" / "go_transfer.json").read_text())
     assert transfer[0]["finetuned"] <= transfer[0]["best_heuristic"]
+    # The honest protocol: every search from the best heuristic, 3 seeds, the commit recorded.
+    search = json.loads((tmp_path / "results" / "go_search.json").read_text())
+    assert len(search["commit"]) == 40 and isinstance(search["dirty"], bool)
+    row = search["rows"][0]
+    for method in ("go-search", "local-search", "genetic"):
+        assert len(row[method]["runs"]) == 3 and row[method]["min"] <= row[method]["median"] <= row[method]["max"]
+        assert row[method]["max"] <= row["best_heuristic"] * (1 + 1e-9)  # never worse than the start
+    assert len(row["go-search_curve"]) == 12 and row["local_search_wall_budget"] >= 12
+    assert "GO search vs the better search" in text and "median" in text.lower()
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
@@ -56,7 +66,7 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
     done = subprocess.run([sys.executable, str(EXAMPLES / "place_your_model.py"), "--layers", "1",
                            "--finetune", "32"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "GO zero-shot (best of 16)" in done.stdout and "heft" in done.stdout
+    assert "GO zero-shot (16-call search)" in done.stdout and "heft" in done.stdout
 
 
 # The library examples (sb3_ppo, sb3_maskable_ppo, rllib_ppo, cleanrl_gnn_ppo) learn: test_integrations.py.

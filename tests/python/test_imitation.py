@@ -115,32 +115,56 @@ def test_checkpoint_resume_continues_exactly(tmp_path, branchy_env):
 def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_env):
     agent = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
     agent.imitate(branchy_env, steps=40, progress=False)
-    sampled = agent.optimize(branchy_env, samples=8)
-    assert sampled["simulator_calls"] == 8
-    assert sampled["runtime"] <= sampled["greedy_runtime"]
-    assert sampled["source"] in ("greedy", "sample", "training")
-    assert sampled["runtime"] <= agent.teacher(branchy_env)["runtime"]
-    polished = agent.optimize(branchy_env, samples=8, local_search_budget=40)
+    sampled = agent.optimize(branchy_env, budget=8)
+    # Measuring the default, then the better decisions training kept (the teacher): the search starts there.
+    assert sampled["start"] == "default" and sampled["start_calls"] == 2
+    assert sampled["simulator_calls"] == 8 + sampled["start_calls"] and len(sampled["curve"]) == 8
+    assert sampled["runtime"] <= min(sampled["greedy_runtime"], sampled["start_runtime"])
+    assert sampled["source"] in ("start", "greedy", "policy", "training")
+    assert sampled["runtime"] <= agent.teacher(branchy_env)["runtime"]  # proposal 1 is the kept teacher
+    assert np.all(np.diff(sampled["curve"]) <= 0) and sampled["curve"][-1] == sampled["runtime"]
+    heuristic = goenv.baselines.solve(branchy_env, "best-heuristic")
+    from_best = agent.optimize(branchy_env, budget=8, start="best-heuristic")
+    assert from_best["start_runtime"] == pytest.approx(heuristic["runtime"], rel=1e-12)
+    assert from_best["start_calls"] == heuristic["simulator_calls"] + 2  # + measuring, + the start's episode
+    assert from_best["runtime"] <= from_best["start_runtime"]
+    polished = agent.optimize(branchy_env, budget=8, local_search_budget=40)
     assert polished["runtime"] <= sampled["runtime"]
-    assert 8 + 1 + 5 <= polished["simulator_calls"] <= 8 + 1 + 40 + 1
+    start_calls = polished["start_calls"]
+    assert 8 + start_calls + 1 + 5 <= polished["simulator_calls"] <= 8 + start_calls + 1 + 40 + 1
     branchy_env.reset(seed=0)
     _, _, _, _, info = branchy_env.step(polished["decisions"]["placement"])
     assert info["runtime"] == pytest.approx(polished["runtime"], rel=1e-12)
-    with pytest.raises(ValueError, match="samples"):
-        agent.optimize(branchy_env, samples=0)
+    with pytest.raises(goenv.NotFound, match="best-heuristic"):
+        agent.optimize(branchy_env, budget=4, start="fastest")
+    # A seeded run is reproducible and leaves the agent's own generator alone.
+    obs, _ = branchy_env.reset(seed=0)
+    runs = [agent.optimize(branchy_env, budget=12, seed=3) for _ in range(2)]
+    assert runs[0]["curve"].tolist() == runs[1]["curve"].tolist() and runs[0]["runtime"] == runs[1]["runtime"]
+    twin = agents.load_bytes(agent._agent.to_bytes())  # the same generators
+    twin.optimize(branchy_env, budget=12, seed=5)
+    np.testing.assert_array_equal(twin.act(obs), agent.act(obs))  # sampled: the same draws
+    with pytest.raises(ValueError, match="seed"):
+        agent.optimize(branchy_env, budget=4, seed=-2)
+    with pytest.raises(ValueError, match="budget"):
+        agent.optimize(branchy_env, budget=0)
 
 
 def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
     agent = agents.pretrained("go-placement")
     assert isinstance(agent, agents.GO) and agent.spec["heads"] == ["placement"]
     env = goenv.make("placement", graph=branchy_graph(5), cluster="2xgpu-nvlink")
-    result = agent.optimize(env, samples=4)
-    assert np.isfinite(result["runtime"]) and result["simulator_calls"] == 4
-    assert agents.pretrained("go-placement", num_devices=4).spec["choices"] == [4]
+    result = agent.optimize(env, budget=4)
+    assert np.isfinite(result["runtime"]) and result["simulator_calls"] == 4 + result["start_calls"]
+    # One checkpoint for any cluster: num_devices is accepted, and the same policy acts on 3 devices.
+    assert agent.spec["any_devices"] and agents.pretrained("go-placement", num_devices=4).spec == agent.spec
+    three = goenv.make("placement", graph=branchy_graph(5), cluster="cpu+2xgpu")
+    assert agent.optimize(three, budget=2, start="best-heuristic")["runtime"] <= \
+        goenv.baselines.solve(three, "best-heuristic")["runtime"]
     with pytest.raises(goenv.InvalidArgument, match=r"unknown pretrained agent 'go-fusion'.*go-placement"):
         agents.pretrained("go-fusion")
-    with pytest.raises(goenv.InvalidArgument, match=r"no go-placement checkpoint for 3 devices.*2, 4, 8"):
-        agents.pretrained("go-placement", num_devices=3)
+    with pytest.raises(goenv.InvalidArgument, match="num_devices must be a positive integer"):
+        agents.pretrained("go-placement", num_devices=0)
 
 
 def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):

@@ -47,7 +47,7 @@ def test_one_checkpoint_acts_on_every_cluster(trained, cluster):
     np.testing.assert_array_equal(action, agent.act(obs, deterministic=True, colocation=groups))
     result = loaded.evaluate([env])[env.unwrapped.core.id]
     assert result["invalid_fraction"] == 0 and result["runtime"] > 0
-    optimized = loaded.optimize(env, samples=4)
+    optimized = loaded.optimize(env, budget=4)
     assert optimized["runtime"] <= result["runtime"]
 
 

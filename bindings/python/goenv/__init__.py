@@ -28,7 +28,7 @@ from goenv.envs import GraphEnv, list_envs, make
 from goenv.simulation import lower_bound, simulate
 from goenv.vector import GraphVectorEnv, make_vec
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",

@@ -230,10 +230,12 @@ def _train(args: argparse.Namespace) -> None:
             print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
                   f"equal the teacher's after {args.imitate} steps")
         agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
-    # The result: the best of the policy's decisions (greedy, or best of --samples), the best ones
-    # training found (kept after --imitate) and the compiler default: never worse than any of them.
-    found = agent.optimize(env, samples=args.samples)
-    how = {"greedy": "greedy", "sample": f"best of {args.samples} samples",
+    # The result: policy-guided search from the default with --samples simulator calls (the greedy
+    # decision, the policy's moves and samples, the best decisions training found): never worse
+    # than any of them, nor than the default it starts from.
+    found = agent.optimize(env, budget=args.samples)
+    how = {"start": "no proposal beat the default", "greedy": "greedy",
+           "policy": f"policy-guided search, {args.samples} calls",
            "training": "best found in training"}.get(found["source"], found["source"])
     references = reference_runtimes(env)
     env.reset(seed=0)
@@ -294,11 +296,12 @@ def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
         return f"PPO agent skipped: {error}"
     imitation = agent.imitate([env], steps=DEMO_IMITATION_STEPS, progress=False)
     agent.train([env], total_steps=steps, log_dir=os.path.join(out, "demo_training"))
-    found = agent.optimize(env, samples=16)
+    found = agent.optimize(env, budget=16, start="best-heuristic")
     teacher = agent.teacher(env)
     calls = imitation[-1]["simulator_calls"] + agent.steps_trained + found["simulator_calls"]
     return (f"PPO: {DEMO_IMITATION_STEPS} imitation steps toward {teacher['method']} "
-            f"({imitation[-1]['accuracy']:.0%} of its decisions), then {steps} simulated PPO steps; its best "
+            f"({imitation[-1]['accuracy']:.0%} of its decisions), then {steps} simulated PPO steps, then 16 "
+            f"calls of policy-guided search from the best heuristic ({found['start_runtime'] * MS:.3f} ms); its best "
             f"decision ({found['source']}; greedy {found['greedy_runtime'] * MS:.3f} ms): "
             f"{found['runtime'] * MS:.3f} ms, speedup {found['initial_runtime'] / found['runtime']:.3f}x, "
             f"{calls} simulator calls in all (training curve: "

@@ -8,7 +8,7 @@
     agent.save("go.agent"); goenv.agents.load("go.agent")
 
     agent.imitate(["placement-inception"])            # warm start: copy the best heuristic
-    agent.optimize(env, samples=16)                    # best of 16 decisions (+ local_search_budget=...)
+    agent.optimize(env, budget=16)                    # best of 16 decisions (+ local_search_budget=...)
     goenv.agents.pretrained("go-placement")            # the shipped placer, for graphs it never saw
     goenv.agents.algorithms(); goenv.agents.make_agent("go", seed=0)   # the registry, by name
 

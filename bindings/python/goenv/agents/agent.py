@@ -159,19 +159,33 @@ class Agent:
         {method, runtime (s), reward, simulator_calls, decisions: {head: (N,) int64}}."""
         return self._agent.teacher(env_argument(env))
 
-    def optimize(self, env: Any, samples: int = 16, local_search_budget: int = 0) -> dict:
-        """Search with the policy: the best of `samples` decisions on a copy of `env`
-        (the first greedy, the others sampled) and of the best decisions training found on
-        it (kept with its teacher), then local search from the best with
-        `local_search_budget` simulator calls when > 0 ("GO + local search"). Never
-        worse than the greedy decision. Returns {decisions: {head: (N,) int64},
-        runtime (s; inf when nothing was valid), greedy_runtime, initial_runtime,
-        source ("greedy" | "sample" | "training": the best training found | "local-search"),
-        simulator_calls (all it made)}.
-        ``env.step(result["decisions"])`` (one head: the array itself) replays it."""
-        _check_count("samples", samples)
+    def optimize(self, env: Any, budget: int = 16, start: str | None = None, local_search_budget: int = 0, *,
+                 seed: int | None = None, samples: int | None = None) -> dict:
+        """Policy-guided search on a copy of `env`: an improvement episode of exactly
+        `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
+        name; None: the env's own start, or the best decision training found on the graph
+        when that is better), the policy proposing its greedy decision, moves of the units it
+        most wants to change (1-8 at a time, to choices it samples) and whole sampled
+        decisions; the best is kept, so the result is never worse than the start.
+        Then local search from the best with `local_search_budget` calls when > 0.
+        Returns {decisions: {head: (N,) int64}, runtime (s), start, start_runtime,
+        greedy_runtime, initial_runtime, source ("start" | "greedy" | "policy" | "training" |
+        "local-search"), start_calls (finding and measuring the start), simulator_calls
+        (all it made: start, budget, local search), curve (best runtime after each of the
+        budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
+        replays it. `seed`: proposals from their own generator (the agent's seed and this one):
+        the same seed gives the same run, and the agent's own generator is left as it is;
+        None draws from the agent's generator. `samples` is the old name of `budget`."""
+        if samples is not None:
+            budget = samples
+        _check_count("budget", budget)
         _check_count("local_search_budget", local_search_budget, low=0)
-        return self._agent.optimize(env_argument(env), int(samples), int(local_search_budget))
+        if start is not None and not isinstance(start, str):
+            raise InvalidArgument(f"start must be a name ('default', 'best-heuristic', a baseline), got {start!r}")
+        if seed is not None:
+            _check_count("seed", seed, low=0)
+        return self._agent.optimize(env_argument(env), int(budget), start or "", int(local_search_budget),
+                                    -1 if seed is None else int(seed))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
@@ -351,21 +365,24 @@ PRETRAINED = {
 }
 
 
-def pretrained(name: str = "go-placement", num_devices: int = 2) -> Agent:
-    """A pretrained agent shipped with goenv, for envs on `num_devices` devices:
-    ``agent.optimize(env, samples=16)`` places a graph it has never seen (zero-shot), and
-    ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. goenv.InvalidArgument
-    names the choices for an unknown name or device count."""
+def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Agent:
+    """A pretrained agent shipped with goenv: one policy for any cluster (device_head="pairs":
+    2, 4, 8 devices, mixed kinds). ``agent.optimize(env, budget=16, start="best-heuristic")``
+    places a graph it has never seen (zero-shot, never worse than the best heuristic), and
+    ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. `num_devices` is still
+    accepted (any positive integer: the same agent). goenv.InvalidArgument names the choices
+    for an unknown name."""
     from pathlib import Path
 
     if name not in PRETRAINED:
         raise InvalidArgument(f"unknown pretrained agent {name!r}; the choices are {', '.join(sorted(PRETRAINED))}")
-    folder = Path(__file__).resolve().parent / "pretrained"
-    shipped = sorted(int(p.name[len(name) + 1:-len("dev.agent")]) for p in folder.glob(f"{name}-*dev.agent"))
-    if isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer)) or num_devices not in shipped:
-        raise InvalidArgument(f"no {name} checkpoint for {num_devices} devices; shipped: "
-                              f"{', '.join(map(str, shipped)) or 'none (run examples/pretrain_placer.py)'}")
-    return load(folder / f"{name}-{int(num_devices)}dev.agent")
+    if num_devices is not None and (isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer))
+                                    or num_devices < 1):
+        raise InvalidArgument(f"num_devices must be a positive integer, got {num_devices!r}")
+    path = Path(__file__).resolve().parent / "pretrained" / f"{name}.agent"
+    if not path.is_file():
+        raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")
+    return load(path)
 
 
 def _split_concatenated(obs: dict) -> Iterable[dict]:

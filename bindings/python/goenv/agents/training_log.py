@@ -13,7 +13,7 @@ COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mea
 
 
 # Heuristics that make one decision (one simulator call each), per task; the searches are left out.
-SEARCHES = ("random-search", "local-search")
+SEARCHES = ("random-search", "local-search", "genetic")
 
 
 def reference_runtimes(env) -> dict[str, float]:
