@@ -30,7 +30,7 @@ from torch import nn
 import goenv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import report  # noqa: E402
+from learning_report import add_report_arguments, report  # noqa: E402
 
 
 class GraphPolicy(nn.Module):
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--clip", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
+    add_report_arguments(parser)
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -116,8 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
             (policy_loss + 0.5 * value_loss).backward()
             nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
             optimizer.step()
-    print(f"{args.updates} updates in {time.perf_counter() - start:.1f} s")
-    return report("CleanRL-style GNN PPO", args.env, runtimes, episodes_per_update=args.num_envs * args.rollouts)
+    return report("CleanRL-style GNN PPO", args.env, runtimes, time.perf_counter() - start, args.json)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,18 @@
-"""What the library examples (sb3_ppo.py, sb3_maskable_ppo.py, cleanrl_gnn_ppo.py) report:
-the best runtime the agent found next to the compiler default and HEFT, and whether it
-learned (mean runtime of its first updates' episodes against its last updates')."""
+"""What the library examples (sb3_ppo.py, sb3_maskable_ppo.py, rllib_ppo.py,
+cleanrl_gnn_ppo.py) report: the best runtime the agent found next to the compiler
+default and HEFT, and whether it learned (the mean runtime of its first quarter of
+episodes against its last quarter's). `--json PATH` writes the same numbers, in ms:
+
+    {"env", "default_ms", "heft_ms", "first_quarter_ms", "last_quarter_ms", "best_ms", "episodes", "seconds"}
+
+(readme_tables.py turns these files into the README's library-results table).
+"""
 
 from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -16,25 +26,32 @@ def reference_runtimes(env_id: str, **options) -> dict[str, float]:
     return {"default": info["initial_runtime"], "heft": goenv.baselines.solve(env, "heft")["runtime"]}
 
 
-def report(title: str, env_id: str, runtimes: list[float], episodes_per_update: int, **options) -> dict:
-    """Prints and returns the summary of one training run. `runtimes`: the simulated runtime
-    of every episode's final decisions, in order; about `episodes_per_update` ended per update."""
-    if len(runtimes) < 2 * episodes_per_update:
-        raise ValueError(f"{len(runtimes)} episodes are fewer than two updates of {episodes_per_update}; "
-                         f"train for more steps")
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", type=Path, default=None, help="write the summary there (JSON, runtimes in ms)")
+
+
+def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_path: Path | None = None,
+           **options) -> dict:
+    """Prints, returns and (with `json_path`) writes the summary of one training run.
+    `runtimes`: the simulated runtime (seconds) of every episode's final decisions, in
+    order; `seconds`: the training's wall time; `options`: the env's (a cluster)."""
+    if len(runtimes) < 8:
+        raise ValueError(f"{len(runtimes)} episodes are too few to compare a first and a last quarter; "
+                         "train for more steps")
     reference = reference_runtimes(env_id, **options)
-    # The first and last updates' episodes, at least a quarter of the run each: one update of
-    # long (node-mode) episodes is one or two episodes, too few to tell learning from noise.
-    window = max(episodes_per_update, len(runtimes) // 4)
-    first = float(np.mean(runtimes[:window]))
-    last = float(np.mean(runtimes[-window:]))
-    result = {"env": env_id, "episodes": len(runtimes), "best": float(min(runtimes)), "first_update_mean": first,
-              "last_update_mean": last, "learned": last < first, **reference}
-    ms = lambda seconds: f"{seconds * 1e3:8.2f} ms"  # noqa: E731
-    print(f"{title} on {env_id}, {len(runtimes):,} episodes")
-    print(f"  compiler default   {ms(reference['default'])}")
-    print(f"  HEFT               {ms(reference['heft'])}")
-    print(f"  best found         {ms(result['best'])}")
-    print(f"  mean runtime, first {window} episodes {ms(first)} -> last {window} {ms(last)}"
-          f" ({'learned' if result['learned'] else 'did not improve'})")
+    quarter = len(runtimes) // 4
+    ms = 1e3
+    result = {"env": env_id, "default_ms": reference["default"] * ms, "heft_ms": reference["heft"] * ms,
+              "first_quarter_ms": float(np.mean(runtimes[:quarter])) * ms,
+              "last_quarter_ms": float(np.mean(runtimes[-quarter:])) * ms,
+              "best_ms": float(min(runtimes)) * ms, "episodes": len(runtimes), "seconds": round(seconds, 1)}
+    print(f"{title} on {env_id}, {len(runtimes):,} episodes in {seconds:.0f} s")
+    print(f"  compiler default   {result['default_ms']:8.2f} ms")
+    print(f"  HEFT               {result['heft_ms']:8.2f} ms")
+    print(f"  best found         {result['best_ms']:8.2f} ms")
+    learned = result["last_quarter_ms"] < result["first_quarter_ms"]
+    print(f"  mean runtime, first quarter {result['first_quarter_ms']:8.2f} ms -> last quarter "
+          f"{result['last_quarter_ms']:8.2f} ms ({'learned' if learned else 'did not improve'})")
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
     return result

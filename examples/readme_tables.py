@@ -1,12 +1,18 @@
 """Regenerates the tables in README.md between their <!-- NAME:begin/end --> markers.
 
-    python examples/readme_tables.py            # graphs + baselines + search (a few minutes on 2 cores)
+    python examples/readme_tables.py            # every table (a few minutes on 2 cores)
     python examples/readme_tables.py graphs     # only the graph table
     python examples/readme_tables.py search     # only the search-budget table (about a minute), also printed
+    python examples/readme_tables.py library-results   # the library examples' table, from their JSON
+
+The library-results table reads what the library examples wrote with `--json` into
+docs/results/library_<example>.json, and library_<example>--<env>.json for other envs
+(the commands are in the README); it runs none.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import sys
@@ -15,6 +21,14 @@ from pathlib import Path
 import goenv
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+RESULTS = README.parent / "docs" / "results"
+# example -> (its label in the table, what it is)
+LIBRARY_EXAMPLES = {
+    "sb3_ppo": ("Stable-Baselines3 `PPO`", "`goenv.integrations.sb3.GraphPolicy`"),
+    "sb3_maskable_ppo": ("sb3-contrib `MaskablePPO`", "`goenv.integrations.sb3.MaskableGraphPolicy`"),
+    "rllib_ppo": ("RLlib `PPO` (new API stack)", "`goenv.integrations.rllib.GraphModule`"),
+    "cleanrl_gnn_ppo": ("CleanRL-style PPO, one file", "its own 60-line GNN"),
+}
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -54,6 +68,35 @@ def baselines_table(budget: int = 1000) -> str:
     return markdown_table(["graph", "devices"] + methods + ["lower bound"], rows)
 
 
+def library_results_table() -> str:
+    """One row per JSON file: docs/results/library_<example>.json (the README's env) and
+    library_<example>--<env>.json (other envs), grouped by env."""
+    runs = []
+    for path in sorted(RESULTS.glob("library_*.json")):
+        example = path.stem.removeprefix("library_").split("--")[0]
+        if example not in LIBRARY_EXAMPLES:
+            raise SystemExit(f"{path}: {example!r} is none of the library examples {sorted(LIBRARY_EXAMPLES)}")
+        runs.append((example, json.loads(path.read_text()), "--" in path.stem))
+    missing = set(LIBRARY_EXAMPLES) - {example for example, _, _ in runs}
+    if missing:
+        raise SystemExit(f"no results of {sorted(missing)}: run python examples/<example>.py --json "
+                         "docs/results/library_<example>.json")
+    order = list(LIBRARY_EXAMPLES)
+    runs.sort(key=lambda run: (run[2], run[1]["env"], order.index(run[0])))  # the README's env first
+    rows = []
+    for example, r, _ in runs:
+        label, model = LIBRARY_EXAMPLES[example]
+        rows.append([f"[{label}](examples/{example}.py)", model,
+                     f"`{r['env']}` ({r['default_ms']:.1f} / {r['heft_ms']:.1f})", f"{r['episodes']:,}",
+                     f"{r['seconds']:,.0f}", f"{r['first_quarter_ms']:.1f} → {r['last_quarter_ms']:.1f}",
+                     f"{r['best_ms']:.1f}"])
+    intro = ("Each example at its default budget (seed 0, one run each, 2 shared CPU cores), runtimes in ms of "
+             "one training step; written by `examples/readme_tables.py library-results` from the examples' "
+             "`--json` files:\n\n")
+    return intro + markdown_table(["example", "model", "env (default / HEFT)", "episodes", "seconds",
+                                   "mean runtime, first quarter → last quarter", "best found"], rows)
+
+
 SEARCH_ENVS = ["placement-rnnlm-2", "placement-transformer-xl-2", "placement-inception"]
 LOCAL_SEARCH_BUDGETS = [128, 1024, 10000]
 
@@ -84,12 +127,14 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def main(argv: list[str]) -> None:
-    which = argv or ["graphs", "baselines", "search"]
+    which = argv or ["graphs", "baselines", "search", "library-results"]
     text = README.read_text()
     if "graphs" in which:
         text = replace_section(text, "graphs", graphs_table())
     if "baselines" in which:
         text = replace_section(text, "baselines", baselines_table())
+    if "library-results" in which:
+        text = replace_section(text, "library-results", library_results_table())
     if "search" in which:
         table = search_table()
         print(table)

@@ -1,35 +1,39 @@
-"""Stable-Baselines3 PPO on a goenv placement env, with nothing goenv-specific in the agent.
+"""Stable-Baselines3 PPO on a goenv placement env, with goenv's graph encoder as its policy.
 
     pip install "goenv[sb3]"        # stable-baselines3 and sb3-contrib, pinned
-    python examples/sb3_ppo.py --env placement-transformer-xl-2 --steps 8192
+    python examples/sb3_ppo.py --env placement-transformer-xl-2 --json sb3_ppo.json
 
-The env is used as any Gymnasium env: SB3's own check_env, then PPO with its
-MlpPolicy or MultiInputPolicy. `--mode node` (default) places one node per step,
-Placeto-style (a Discrete action, a reward for every node's move), seeing the node to
-decide as one flat vector (goenv.wrappers.CurrentNodeObservation);
-`--mode graph` places every node at once (a MultiDiscrete action; SB3 builds one
-torch Categorical per dimension, so its steps are ~100x slower on a 200-node
-graph) on the Dict observation, one device per colocation group with `--grouped`
-(goenv.wrappers.GroupedPlacement). Every action is a valid placement thanks to the
-env's colocation="follow".
+The env is used as any Gymnasium env (SB3's own check_env, SB3's PPO and rollout
+buffer); only the policy is goenv's, in one line:
+`PPO(goenv.integrations.sb3.GraphPolicy, env, policy_kwargs=goenv.integrations.sb3.policy_kwargs(env))`.
+Every step places the whole graph (a MultiDiscrete action, one-shot episodes as
+in GO): a message-passing encoder over the observation's edge_index embeds every
+node, and each node's device logits come from its own embedding (masked by the
+observation's action_mask). `--grouped` decides one device per colocation group
+(goenv.wrappers.GroupedPlacement). `--mode node` instead places one node per step
+(Placeto style, a Discrete action) with SB3's MultiInputPolicy over the encoder's
+embedding of the node to decide (goenv.integrations.sb3.GraphFeaturesExtractor).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 import goenv
-from goenv.wrappers import CurrentNodeObservation, GroupedPlacement
+import goenv.integrations.sb3
+from goenv.wrappers import GroupedPlacement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import report  # noqa: E402
+from learning_report import add_report_arguments, report  # noqa: E402
 
 
 class EpisodeRuntimes(BaseCallback):
@@ -46,52 +50,57 @@ class EpisodeRuntimes(BaseCallback):
         return True
 
 
-def make_env(env_id: str, mode: str, grouped: bool, **options):
-    """Node mode: the node to decide now as one flat vector (an MLP policy's input); graph
-    mode: the Dict observation as it is, one decision per colocation group if `grouped`."""
+def make_env(env_id: str, mode: str = "graph", grouped: bool = False, **options):
+    """Graph mode: the Dict observation, one decision per node (or per colocation group
+    if `grouped`); node mode: one node per step."""
     env = goenv.make(env_id, decision_mode=mode, **options)
-    if mode == "node":
-        return CurrentNodeObservation(env)
-    return GroupedPlacement(env) if grouped else env
-
-
-def policy_for(mode: str) -> str:
-    return "MlpPolicy" if mode == "node" else "MultiInputPolicy"
-
-
-def episodes_per_update(env, n_steps: int) -> int:
-    """Episodes that end during one update: n_steps of one-step episodes in graph mode, or
-    n_steps / N of N-step episodes in node mode (at least one)."""
-    core = env.unwrapped.core
-    return max(1, n_steps // (core.num_nodes * core.horizon)) if core.node_mode else n_steps
+    return GroupedPlacement(env) if grouped and mode == "graph" else env
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="placement-transformer-xl-2")
-    parser.add_argument("--mode", choices=["node", "graph"], default="node",
-                        help="one node per step (Discrete) or every node at once (MultiDiscrete)")
-    parser.add_argument("--steps", type=int, default=8192, help="env steps")
-    parser.add_argument("--n-steps", type=int, default=512, help="env steps per PPO update")
-    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--mode", choices=["graph", "node"], default="graph",
+                        help="every node at once (MultiDiscrete, GraphPolicy) or one node per step (Discrete)")
+    parser.add_argument("--grouped", action=argparse.BooleanOptionalAction, default=False,
+                        help="graph mode: one decision per colocation group instead of per node")
+    parser.add_argument("--episodes", type=int, default=2560, help="whole-graph decisions (graph mode)")
+    parser.add_argument("--steps", type=int, default=None, help="env steps (default: --episodes episodes)")
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--n-steps", type=int, default=4, help="env steps per env per PPO update")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=3e-3)
+    parser.add_argument("--log-prob", choices=["sum", "mean"], default="sum",
+                        help="a placement's log-probability: the sum of its nodes' or their mean (larger graphs)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--grouped", action=argparse.BooleanOptionalAction, default=True,
-                        help="graph mode: one decision per colocation group (default) or per node")
+    add_report_arguments(parser)
+
+
+def train(algorithm, policy, title: str, args, **options) -> dict:
+    """Builds the vectorized env, trains `algorithm` (PPO or MaskablePPO) and reports."""
+    torch.set_num_threads(1)
+    check_env(make_env(args.env, args.mode, args.grouped, **options), warn=False)  # SB3's own checker
+    env = DummyVecEnv([lambda: make_env(args.env, args.mode, args.grouped, **options)] * args.num_envs)
+    one = env.envs[0]
+    if args.mode == "node":
+        policy = "MultiInputPolicy"
+    steps = args.steps or args.episodes * (one.unwrapped.core.num_nodes if args.mode == "node" else 1)
+    model = algorithm(policy, env, policy_kwargs=goenv.integrations.sb3.policy_kwargs(one, log_prob=args.log_prob),
+                      n_steps=args.n_steps,
+                      batch_size=args.batch_size, n_epochs=args.epochs, learning_rate=args.learning_rate,
+                      seed=args.seed, device="cpu", verbose=0)
+    log = EpisodeRuntimes()
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps, callback=log)
+    return report(f"{title} ({args.mode} mode)", args.env, log.runtimes, time.perf_counter() - start, args.json,
+                  **options)
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-
-    torch.set_num_threads(1)
-    env = make_env(args.env, args.mode, args.grouped)
-    check_env(env, warn=False)  # Stable-Baselines3's own checker
-    model = PPO(policy_for(args.mode), env, n_steps=args.n_steps, batch_size=128, learning_rate=args.learning_rate,
-                seed=args.seed, device="cpu", verbose=0)
-    log = EpisodeRuntimes()
-    model.learn(total_timesteps=args.steps, callback=log)
-    return report(f"Stable-Baselines3 PPO ({args.mode} mode)", args.env, log.runtimes,
-                  episodes_per_update=episodes_per_update(env, args.n_steps))
+    return train(PPO, goenv.integrations.sb3.GraphPolicy, "Stable-Baselines3 PPO", args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """The README's examples run as a newcomer would run them."""
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,28 +69,4 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
     assert "GO zero-shot (16-call search)" in done.stdout and "heft" in done.stdout
 
 
-# Libraries nobody here wrote, learning on goenv out of the box (short budgets, fixed seeds):
-# each example prints its best runtime next to the default and HEFT, and the mean runtime of
-# its last update's episodes must be below its first's.
-LIBRARY_EXAMPLES = {
-    "sb3_ppo": ["--steps", "8192", "--n-steps", "512"],
-    "sb3_maskable_ppo": ["--steps", "8192", "--n-steps", "512"],
-    "cleanrl_gnn_ppo": ["--updates", "12", "--num-envs", "8", "--rollouts", "2"],
-}
-
-
-@pytest.mark.parametrize("name", list(LIBRARY_EXAMPLES))
-def test_library_example_learns(name):
-    if name.startswith("sb3"):
-        pytest.importorskip("stable_baselines3")
-        pytest.importorskip("sb3_contrib")
-    pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--env", "placement-transformer-xl-2",
-                           *LIBRARY_EXAMPLES[name]], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
-    for label in ("compiler default", "HEFT", "best found"):
-        assert label in out, out
-    first, last = (float(x) for x in re.search(r"first \d+ episodes\s+([\d.]+) ms -> last \d+\s+([\d.]+) ms",
-                                               out).groups())
-    assert last < first, out
+# The library examples (sb3_ppo, sb3_maskable_ppo, rllib_ppo, cleanrl_gnn_ppo) learn: test_integrations.py.
