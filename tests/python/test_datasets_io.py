@@ -151,6 +151,20 @@ def test_from_torch_cnn_maps_ops_and_costs_convolutions_from_shapes():
                                       if t.dtype == torch.float32)
 
 
+def test_from_torch_costs_diff_as_subtractions():
+    """aten.diff (Hugging Face GPT-2 builds position ids with it) has a cost rule: one
+    subtraction per output element and order."""
+    class Differences(nn.Module):
+        def forward(self, x):
+            return torch.diff(x, n=2, dim=-1) * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", goenv.datasets.CostEstimateWarning)
+        g = datasets.from_torch(Differences(), torch.randn(3, 5), training=False)
+    diff = g.names.index(next(n for n in g.names if "diff" in n))
+    assert g.op_type_names[diff] == "Sub" and g.flops[diff] == 2 * 3 * 3  # n=2, output (3, 3)
+
+
 def test_from_torch_op_without_cost_rule_warns_once_per_op_type():
     class Bessel(nn.Module):
         def forward(self, x):

@@ -210,6 +210,7 @@ _rule("max min", _minmax_type, _minmax)
 # Elementwise: 1 FLOP per output element.
 _rule("add lerp", "Add", _elementwise)
 _rule("sub rsub", "Sub", _elementwise)
+_rule("diff", "Sub", lambda c: (c.arg(1, "n") or 1) * _elementwise(c))  # n-th differences (GPT-2's position ids)
 _rule("mul square pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan atan2 sinh cosh "
       "asinh acosh atanh erf erfc erfinv neg abs sign sgn floor ceil round trunc frac where masked_fill eq ne lt "
       "le gt ge logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor "
