@@ -76,8 +76,9 @@ def pretrained_placer_ships_in_the_wheel():
     import goenv.agents
 
     agent = goenv.agents.pretrained("go-placement")  # a checkpoint file inside the installed package
-    result = agent.optimize(goenv.make("placement-transformer-xl-2"), samples=2)
-    assert result["simulator_calls"] == 2 and result["decisions"]["placement"].shape == (213,), result
+    result = agent.optimize(goenv.make("placement-transformer-xl-2"), budget=2, start="best-heuristic")
+    assert result["simulator_calls"] == 2 + result["start_calls"], result
+    assert result["decisions"]["placement"].shape == (213,) and result["runtime"] <= result["start_runtime"], result
 
 
 @check
