@@ -1,29 +1,39 @@
 """Trains the placer that ships with goenv: goenv.agents.pretrained("go-placement").
 
-    python examples/pretrain_placer.py                  # 2, 4 and 8 devices (about 40 min on 2 cores)
-    python examples/pretrain_placer.py --devices 2 --imitation-steps 50 --ppo-steps 256   # a quick look
-    python examples/pretrain_placer.py --any-cluster     # one "pairs" policy for every cluster
+    python examples/pretrain_placer.py                       # the shipped placer (see the README for its time)
+    python examples/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0  # a quick look
 
---any-cluster trains one GO policy with device_head="pairs" (it scores (unit, device)
-pairs, so its weights serve any device count) on every training graph on each of
---clusters at once, and writes go-placement.agent: the checkpoint
-goenv.agents.pretrained("go-placement") prefers, whatever num_devices.
+One GO policy with device_head="pairs" (it scores (unit, device) pairs, so one set of
+weights serves any device count and mixed clusters) learns from a training distribution:
 
-For each device count, one GO policy learns on the transfer suite's training graphs
-(goenv.datasets.suite("transfer")["train"], on <devices>xgpu-nvlink, graphs up to
---max-nodes nodes): first it imitates each graph's best heuristic (the best of
-expert, METIS, m-ETF and HEFT by simulated runtime; agent.imitate), then PPO
-fine-tunes it anchored to those teachers (agent.train). The checkpoint goes to
-bindings/python/goenv/agents/pretrained/go-placement-<devices>dev.agent and the
-curves to docs/pretrained_placer.png. The held-out graphs (the suite's "test"
-split) are never seen; examples/go_results.py transfer measures them.
+1. Graphs. DISTRIBUTION lists, for every training family, how many graphs to draw and the
+   ranges of its builder parameters (layers, widths, hidden sizes, sequence lengths, batch
+   sizes). `goenv.datasets.generate` writes them to --data (sharded, checksummed, resumable:
+   a second run reuses the files; the same as `goenv dataset generate FAMILY --count N
+   --param KEY=LOW:HIGH`). The lineages of the transfer suite's validation and test graphs
+   (inception, amoebanet, wavenet, transformer-xl, bert, gpt2) are excluded entirely.
+2. Clusters. Graph i is placed on --clusters[i % len]: 2 to 8 devices, NVLink and PCIe,
+   and a mixed CPU + GPU cluster.
+3. Curriculum. Imitation of each graph's best heuristic (agent.imitate) runs in stages of
+   growing graphs (--curriculum node limits, then --max-nodes); each stage keeps the
+   graphs of the stages before it.
+4. PPO anchored to those teachers on every graph: on --workers Ray rollout workers with
+   goenv.distributed (the learner is this process; the same command on a cluster with
+   --address), or in this process with --workers 0.
+
+The checkpoint goes to bindings/python/goenv/agents/pretrained/go-placement.agent, the
+summary to docs/results/pretrained_placer.json and the curves to docs/pretrained_placer.png.
+The held-out graphs are never seen; examples/go_results.py transfer measures them.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -35,76 +45,144 @@ import goenv.agents
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "bindings" / "python" / "goenv" / "agents" / "pretrained"
 
+# family: (graphs, builder parameter ranges (low, high); integers when both ends are).
+DISTRIBUTION = {
+    "random-layered": (48, {"num_layers": (6, 40), "width": (3, 16), "edge_probability": (0.1, 0.4)}),
+    "random-series-parallel": (48, {"num_nodes": (60, 1200)}),
+    "enas-cnn": (32, {"num_cells": (3, 10), "nodes_per_cell": (3, 6), "channels": (16, 64), "batch_size": (16, 128)}),
+    "enas-rnn": (32, {"seq_len": (5, 30), "nodes_per_cell": (4, 10), "hidden": (256, 1500), "batch_size": (16, 128)}),
+    "resnet50": (8, {"batch_size": (16, 128), "image_size": (128, 299)}),
+    **{f"rnnlm-{n}": (8, {"seq_len": (4, 24), "hidden": (512, 4096), "batch_size": (16, 128)}) for n in (2, 4, 8)},
+    **{f"gnmt-{n}": (8, {"seq_len": (3, 10), "hidden": (512, 2048), "batch_size": (32, 256)}) for n in (2, 4, 8)},
+}
+CLUSTERS = ["2xgpu-nvlink", "4xgpu-nvlink", "8xgpu-nvlink", "8xgpu-pcie", "cpu+2xgpu"]
 
-def training_envs(devices: int, max_nodes: int) -> list:
+
+def held_out_lineages() -> set[str]:
+    transfer = goenv.datasets.suite("transfer")
+    return {goenv.datasets.lineage(e.graph) for split in ("validation", "test") for e in transfer[split]}
+
+
+def training_graphs(data: Path, scale: float, seed: int, progress: bool) -> list[tuple[str, goenv.Graph]]:
+    """(family, graph) for every graph of the distribution, generated into `data` (reused when there)."""
+    leaked = sorted({goenv.datasets.lineage(f) for f in DISTRIBUTION} & held_out_lineages())
+    if leaked:
+        raise ValueError(f"the training distribution holds held-out lineages: {', '.join(leaked)}")
+    graphs = []
+    for k, (family, (count, params)) in enumerate(DISTRIBUTION.items()):
+        count = max(1, math.ceil(count * scale))
+        # The folder names what it holds: a changed distribution never meets old files.
+        digest = hashlib.sha256(json.dumps([count, params, seed + 1000 * k]).encode()).hexdigest()[:8]
+        dataset = goenv.datasets.generate(family, count, data / f"{family}-{digest}", params=params,
+                                          seed=seed + 1000 * k, workers=1, progress=progress)
+        graphs += [(family, graph) for graph in dataset]
+    return graphs
+
+
+def training_envs(graphs, clusters: list[str], max_nodes: int) -> list:
     envs = []
-    for entry in goenv.datasets.suite("transfer")["train"]:
-        env = goenv.make(entry.env_id("placement"), cluster=f"{devices}xgpu-nvlink", **entry.params)
-        if env.unwrapped.graph.num_nodes <= max_nodes:
-            envs.append(env)
+    for i, (_, graph) in enumerate(graphs):
+        if graph.num_nodes <= max_nodes:
+            envs.append(goenv.make("placement", graph=graph, cluster=clusters[i % len(clusters)]))
     return envs
 
 
-def training_envs_on(clusters: list[str], max_nodes: int) -> list:
-    """Every training graph on every cluster (2 to 8 devices, mixed kinds): one distribution."""
-    envs = []
-    for entry in goenv.datasets.suite("transfer")["train"]:
-        for cluster in clusters:
-            env = goenv.make(entry.env_id("placement"), cluster=cluster, **entry.params)
-            if env.unwrapped.graph.num_nodes <= max_nodes:
-                envs.append(env)
-    return envs
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
-def pretrain(devices: int | str, args) -> dict:
-    pairs = devices == "any"
-    envs = training_envs_on(args.clusters, args.max_nodes) if pairs else training_envs(devices, args.max_nodes)
-    agent = goenv.agents.GO(seed=args.seed, learning_rate=args.learning_rate, envs_per_graph=args.envs_per_graph,
-                            graphs_per_update=args.graphs_per_step, num_threads=args.threads,
-                            device_head="pairs" if pairs else "absolute")
+def imitate_by_curriculum(agent, graphs, args) -> tuple[list, list]:
+    """Imitation in stages of growing graphs; returns the per-step metrics and each stage's (limit, graphs, steps)."""
+    limits = sorted({n for n in args.curriculum if n < args.max_nodes}) + [args.max_nodes]
+    # Each stage gets steps in proportion to its share of the limits' range (the last stage the most).
+    weights = np.diff([0] + limits).astype(float)
+    steps = np.floor(args.imitation_steps * weights / weights.sum()).astype(int)
+    steps[-1] += args.imitation_steps - steps.sum()
+    history, stages, done = [], [], 0
+    for limit, n in zip(limits, steps):
+        envs = training_envs(graphs, args.clusters, limit)
+        if n <= 0 or not envs:
+            continue
+        metrics = agent.imitate(envs, steps=int(n), progress=args.progress)
+        history += [{**m, "step": done + m["step"]} for m in metrics]
+        done += int(n)
+        stages.append({"max_nodes": limit, "graphs": len(envs), "steps": int(n),
+                       "accuracy": metrics[-1]["accuracy"]})
+        print(f"  stage <= {limit} nodes: {len(envs)} graphs, {n} steps, accuracy {metrics[-1]['accuracy']:.3f}",
+              flush=True)
+    return history, stages
+
+
+def fine_tune(agent, envs, args) -> list:
+    if args.ppo_steps <= 0:
+        return []
+    if args.workers == 0 and args.address is None:
+        return agent.train(envs, args.ppo_steps, progress=args.progress)
+    import goenv.distributed
+
+    result = goenv.distributed.train(envs, num_workers=max(1, args.workers), total_steps=args.ppo_steps,
+                                     address=args.address, agent=agent, progress=args.progress)
+    print(f"  PPO on {max(1, args.workers)} Ray rollout workers: {result.samples_per_second:.0f} samples/s, "
+          f"{result.dropped_rollouts} stale rollouts dropped, {result.worker_restarts} worker restarts", flush=True)
+    return result.history
+
+
+def pretrain(args) -> dict:
     start = time.perf_counter()
-    imitation = agent.imitate(envs, steps=args.imitation_steps, progress=args.progress)
+    graphs = training_graphs(Path(args.data), args.scale, args.seed, args.progress)
+    agent = goenv.agents.GO(seed=args.seed, learning_rate=args.learning_rate, envs_per_graph=args.envs_per_graph,
+                            graphs_per_update=args.graphs_per_step, num_threads=args.threads, device_head="pairs")
+    imitation, stages = imitate_by_curriculum(agent, graphs, args)
     imitation_seconds = time.perf_counter() - start
-    ppo = agent.train(envs, args.ppo_steps, progress=args.progress)
+    envs = training_envs(graphs, args.clusters, args.max_nodes)
+    ppo = fine_tune(agent, envs, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / ("go-placement.agent" if pairs else f"go-placement-{devices}dev.agent")
+    path = out / "go-placement.agent"
     agent.save(path)
-    summary = {"devices": devices, "clusters": args.clusters if pairs else [f"{devices}xgpu-nvlink"],
-               "graphs": len(envs), "imitation_steps": args.imitation_steps,
-               "ppo_steps": args.ppo_steps, "imitation_seconds": imitation_seconds,
+    sizes = [g.num_nodes for _, g in graphs if g.num_nodes <= args.max_nodes]
+    summary = {"commit": git_commit(), "families": sorted({f for f, _ in graphs}), "clusters": args.clusters,
+               "graphs": len(envs), "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
+               "curriculum": stages, "imitation_steps": args.imitation_steps, "ppo_steps": args.ppo_steps,
+               "workers": args.workers, "imitation_seconds": imitation_seconds,
                "seconds": time.perf_counter() - start, "bytes": path.stat().st_size,
                "imitation": [[m["step"], m["loss"], m["accuracy"]] for m in imitation],
                "ppo": [[m["step"], m["mean_speedup"], m["best_speedup"]] for m in ppo]}
-    print(f"{devices} devices: {len(envs)} graphs, imitation accuracy {imitation[-1]['accuracy']:.3f} "
-          f"({imitation_seconds:.0f} s), PPO mean speedup {ppo[-1]['mean_speedup']:.3f}, "
+    print(f"{len(envs)} graphs ({summary['nodes'][0]}-{summary['nodes'][2]} nodes) on {len(args.clusters)} clusters: "
+          f"imitation accuracy {stages[-1]['accuracy']:.3f} ({imitation_seconds:.0f} s), "
           f"{summary['seconds']:.0f} s in all -> {path} ({summary['bytes'] / 1e6:.1f} MB)", flush=True)
     return summary
 
 
-def plot(summaries: list[dict], path: Path) -> None:
+def plot(summary: dict, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 3.2), dpi=90)
     FigureCanvasAgg(figure)
     left, right = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
-    for s in summaries:
-        steps, _, accuracy = zip(*s["imitation"])
-        # Each step sees other graphs (round robin): average over one pass through all of them.
-        window = max(1, min(len(accuracy), -(-s["graphs"] // 8)))
-        smooth = np.convolve(accuracy, np.ones(window) / window, mode="valid")
-        name = "any cluster" if s["devices"] == "any" else f"{s['devices']} devices"
-        left.plot(steps[window - 1:], smooth, label=f"{name} ({s['graphs']} graphs)")
-        if s["ppo"]:
-            steps, mean, _ = zip(*s["ppo"])
-            right.plot(steps, mean, label=name)
-    left.set(title="imitation of the best heuristic", xlabel="Adam steps",
-             ylabel="decisions equal to the teacher's\n(mean over one pass of the graphs)")
-    right.set(title="PPO fine-tuning (sampled decisions)", xlabel="env steps",
-              ylabel="mean speedup over default\n(the update's 8 graphs)")
-    left.legend(fontsize=8)
-    right.legend(fontsize=8)
+    steps, _, accuracy = zip(*summary["imitation"])
+    # Each step sees other graphs (round robin): average over a pass through about 8 steps' graphs.
+    window = max(1, min(len(accuracy), 16))
+    smooth = np.convolve(accuracy, np.ones(window) / window, mode="valid")
+    left.plot(steps[window - 1:], smooth, color="C0")
+    first = 0
+    for stage in summary["curriculum"]:
+        left.axvline(first, color="0.8", lw=0.8)
+        left.text(first, 0.02, f" ≤{stage['max_nodes']} nodes\n {stage['graphs']} graphs", fontsize=7,
+                  transform=left.get_xaxis_transform())
+        first += stage["steps"]
+    if summary["ppo"]:
+        steps, mean, _ = zip(*summary["ppo"])
+        right.plot(steps, mean, color="C1")
+    left.set(title="imitation of the best heuristic (curriculum)", xlabel="Adam steps",
+             ylabel="decisions equal to the teacher's\n(moving mean of 16 steps)")
+    right.set(title=f"PPO fine-tuning ({summary['workers']} Ray workers)" if summary["workers"]
+              else "PPO fine-tuning", xlabel="env steps", ylabel="mean speedup over default\n(one update's graphs)")
     figure.tight_layout()
     tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
     figure.savefig(tmp)
@@ -113,12 +191,16 @@ def plot(summaries: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--devices", type=int, nargs="+", default=[2, 4, 8])
-    parser.add_argument("--any-cluster", action="store_true", help="one pairs policy on --clusters (not --devices)")
-    parser.add_argument("--clusters", nargs="+", default=["2xgpu-nvlink", "4xgpu-nvlink", "8xgpu-pcie", "cpu+2xgpu"])
+    parser.add_argument("--data", default=str(ROOT / "data" / "placer"), help="where the training graphs are generated")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every family's graph count")
+    parser.add_argument("--clusters", nargs="+", default=CLUSTERS)
     parser.add_argument("--max-nodes", type=int, default=2500, help="largest training graph")
-    parser.add_argument("--imitation-steps", type=int, default=300)
-    parser.add_argument("--ppo-steps", type=int, default=2048)
+    parser.add_argument("--curriculum", type=int, nargs="*", default=[400, 1200],
+                        help="node limits of the imitation stages before --max-nodes")
+    parser.add_argument("--imitation-steps", type=int, default=2400)
+    parser.add_argument("--ppo-steps", type=int, default=4096)
+    parser.add_argument("--workers", type=int, default=2, help="Ray rollout workers for PPO (0: this process)")
+    parser.add_argument("--address", help="the Ray cluster to join (default: a local Ray)")
     parser.add_argument("--graphs-per-step", type=int, default=8, help="graphs per imitation step and PPO update")
     parser.add_argument("--envs-per-graph", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
@@ -126,21 +208,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--out", default=str(SHIPPED), help="checkpoint folder (default: the package's, shipped)")
-    parser.add_argument("--summary", default="docs/results/pretrained_placer.json")
-    parser.add_argument("--figure", default="docs/pretrained_placer.png")
+    parser.add_argument("--summary", default=str(ROOT / "docs" / "results" / "pretrained_placer.json"))
+    parser.add_argument("--figure", default=str(ROOT / "docs" / "pretrained_placer.png"))
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the summary")
     args = parser.parse_args(argv)
-    runs = ["any"] if args.any_cluster else args.devices
-    summaries = [] if args.plot_only else [pretrain(d, args) for d in runs]
-    summary_path = ROOT / args.summary
-    previous = json.loads(summary_path.read_text()) if summary_path.exists() else []
-    merged = {str(s["devices"]): s for s in previous} | {str(s["devices"]): s for s in summaries}
-    ordered = sorted(merged.values(), key=lambda s: (isinstance(s["devices"], str), str(s["devices"])))
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = summary_path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(ordered, indent=1))
-    tmp.replace(summary_path)
-    plot(ordered, ROOT / args.figure)
+    if args.workers < 0 or not args.scale > 0 or args.imitation_steps < 1:
+        parser.error("--workers must be >= 0, --scale > 0 and --imitation-steps >= 1")
+    summary_path = Path(args.summary)
+    if args.plot_only:
+        summary = json.loads(summary_path.read_text())
+    else:
+        summary = pretrain(args)
+        summary_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = summary_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(summary, indent=1))
+        tmp.replace(summary_path)
+    plot(summary, Path(args.figure))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,33 @@ def test_two_workers_beat_random_placement_with_bounded_lag(tmp_path):
     np.testing.assert_array_equal(loaded.weights, result.agent.weights)
 
 
+def test_training_goes_on_from_an_imitated_agent_as_agent_train_would():
+    """agent= continues a given agent (its options, weights and kept teacher): with one worker and
+    max_lag=0, bit-identical to that agent's own train() after the same imitation."""
+    env = placement_env(seed=2)
+    options = dict(seed=4, hidden=32, envs_per_graph=8, num_threads=1)
+
+    def imitated():
+        agent = agents.GO(**options)
+        agent.imitate([env], steps=20, progress=False)
+        return agent
+
+    agent = imitated()
+    imitated_weights = agent.weights.copy()
+    result = goenv.distributed.train([env], num_workers=1, total_steps=2 * 8, max_lag=0, agent=agent,
+                                     progress=False)
+    assert result.agent is agent and not np.array_equal(agent.weights, imitated_weights)
+    reference = imitated()
+    history = reference.train(env, 2 * 8, progress=False)
+    np.testing.assert_array_equal(agent.weights, reference.weights)
+    assert [m["teacher_loss"] for m in result.history] == [m["teacher_loss"] for m in history]
+    assert all(m["teacher_loss"] > 0 for m in history)  # the imitated teacher still anchors PPO
+    with pytest.raises(ValueError, match="leave out hidden"):
+        goenv.distributed.Trainer([env], num_workers=1, agent=agent, hidden=64)
+    with pytest.raises(ValueError, match="'go' agent"):
+        goenv.distributed.Trainer([env], "ppo", 1, agent=agent)
+
+
 def test_killed_and_crashed_workers_are_replaced_and_training_finishes():
     env = placement_env(seed=0)
     trainer = goenv.distributed.Trainer([env], "ppo", 2, max_lag=2, seed=0, hidden=32, envs_per_graph=8,
@@ -156,6 +183,11 @@ def test_cli_train_with_workers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "with 2 rollout workers" in out and "result:" in out and "best heuristic" in out
     assert (tmp_path / "distributed_metrics.csv").exists() and agents.load(tmp_path / "a.agent").steps_trained >= 32
+    # --imitate runs in the learner's process, then the workers' PPO goes on from the imitated policy.
+    assert cli.main(["train", "placement-random-layered", "--agent", "go", "--steps", "16", "--workers", "1",
+                     "--imitate", "10", "--option", "hidden=32"]) == 0
+    out = capsys.readouterr().out
+    assert "imitation of" in out and "with 1 rollout workers" in out
     assert cli.main(["train", "placement-random-layered", "--workers", "1", "--address", "nowhere"]) == 2
     assert "bad Ray address" in capsys.readouterr().err
 

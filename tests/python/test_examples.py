@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import goenv
+from helpers import require_agents
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -56,13 +59,24 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
     """The shipped placer's training script (tiny, into tmp_path: the shipped files stay) and
     the README's own-model example."""
     pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, str(EXAMPLES / "pretrain_placer.py"), "--devices", "2",
-                           "--imitation-steps", "3", "--ppo-steps", "32", "--max-nodes", "120",
-                           "--out", str(tmp_path), "--summary", str(tmp_path / "summary.json"),
-                           "--figure", str(tmp_path / "curves.png")], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(EXAMPLES / "pretrain_placer.py"), "--scale", "0.05",
+                           "--imitation-steps", "6", "--ppo-steps", "32", "--workers", "0", "--max-nodes", "600",
+                           "--curriculum", "300", "--data", str(tmp_path / "data"), "--out", str(tmp_path),
+                           "--summary", str(tmp_path / "summary.json"), "--figure", str(tmp_path / "curves.png")],
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "go-placement-2dev.agent").stat().st_size > 10_000
-    assert json.loads((tmp_path / "summary.json").read_text())[0]["graphs"] == 8
+    assert (tmp_path / "go-placement.agent").stat().st_size > 10_000
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    # The curriculum: a stage of small graphs, then every graph up to --max-nodes, the first kept.
+    assert [s["max_nodes"] for s in summary["curriculum"]] == [300, 600]
+    assert 0 < summary["curriculum"][0]["graphs"] < summary["curriculum"][1]["graphs"] == summary["graphs"]
+    assert summary["nodes"][2] <= 600 and len(summary["imitation"]) == 6 and summary["ppo"]
+    # Graphs come from `goenv.datasets.generate` files, none of a held-out lineage.
+    generated = {goenv.datasets.open(p).family for p in (tmp_path / "data").iterdir()}
+    assert set(summary["families"]) <= generated and len(generated) == 11
+    assert not {"inception", "amoebanet", "transformer-xl", "wavenet", "bert", "gpt2"} & \
+        {goenv.datasets.lineage(f) for f in generated}
+    assert require_agents().load(tmp_path / "go-placement.agent").config["device_head"] == "pairs"
     done = subprocess.run([sys.executable, str(EXAMPLES / "place_your_model.py"), "--layers", "1",
                            "--finetune", "32"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -207,16 +207,19 @@ def _train(args: argparse.Namespace) -> None:
         raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
-    if args.imitate and (args.workers > 0 or args.address):
-        raise goenv.InvalidArgument("--imitate runs in this process: leave out --workers/--address "
-                                    "(or imitate, save, and continue distributed from the checkpoint)")
+    agent = None
+    if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
+        agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
+        history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
+        print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
+              f"equal the teacher's after {args.imitate} steps")
     if args.workers > 0 or args.address:
         import goenv.distributed
 
+        fresh = {} if agent is not None else {"algorithm": args.agent, "seed": args.seed, **options}
         try:
-            result = goenv.distributed.train([env], algorithm=args.agent, num_workers=max(1, args.workers),
-                                             total_steps=args.steps, address=args.address,
-                                             log_dir=args.log_dir, **{"seed": args.seed, **options})
+            result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
+                                             address=args.address, log_dir=args.log_dir, agent=agent, **fresh)
         except ValueError as error:  # a malformed address or option: one line, like other bad input
             raise goenv.InvalidArgument(str(error)) from error
         agent = result.agent
@@ -224,11 +227,7 @@ def _train(args: argparse.Namespace) -> None:
               f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
               f"{result.dropped_rollouts} stale rollouts dropped")
     else:
-        agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
-        if args.imitate:
-            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
-            print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
-                  f"equal the teacher's after {args.imitate} steps")
+        agent = agent or goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
         agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
     # The result: policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
@@ -406,7 +405,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="save the result's decisions to FILE, as given (.npz data: placement, priority, "
                             "fusion per node)")
     train.add_argument("--imitate", type=int, nargs="?", const=200, default=0, metavar="STEPS",
-                       help="first imitate the teacher for STEPS Adam steps (default when given: %(const)s)")
+                       help="first imitate the teacher for STEPS Adam steps (default when given: %(const)s); "
+                            "with --workers the learner imitates, then PPO on the workers goes on from it")
     train.add_argument("--teacher", default="best",
                        help="what --imitate copies: a baseline name or 'best', the best heuristic (default)")
     train.add_argument("--samples", type=int, default=1,

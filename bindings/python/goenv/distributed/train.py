@@ -53,7 +53,8 @@ class Trainer:
     """Distributed training, set up and validated; run() trains. Its `workers` (Ray actor
     handles, by index) and `restarts` are public so that callers can watch or test them."""
 
-    def __init__(self, envs, algorithm: str = "go", num_workers: int = 2, *, address: str | None = None,
+    def __init__(self, envs, algorithm: str | None = None, num_workers: int = 2, *, agent=None,
+                 address: str | None = None,
                  max_lag: int = 2, requests_per_worker: int = 2, batches_per_update: int | None = None,
                  cpus_per_worker: float = 1.0, num_cpus: float | None = None, max_worker_restarts: int = 8,
                  connect_timeout: float = 25.0, **options) -> None:
@@ -61,6 +62,16 @@ class Trainer:
         from goenv.agents.env_arguments import env_arguments
         from goenv.agents.registry import describe
 
+        if agent is not None:  # go on training it (e.g. after agent.imitate): its config is the options
+            if options:
+                raise ValueError(f"agent= continues that agent with its own options; leave out "
+                                 f"{', '.join(sorted(options))}")
+            if not hasattr(agent, "collect") or not hasattr(agent, "config"):
+                raise TypeError(f"agent must be a goenv.agents agent, got {type(agent).__name__}")
+            if algorithm is not None and algorithm != agent.config["algorithm"]:
+                raise ValueError(f"algorithm={algorithm!r} but the agent is a {agent.config['algorithm']!r} agent")
+            algorithm = agent.config["algorithm"]
+        algorithm = "go" if algorithm is None else algorithm
         describe(algorithm)  # ValueError naming the choices
         self.num_workers = _positive_int("num_workers", num_workers)
         self.requests_per_worker = _positive_int("requests_per_worker", requests_per_worker)
@@ -80,7 +91,7 @@ class Trainer:
         self.envs = env_arguments(envs)
         self.shares = shares(len(self.envs), self.num_workers)
         # The learner's agent: built and checked against every env before Ray starts.
-        self.agent = make_agent(algorithm, **options)
+        self.agent = agent if agent is not None else make_agent(algorithm, **options)
         self.agent.set_envs(self.envs, sampled=[])
         threads = max(1, int(self.cpus_per_worker))
         self.worker_options = {**self.agent.config, "device": "cpu", "num_threads": threads}
@@ -217,8 +228,8 @@ class Trainer:
         self._pending = {}
 
 
-def train(env_ids, algorithm: str = "go", num_workers: int = 2, total_steps: int = 10_000,
-          address: str | None = None, *, max_lag: int = 2, requests_per_worker: int = 2,
+def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_steps: int = 10_000,
+          address: str | None = None, *, agent=None, max_lag: int = 2, requests_per_worker: int = 2,
           batches_per_update: int | None = None, cpus_per_worker: float = 1.0, num_cpus: float | None = None,
           max_worker_restarts: int = 8, connect_timeout: float = 25.0, log_dir=None, checkpoint=None,
           checkpoint_every: int = 0, callback=None, progress: bool = True, **options) -> TrainingResult:
@@ -228,8 +239,10 @@ def train(env_ids, algorithm: str = "go", num_workers: int = 2, total_steps: int
     (`ray start --head` prints it). `max_lag`: rollouts older than this many versions are
     dropped; a worker answers a request from a queue of `requests_per_worker`, so lags reach
     requests_per_worker when the learner is slower than sampling (keep max_lag >= it;
-    max_lag=0 makes training synchronous). Other keywords are agent options (seed, hidden, envs_per_graph, ...)."""
-    trainer = Trainer(env_ids, algorithm, num_workers, address=address, max_lag=max_lag,
+    max_lag=0 makes training synchronous). Other keywords are agent options (seed, hidden, envs_per_graph, ...)
+    for a new agent of `algorithm` (default "go"); `agent=` instead goes on training that agent (one
+    that imitated a teacher, or was loaded from a checkpoint) with its own options, teachers kept."""
+    trainer = Trainer(env_ids, algorithm, num_workers, agent=agent, address=address, max_lag=max_lag,
                       requests_per_worker=requests_per_worker, batches_per_update=batches_per_update,
                       cpus_per_worker=cpus_per_worker, num_cpus=num_cpus, max_worker_restarts=max_worker_restarts,
                       connect_timeout=connect_timeout, **options)
