@@ -79,11 +79,12 @@ def training_graphs(data: Path, scale: float, seed: int, progress: bool) -> list
     return graphs
 
 
-def training_envs(graphs, clusters: list[str], max_nodes: int) -> list:
+def training_envs(graphs, clusters: list[str], max_nodes: int, start: str | None = None) -> list:
     envs = []
     for i, (_, graph) in enumerate(graphs):
         if graph.num_nodes <= max_nodes:
-            envs.append(goenv.make("placement", graph=graph, cluster=clusters[i % len(clusters)]))
+            options = {"start": start} if start else {}
+            envs.append(goenv.make("placement", graph=graph, cluster=clusters[i % len(clusters)], **options))
     return envs
 
 
@@ -104,10 +105,10 @@ def imitate_by_curriculum(agent, graphs, args) -> tuple[list, list]:
     steps[-1] += args.imitation_steps - steps.sum()
     history, stages, done = [], [], 0
     for limit, n in zip(limits, steps):
-        envs = training_envs(graphs, args.clusters, limit)
+        envs = training_envs(graphs, args.clusters, limit, args.start)
         if n <= 0 or not envs:
             continue
-        metrics = agent.imitate(envs, steps=int(n), progress=args.progress)
+        metrics = agent.imitate(envs, steps=int(n), teacher=args.teacher, progress=args.progress)
         history += [{**m, "step": done + m["step"]} for m in metrics]
         done += int(n)
         stages.append({"max_nodes": limit, "graphs": len(envs), "steps": int(n),
@@ -138,14 +139,14 @@ def pretrain(args) -> dict:
                             graphs_per_update=args.graphs_per_step, num_threads=args.threads, device_head="pairs")
     imitation, stages = imitate_by_curriculum(agent, graphs, args)
     imitation_seconds = time.perf_counter() - start
-    envs = training_envs(graphs, args.clusters, args.max_nodes)
+    envs = training_envs(graphs, args.clusters, args.max_nodes, args.start)
     ppo = fine_tune(agent, envs, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "go-placement.agent"
     agent.save(path)
     sizes = [g.num_nodes for _, g in graphs if g.num_nodes <= args.max_nodes]
-    summary = {"commit": git_commit(), "families": sorted({f for f, _ in graphs}), "clusters": args.clusters,
+    summary = {"commit": git_commit(), "start": args.start or "default", "teacher": args.teacher, "families": sorted({f for f, _ in graphs}), "clusters": args.clusters,
                "graphs": len(envs), "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
                "curriculum": stages, "imitation_steps": args.imitation_steps, "ppo_steps": args.ppo_steps,
                "workers": args.workers, "imitation_seconds": imitation_seconds,
@@ -197,6 +198,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-nodes", type=int, default=2500, help="largest training graph")
     parser.add_argument("--curriculum", type=int, nargs="*", default=[400, 1200],
                         help="node limits of the imitation stages before --max-nodes")
+    parser.add_argument("--start", help="episodes start from these decisions (a baseline name, e.g. "
+                        "best-heuristic: the policy sees their schedule; default: the compiler default)")
+    parser.add_argument("--teacher", default="best", help="what imitation copies: 'best' (the best heuristic) "
+                        "or a baseline name (local-search: 1,000 calls from the episode's start)")
     parser.add_argument("--imitation-steps", type=int, default=2400)
     parser.add_argument("--ppo-steps", type=int, default=4096)
     parser.add_argument("--workers", type=int, default=2, help="Ray rollout workers for PPO (0: this process)")

@@ -1,8 +1,8 @@
 """A rollout worker's view of the learner's weights (Acme's VariableClient).
 
 poll() starts a background fetch and returns at once (a fetch already running
-is left to finish; it long-polls the registry, so it asks about once per
-version), so sampling never waits for the learner; take() hands the
+is left to finish; it long-polls the registry until a newer version comes, so it
+asks about once per version), so sampling never waits for the learner; take() hands the
 newest fetched weights to the sampling thread, which copies them into its
 policy between rollouts. wait_for() blocks only when the worker's version is
 older than the learner allows (bounded policy lag).
@@ -44,8 +44,14 @@ class WeightClient:
                 self.fetches += 1
 
     def _background(self, known: int) -> None:
+        # Ask again until a newer version comes: a fetch that gave up while a long rollout ran
+        # would leave the next rollout on old weights, to be dropped as stale by the learner.
         try:
-            self._store(self._fetch_once(known, self._wait))
+            while True:  # a daemon thread: it ends with the worker
+                fetched = self._fetch_once(known, self._wait)
+                if fetched is not None:
+                    self._store(fetched)
+                    return
         except BaseException as error:  # noqa: BLE001 (re-raised on the sampling thread)
             self._error = error
 
