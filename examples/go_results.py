@@ -189,6 +189,7 @@ def transfer(args) -> None:
         test += own_models()
     order = [label(e) for e in goenv.datasets.suite("transfer")["test"]] + [name for name, _, _ in test]
     kept = {row["label"]: row for row in (read_json(path) or [])}  # other graphs' rows stay
+    made_at = git_commit()  # each row records the code it was made with
     for name, env, devices in test:
         env.reset(seed=0)
 
@@ -213,7 +214,7 @@ def transfer(args) -> None:
                      "zero_shot_greedy": greedy["greedy_runtime"] * 1e3, "zero_shot_samples": args.zero_shot_samples,
                      "zero_shot": searched["median"], "zero_shot_runs": searched,
                      "placer": args.agent or "pretrained", "finetune_steps": args.finetune_steps,
-                     "finetuned": finetuned, "finetune_seconds": time.perf_counter() - start}
+                     "finetuned": finetuned, "finetune_seconds": time.perf_counter() - start, **made_at}
         write_json(path, sorted(kept.values(), key=lambda row: order.index(row["label"])
                                 if row["label"] in order else len(order)))
         r = kept[name]

@@ -1,6 +1,6 @@
 """Trains the placer that ships with goenv: goenv.agents.pretrained("go-placement").
 
-    python examples/pretrain_placer.py                       # the shipped placer (see the README for its time)
+    python examples/pretrain_placer.py --start best-heuristic --teacher local-search --readme   # the shipped placer
     python examples/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0  # a quick look
 
 One GO policy with device_head="pairs" (it scores (unit, device) pairs, so one set of
@@ -149,7 +149,7 @@ def pretrain(args) -> dict:
     summary = {"commit": git_commit(), "start": args.start or "default", "teacher": args.teacher, "families": sorted({f for f, _ in graphs}), "clusters": args.clusters,
                "graphs": len(envs), "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
                "curriculum": stages, "imitation_steps": args.imitation_steps, "ppo_steps": args.ppo_steps,
-               "workers": args.workers, "imitation_seconds": imitation_seconds,
+               "workers": args.workers, "graphs_per_step": args.graphs_per_step, "imitation_seconds": imitation_seconds,
                "seconds": time.perf_counter() - start, "bytes": path.stat().st_size,
                "imitation": [[m["step"], m["loss"], m["accuracy"]] for m in imitation],
                "ppo": [[m["step"], m["mean_speedup"], m["best_speedup"]] for m in ppo]}
@@ -167,27 +167,67 @@ def plot(summary: dict, path: Path) -> None:
     FigureCanvasAgg(figure)
     left, right = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
     steps, _, accuracy = zip(*summary["imitation"])
-    # Each step sees other graphs (round robin): average over a pass through about 8 steps' graphs.
-    window = max(1, min(len(accuracy), 16))
+    # Each step sees other graphs (round robin): average over one pass through all of them.
+    window = max(1, min(len(accuracy), -(-summary["graphs"] // summary.get("graphs_per_step", 8))))
     smooth = np.convolve(accuracy, np.ones(window) / window, mode="valid")
     left.plot(steps[window - 1:], smooth, color="C0")
     first = 0
     for stage in summary["curriculum"]:
         left.axvline(first, color="0.8", lw=0.8)
-        left.text(first, 0.02, f" ≤{stage['max_nodes']} nodes\n {stage['graphs']} graphs", fontsize=7,
-                  transform=left.get_xaxis_transform())
+        label = f" ≤{stage['max_nodes']} nodes\n {stage['graphs']} graphs"
+        left.text(first, 0.02 + 0.12 * (len(left.texts) % 2), label, fontsize=7, transform=left.get_xaxis_transform())
         first += stage["steps"]
     if summary["ppo"]:
         steps, mean, _ = zip(*summary["ppo"])
         right.plot(steps, mean, color="C1")
-    left.set(title="imitation of the best heuristic (curriculum)", xlabel="Adam steps",
-             ylabel="decisions equal to the teacher's\n(moving mean of 16 steps)")
+    teacher = {"best": "the best heuristic"}.get(summary.get("teacher", "best"), summary.get("teacher"))
+    start = summary.get("start", "default")
+    left.set(title=f"imitation of {teacher}" + ("" if start == "default" else f" (from {start})"),
+             xlabel="Adam steps", ylabel=f"decisions equal to the teacher's\n(mean over {window} steps: all graphs)")
     right.set(title=f"PPO fine-tuning ({summary['workers']} Ray workers)" if summary["workers"]
               else "PPO fine-tuning", xlabel="env steps", ylabel="mean speedup over default\n(one update's graphs)")
     figure.tight_layout()
     tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
     figure.savefig(tmp)
     tmp.replace(path)
+
+
+def readme_paragraph(summary: dict) -> str:
+    """The README's description of the shipped placer, from its training summary."""
+    teacher = ("imitated the best heuristic" if summary.get("teacher", "best") == "best" else
+               f"imitated {summary['teacher']} (1,000 calls from the best heuristic)")
+    start = summary.get("start", "default")
+    seen = ("seeing the compiler default's schedule" if start == "default" else
+            f"seeing the schedule of the {start} decisions it starts from, as `optimize` does")
+    stages = ", ".join(f"≤{s['max_nodes']:,} nodes ({s['graphs']} graphs, {s['steps']:,} steps)"
+                       for s in summary["curriculum"])
+    ppo = (f"then PPO fine-tuned it for {summary['ppo_steps']:,} env steps on {summary['workers']} Ray rollout "
+           f"workers (`goenv.distributed`)" if summary["workers"] else
+           f"then PPO fine-tuned it for {summary['ppo_steps']:,} env steps")
+    flags = "".join(f" --{k} {summary[k]}" for k in ("start", "teacher") if summary.get(k) not in (None, "default", "best"))
+    return (f"**The shipped placer**: `goenv.agents.pretrained(\"go-placement\")` "
+            f"({summary['bytes'] / 1e6:.1f} MB, inside the package) is **one GO policy for any cluster** "
+            f"(`device_head=\"pairs\"`; `num_devices=` is still accepted). Its training distribution is "
+            f"{summary['generated']} graphs drawn from the parameter ranges of {len(summary['families'])} training "
+            f"families ({', '.join(summary['families'])}) with `goenv.datasets.generate`; the lineages of the "
+            f"held-out graphs are excluded. The {summary['graphs']} graphs of up to {summary['nodes'][2]:,} nodes "
+            f"(median {summary['nodes'][1]:,}) are spread over {', '.join(f'`{c}`' for c in summary['clusters'])}. "
+            f"It {teacher}, {seen}, by a curriculum of growing graphs ({stages}; final agreement with the teacher "
+            f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python examples/pretrain_placer.py{flags}`, "
+            f"{summary['seconds'] / 60:.0f} minutes on this 2-core machine (commit {summary['commit']}; curves "
+            f"below).")
+
+
+def write_readme(summary: dict, readme: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from readme_tables import replace_section
+
+    text = replace_section(readme.read_text(), "pretrained-placer", readme_paragraph(summary))
+    tmp = readme.with_suffix(f".md.tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(readme)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--summary", default=str(ROOT / "docs" / "results" / "pretrained_placer.json"))
     parser.add_argument("--figure", default=str(ROOT / "docs" / "pretrained_placer.png"))
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the summary")
+    parser.add_argument("--readme", action="store_true", help="also write the README's paragraph on the placer")
     args = parser.parse_args(argv)
     if args.workers < 0 or not args.scale > 0 or args.imitation_steps < 1:
         parser.error("--workers must be >= 0, --scale > 0 and --imitation-steps >= 1")
@@ -229,6 +270,8 @@ def main(argv: list[str] | None = None) -> None:
         tmp.write_text(json.dumps(summary, indent=1))
         tmp.replace(summary_path)
     plot(summary, Path(args.figure))
+    if args.readme:
+        write_readme(summary, ROOT / "README.md")
 
 
 if __name__ == "__main__":
