@@ -54,7 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, read_regular_file, write_atomic
+from goenv.files import MAX_FILE_BYTES, path_inside, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
@@ -82,11 +82,7 @@ def shard_file(index: int) -> str:
 def _inside(root: str, name: str) -> str:
     """root/name, refused (InvalidGraph) when it resolves outside the dataset folder (a symbolic
     link out of it): a dataset reads and writes only its own files."""
-    path = os.path.join(root, name)
-    real_root = os.path.realpath(root)
-    if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-        raise InvalidGraph(f"{path}: resolves outside the dataset folder {root}")
-    return path
+    return path_inside(root, name, error=InvalidGraph)
 
 
 def _write_inside(root: str, name: str, data: bytes) -> None:

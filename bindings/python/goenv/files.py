@@ -22,7 +22,7 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "checked_output_path", "read_regular_file", "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "checked_output_path", "path_inside", "read_regular_file", "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -30,6 +30,17 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCH
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def path_inside(root: str | os.PathLike, name: str, error: type[Exception] = InvalidArgument) -> str:
+    """root/name, refused (`error`) when it resolves outside the folder `root` (a symbolic link
+    out of it): a folder of files goenv manages reads and writes only its own files."""
+    root = os.fspath(root)
+    path = os.path.join(root, name)
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
+        raise error(f"{path}: resolves outside the folder {root}")
+    return path
 
 
 def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
