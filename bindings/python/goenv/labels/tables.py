@@ -28,9 +28,8 @@ import numpy as np
 
 import goenv._core as _core
 
-PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1, "use_dictionary": ["source", "cluster", "family",
-                                                                                     "split", "name", "params"],
-                   "write_statistics": False}
+# Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
+PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_statistics": False}
 
 
 def pyarrow():
