@@ -30,7 +30,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, path_inside, read_regular_file, write_atomic
+from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
 from goenv.labels.labeller import label_graph
 from goenv.labels.sources import Source, resolve
@@ -86,11 +86,7 @@ def _plan(count: int, shard_size: int) -> list[dict]:
 def read_manifest(root: str) -> dict:
     """The checked manifest; InvalidGraph naming the problem otherwise."""
     path = _inside(root, MANIFEST)
-    data = read_regular_file(path, MAX_MANIFEST_BYTES, what="labels manifest", error=InvalidGraph)
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise InvalidGraph(f"{path}: not a valid manifest ({type(error).__name__}: {str(error)[:200]})") from None
+    manifest = read_json_file(path, MAX_MANIFEST_BYTES, what="labels manifest", error=InvalidGraph)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None
         raise InvalidGraph(f"{path}: not a goenv labelled dataset (format {found!r}, expected {FORMAT!r})")
