@@ -6,6 +6,7 @@
 - Ray: the same labelling with 2 workers against 1 (target >= 1.7x), outputs byte-identical.
 
     python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme README.md]
+    python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme README.md
 
 --readme writes the table between README.md's <!-- labels-bench:begin/end --> markers.
 """
@@ -129,7 +130,15 @@ def main(argv=None) -> None:
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray rows")
     parser.add_argument("--json", help="write the numbers here")
     parser.add_argument("--readme", help="write the table into this README")
+    parser.add_argument("--from-json", metavar="FILE", help="measure nothing: the table of an earlier --json run")
     args = parser.parse_args(argv)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        print(table(results))
+        if args.readme:
+            path = Path(args.readme)
+            goenv.files.write_atomic(path, replace_section(path.read_text(), table(results)).encode())
+        return
     results = {**commit(), "load": os.getloadavg()[0], "throughput": []}
     sizes = [(1000, 2), (10000, 1)] if args.quick else [(1000, 16), (10000, 4)]
     with tempfile.TemporaryDirectory() as folder:
