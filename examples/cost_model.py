@@ -171,7 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs-per-family", type=int, default=8)
     parser.add_argument("-k", type=int, default=48, help="decisions per graph")
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 graphs per family, K=12, 2 epochs")
     parser.add_argument("--json", help="write the results here")
