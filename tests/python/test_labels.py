@@ -60,7 +60,8 @@ def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp
     decisions = labels.decisions(0)
     sources = list(decisions["source"])
     heuristics = ["default"] + [f"heuristic:{name}" for name in goenv.baselines.list("placement")
-                                if name not in ("best-heuristic", "local-search", "genetic", "random-search")]
+                                if name not in ("best-heuristic", "local-search", "genetic", "random-search",
+                                                "metis")]
     assert sources[:len(heuristics)] == heuristics
     rest = 40 - len(heuristics)
     assert sources[len(heuristics):len(heuristics) + rest // 4] == ["random"] * (rest // 4)
@@ -283,3 +284,24 @@ def test_policy_samples_join_the_mix(graphs, tmp_path):
     assert sources.count("policy") == (16 - 8) // 4
     again = _label(graphs, tmp_path / "again", agent=agent, decisions_per_graph=16)
     assert _files(tmp_path / "l") == _files(tmp_path / "again")
+
+
+def test_labels_do_not_depend_on_other_threads_calling_libc_rand(tmp_path):
+    """Ray's threads call libc rand(); no labelled decision may draw from it (METIS does: it
+    is left out of the mix)."""
+    import ctypes
+    import threading
+
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 12, source, params={"num_nodes": 600}, progress=False)
+    options = {"cluster": "4xgpu-nvlink", "decisions_per_graph": 12, "shard_size": 4, "progress": False}
+    goenv.datasets.label(source, tmp_path / "quiet", **options)
+    rand, stop = ctypes.CDLL(None).rand, threading.Event()
+    spinner = threading.Thread(target=lambda: [rand() for _ in iter(stop.is_set, True)], daemon=True)
+    spinner.start()
+    try:
+        goenv.datasets.label(source, tmp_path / "busy", **options)
+    finally:
+        stop.set()
+        spinner.join()
+    assert _files(tmp_path / "busy") == _files(tmp_path / "quiet")

@@ -2,7 +2,8 @@
 
     sampler="mix" (default), in this order:
       1. the env's default decision, then every heuristic baseline of the task, one each
-         (goenv.baselines.list(task) without the searches), as long as K lasts;
+         (goenv.baselines.list(task) without the searches and METIS, whose result depends on
+         other threads: see NOT_REPRODUCIBLE), as long as K lasts;
       2. of the remaining R: R // 4 uniformly random decisions;
       3. with an agent, R // 4 policy samples (agent.act, not deterministic);
       4. the rest: perturbations of the best feasible heuristic by m moves, m drawn
@@ -29,6 +30,9 @@ from goenv._core import InvalidArgument
 
 SAMPLERS = ("mix", "random", "perturb", "policy")
 SEARCHES = {"best-heuristic", "local-search", "genetic", "random-search"}
+# METIS (Debian's libmetis 5.1) draws from the process-wide libc rand(): any other thread calling
+# rand() meanwhile (Ray's do) changes its partition, so its labels would differ between runs.
+NOT_REPRODUCIBLE = {"metis"}
 HEADS = ("placement", "priority", "fusion")
 
 
@@ -56,7 +60,7 @@ class Decider:
         """The default, then each heuristic baseline of the task (C++; none simulates)."""
         out = [("default", self.decision())]
         for name in _core.baseline_names(self.core.task):
-            if name in SEARCHES:
+            if name in SEARCHES or name in NOT_REPRODUCIBLE:
                 continue
             result = _core.solve_baseline(self.core, name, 0, 0)
             chosen = {}
