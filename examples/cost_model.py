@@ -69,8 +69,10 @@ def graphs_of(labels) -> list[dict]:
 def tensors(item: dict) -> dict:
     g = item["graph"]
     devices = torch.from_numpy(item["placement"].astype(np.int64))
+    edge_bytes = g["edge_bytes"].astype(np.float64)
     return {"x": torch.from_numpy(np.array(g["node_features"], dtype=np.float32)),
             "src": torch.from_numpy(g["edge_src"].astype(np.int64)), "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
+            "edge_share": torch.from_numpy(edge_bytes / max(edge_bytes.sum(), 1.0)).float(),
             "device": nn.functional.one_hot(devices, item["num_devices"]).float(),
             "target": torch.from_numpy(np.log(item["runtime"] / g["lower_bound"])).float()}
 
@@ -79,16 +81,17 @@ def tensors(item: dict) -> dict:
 
 class CostModel(nn.Module):
     """Per (decision, node): embed features and device; rounds of mean messages from
-    producers and consumers, split by whether they sit on the same device (a transfer) or
-    not; per-device sums of node embeddings (the load), pooled by max and mean -> log runtime."""
+    producers and consumers, split by whether they sit on the same device or not (a
+    transfer); per-device sums of node embeddings (the load), pooled by max and mean, and
+    the share of the graph's edge bytes that crosses devices -> log runtime."""
 
     def __init__(self, features: int, devices: int, hidden: int = 48, rounds: int = 3):
         super().__init__()
         self.embed = nn.Sequential(nn.Linear(features + devices, hidden), nn.ReLU())
         self.rounds = nn.ModuleList(nn.Sequential(nn.Linear(5 * hidden, hidden), nn.ReLU()) for _ in range(rounds))
-        self.readout = nn.Sequential(nn.Linear(3 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.readout = nn.Sequential(nn.Linear(3 * hidden + 1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
-    def forward(self, x, src, dst, device):  # x (N, F), device (K, N, D) -> (K,)
+    def forward(self, x, src, dst, edge_share, device):  # x (N, F), device (K, N, D) -> (K,)
         k, n, d = device.shape
         h = self.embed(torch.cat([x.expand(k, n, -1), device], dim=2))
         same = (device[:, src] * device[:, dst]).sum(2, keepdim=True)  # (K, E, 1): 1 when no transfer
@@ -101,7 +104,8 @@ class CostModel(nn.Module):
                      mean(h[:, dst] * same, src, degree_out), mean(h[:, dst] * (1 - same), src, degree_out)]
             h = h + layer(torch.cat(parts, dim=2))
         load = torch.einsum("knd,knh->kdh", device, h)  # (K, D, H): what each device runs
-        pooled = torch.cat([load.max(1).values, load.mean(1), h.mean(1)], dim=1)
+        cut = ((1 - same[:, :, 0]) * edge_share).sum(1, keepdim=True)  # (K, 1)
+        pooled = torch.cat([load.max(1).values, load.mean(1), h.mean(1), cut], dim=1)
         return self.readout(pooled).squeeze(1)
 
 
@@ -195,7 +199,7 @@ def main() -> None:
         losses = []
         for i in rng.permutation(len(batches)):
             b = batches[i]
-            prediction = model(b["x"], b["src"], b["dst"], b["device"])
+            prediction = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"])
             loss = pairwise_loss(prediction, b["target"]) + 0.1 * nn.functional.mse_loss(prediction, b["target"])
             optimizer.zero_grad()
             loss.backward()
@@ -208,7 +212,7 @@ def main() -> None:
     with torch.no_grad():
         for item in test:
             b = tensors(item)
-            predicted = model(b["x"], b["src"], b["dst"], b["device"]).numpy()
+            predicted = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"]).numpy()
             serial, bound = analytic(item, cluster)
             runtime = item["runtime"]
             rows.append({"graph": item["name"], "nodes": int(item["graph"]["num_nodes"]), "decisions": len(runtime),
@@ -248,6 +252,8 @@ def plot(points, path: str) -> None:
     low = min(min(p[1].min(), p[2].min()) for p in points)
     high = max(max(p[1].max(), p[2].max()) for p in points)
     axis.plot([low, high], [low, high], color="gray", linewidth=0.8)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
     axis.set_xlabel("simulated runtime / graph's lower bound")
     axis.set_ylabel("predicted runtime / graph's lower bound")
     axis.set_title(f"GNN cost model on held-out graphs ({CLUSTER}, placement)")

@@ -82,7 +82,7 @@ def shard_file(index: int) -> str:
 def _inside(root: str, name: str) -> str:
     """root/name, refused (InvalidGraph) when it resolves outside the dataset folder (a symbolic
     link out of it): a dataset reads and writes only its own files."""
-    return path_inside(root, name, error=InvalidGraph)
+    return path_inside(root, name, error=InvalidGraph, what="dataset folder")
 
 
 def _write_inside(root: str, name: str, data: bytes) -> None:

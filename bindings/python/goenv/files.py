@@ -33,14 +33,15 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def path_inside(root: str | os.PathLike, name: str, error: type[Exception] = InvalidArgument) -> str:
+def path_inside(root: str | os.PathLike, name: str, error: type[Exception] = InvalidArgument,
+                what: str = "folder") -> str:
     """root/name, refused (`error`) when it resolves outside the folder `root` (a symbolic link
     out of it): a folder of files goenv manages reads and writes only its own files."""
     root = os.fspath(root)
     path = os.path.join(root, name)
     real_root = os.path.realpath(root)
     if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-        raise error(f"{path}: resolves outside the folder {root}")
+        raise error(f"{path}: resolves outside the {what} {root}")
     return path
 
 

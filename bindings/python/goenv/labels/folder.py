@@ -49,7 +49,7 @@ def shard_file(kind: str, index: int) -> str:
 
 
 def _inside(root: str, name: str) -> str:
-    return path_inside(root, name, error=InvalidGraph)
+    return path_inside(root, name, error=InvalidGraph, what="labels folder")
 
 
 def _goenv_version() -> str:
