@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import json
 import os
 import subprocess
@@ -57,6 +59,38 @@ def bare_simulation_seconds(labels) -> float:
     return total
 
 
+@contextlib.contextmanager
+def stopwatch():
+    """Seconds spent in the labelling's parts (wrapped module functions), for the breakdown."""
+    import goenv.labels.decisions as decisions
+    import goenv.labels.folder as folder
+    import goenv.labels.labeller as labeller
+    import goenv.labels.tables as tables
+
+    spent = collections.Counter()
+    parts = [(labeller, "simulate", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++)"),
+             (tables, "to_parquet", "Parquet encoding"), (tables, "labels_table", "Arrow tables"),
+             (tables, "graphs_table", "Arrow tables"), (folder, "write_atomic", "writing files")]
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in parts]
+
+    def timed(function, key):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+        return wrapper
+
+    for (owner, name, key), (_, _, function) in zip(parts, originals):
+        setattr(owner, name, timed(function, key))
+    try:
+        yield spent
+    finally:
+        for owner, name, function in originals:
+            setattr(owner, name, function)
+
+
 def throughput(folder: str, nodes: int, count: int) -> dict:
     source = os.path.join(folder, f"graphs-{nodes}")
     goenv.datasets.generate("random-series-parallel", count, source, params={"num_nodes": nodes}, progress=False)
@@ -68,7 +102,10 @@ def throughput(folder: str, nodes: int, count: int) -> dict:
     seconds = time.perf_counter() - start
     bare = bare_simulation_seconds(labels)
     samples = labels.num_decisions
-    return {"nodes": nodes, "graphs": count, "samples": samples, "label_seconds": seconds, "bare_seconds": bare,
+    with stopwatch() as spent:  # a second run, timed by part (the wrappers cost a little)
+        goenv.datasets.label(source, out + "-parts", task=TASK, cluster=CLUSTER, decisions_per_graph=K,
+                             progress=False)
+    return {"parts_seconds": dict(spent), "nodes": nodes, "graphs": count, "samples": samples, "label_seconds": seconds, "bare_seconds": bare,
             "label_samples_per_s": samples / seconds, "bare_samples_per_s": samples / bare, "ratio": seconds / bare,
             "mean_nodes": float(np.mean([labels.graph(i)["num_nodes"] for i in range(len(labels))]))}
 
@@ -104,9 +141,12 @@ def table(results: dict) -> str:
              f"`{CLUSTER}`, random series-parallel graphs:", "",
              "| what | measured | target |", "|---|---|---|"]
     for row in results["throughput"]:
+        parts = row.get("parts_seconds", {})
+        split = ", ".join(f"{key} {value / row['samples'] * 1e3:.2f}" for key, value in
+                          sorted(parts.items(), key=lambda item: -item[1]))
         lines.append(f"| labelling, {row['nodes']:,}-node graphs ({row['graphs']} graphs, {row['samples']:,} samples) "
                      f"| {row['label_samples_per_s']:,.0f} samples/s; bare simulation of the same decisions "
-                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time | <= 1.5x |")
+                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time (ms per sample: {split}) | <= 1.5x |")
     ray_row = results.get("ray")
     if ray_row:
         lines.append(f"| Ray, 2 workers vs 1 ({ray_row['graphs']} graphs of {ray_row['nodes']:,} nodes, "

@@ -52,7 +52,7 @@ def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tm
         assert info["colocation_moved"] == 0 if task in ("placement", "joint") else True
         np.testing.assert_array_equal(info["peak_memory"], decisions["peak_memory"][k])
     assert np.all(decisions["finish"] >= decisions["start"])
-    np.testing.assert_allclose(decisions["finish"].max(axis=1), decisions["runtime"])
+    np.testing.assert_allclose(decisions["finish"].max(axis=1), decisions["runtime"], rtol=1e-6)  # float32
 
 
 def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp_path):

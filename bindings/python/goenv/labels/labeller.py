@@ -74,6 +74,6 @@ def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: byt
         "bytes_moved": np.array([r.bytes_moved for r in results], dtype=np.float64),
         "peak_memory": np.stack([np.asarray(r.peak_memory, dtype=np.float64) for r in results]),
         "device_busy": np.stack([np.asarray(r.device_busy, dtype=np.float64) for r in results]),
-        "start": np.stack([np.asarray(r.start, dtype=np.float64) for r in results]),
-        "finish": np.stack([np.asarray(r.finish, dtype=np.float64) for r in results]),
+        "start": np.stack([np.asarray(r.start, dtype=np.float32) for r in results]),
+        "finish": np.stack([np.asarray(r.finish, dtype=np.float32) for r in results]),
     }

@@ -15,7 +15,8 @@ labels-NNNNN.parquet, one row per (graph, decision):
     "heuristic:NAME", "random", "perturb:MOVES", "policy"); runtime float64 (s); oom, invalid
     bool; bytes_moved float64; peak_memory (bytes), device_busy (s) list<float64> per device;
     placement list<int16> (device), priority list<int16> (level), fusion list<int8> (level)
-    per node; start, finish list<float64> per node (s).
+    per node; start, finish list<float32> per node (s: to ~1e-7 of the runtime, half the
+    bytes of float64, which the writing time follows; runtime itself is float64, exact).
 Rows are in (graph_id, decision) order; files are written with fixed options, so equal
 labels give equal bytes.
 """
@@ -118,8 +119,8 @@ def labels_table(labelled: list[dict]):
         "bytes_moved": scalars("bytes_moved", np.float64),
         "peak_memory": per_row("peak_memory", np.float64), "device_busy": per_row("device_busy", np.float64),
         "placement": per_row("placement", np.int16), "priority": per_row("priority", np.int16),
-        "fusion": per_row("fusion", np.int8), "start": per_row("start", np.float64),
-        "finish": per_row("finish", np.float64),
+        "fusion": per_row("fusion", np.int8), "start": per_row("start", np.float32),
+        "finish": per_row("finish", np.float32),
     }
     return pa.table(columns)
 
