@@ -186,7 +186,7 @@ def main(argv=None) -> None:
             results["throughput"].append(throughput(folder, nodes, count))
             print(json.dumps(results["throughput"][-1]), flush=True)
         if not args.no_ray:
-            results["ray"] = ray_scaling(folder, 1000, 4 if args.quick else 32)
+            results["ray"] = ray_scaling(folder, 10000, 4 if args.quick else 48)
             print(json.dumps(results["ray"]), flush=True)
     print(table(results))
     if args.json:

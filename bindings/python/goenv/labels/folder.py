@@ -61,7 +61,8 @@ def _goenv_version() -> str:
 
 def label_shard(source: Source, config: dict, index: int, first: int, count: int,
                 agent_bytes: bytes | None) -> dict:
-    """{"index", "rows", "graphs": parquet bytes, "labels": parquet bytes} of graphs [first, first + count)."""
+    """{"index", "rows", "graphs": Parquet file, "labels": Parquet file} of graphs [first, first + count)
+    (each file a pyarrow.Buffer of its bytes)."""
     labelled = []
     for graph_id in range(first, first + count):
         graph, info = source.graph(graph_id)
@@ -227,9 +228,9 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         files = {}
         for kind in KINDS:
             name = shard_file(kind, shard["index"])
-            write_atomic(_inside(root, name), result[kind], what="labels shard")
-            files[kind] = {"file": name, "bytes": len(result[kind]),
-                           "sha256": hashlib.sha256(result[kind]).hexdigest()}
+            data = memoryview(result[kind])
+            write_atomic(_inside(root, name), lambda file, data=data: file.write(data), what="labels shard")
+            files[kind] = {"file": name, "bytes": data.nbytes, "sha256": hashlib.sha256(data).hexdigest()}
         kept[shard["index"]] = {**shard, "rows": result["rows"], "files": files}
         save_manifest()
 

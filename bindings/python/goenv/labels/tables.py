@@ -125,11 +125,13 @@ def labels_table(labelled: list[dict]):
     return pa.table(columns)
 
 
-def to_parquet(table) -> bytes:
+def to_parquet(table):
+    """The Parquet file's bytes, as a pyarrow.Buffer (no copy into a bytes object; it is
+    written, hashed and pickled for Ray through the buffer protocol)."""
     pa = pyarrow()
     sink = pa.BufferOutputStream()
     pa.parquet.write_table(table, sink, **PARQUET_OPTIONS)
-    return sink.getvalue().to_pybytes()
+    return sink.getvalue()
 
 
 def from_parquet(data: bytes):
