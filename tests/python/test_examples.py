@@ -84,3 +84,19 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
 
 
 # The library examples (sb3_ppo, sb3_maskable_ppo, rllib_ppo, cleanrl_gnn_ppo) learn: test_integrations.py.
+
+
+def test_cost_model_example_quick(tmp_path):
+    """examples/cost_model.py at a smoke size: labels, trains, ranks held-out graphs, writes
+    its JSON, its figure and its README table."""
+    pytest.importorskip("pyarrow")
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- cost-model:begin -->\nold\n<!-- cost-model:end -->\nb\n")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "cost_model.py"), "--quick", "--json",
+                           str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png"), "--readme", str(readme)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert len(results["held_out"]) == 6 and -1 <= results["mean"]["tau_gnn"] <= 1
+    assert "old" not in readme.read_text() and "sum of op costs" in readme.read_text()
+    assert (tmp_path / "p.png").stat().st_size > 1000

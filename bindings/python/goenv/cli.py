@@ -7,6 +7,7 @@
     goenv train placement-inception --agent go --steps 2000 --log-dir runs/go
     goenv demo --out out
     goenv dataset generate random-layered --count 1000 --out data/layered
+    goenv dataset label data/layered --out data/layered-labels -k 64
 
 Errors from goenv (unknown ids, bad options) end the command with exit status 2
 and one line on stderr, never a traceback.
@@ -419,13 +420,18 @@ def _parser() -> argparse.ArgumentParser:
     train.set_defaults(run=_train)
 
     from goenv import dataset_files
+    from goenv.labels import command as labels_command
 
-    dataset = commands.add_parser("dataset", help="graph datasets: sharded, checksummed, resumable")
+    dataset = commands.add_parser("dataset", help="graph datasets and labelled ones: sharded, checksummed, resumable")
     dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")
     generate = dataset_commands.add_parser("generate", help="write COUNT graphs of FAMILY to a dataset directory")
     dataset_files.add_generate_arguments(generate).set_defaults(run=dataset_files.run_generate)
-    for name, run, what in (("info", dataset_files.run_info, "what a dataset directory holds (its manifest)"),
-                            ("verify", dataset_files.run_verify, "check every shard's checksum and every graph")):
+    label = dataset_commands.add_parser("label", help="label graphs with K simulated decisions each (Parquet)")
+    labels_command.add_label_arguments(label).set_defaults(run=labels_command.run_label)
+    export = dataset_commands.add_parser("export-tpugraphs", help="a labelled dataset as TpuGraphs-layout .npz files")
+    labels_command.add_export_arguments(export).set_defaults(run=labels_command.run_export)
+    for name, run, what in (("info", labels_command.run_info, "what a dataset directory holds (its manifest)"),
+                            ("verify", labels_command.run_verify, "check every shard's checksum (and every graph)")):
         sub = dataset_commands.add_parser(name, help=what)
         sub.add_argument("path", help="dataset directory")
         sub.set_defaults(run=run)

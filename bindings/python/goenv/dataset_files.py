@@ -54,7 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, read_regular_file, write_atomic
+from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
@@ -82,11 +82,7 @@ def shard_file(index: int) -> str:
 def _inside(root: str, name: str) -> str:
     """root/name, refused (InvalidGraph) when it resolves outside the dataset folder (a symbolic
     link out of it): a dataset reads and writes only its own files."""
-    path = os.path.join(root, name)
-    real_root = os.path.realpath(root)
-    if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-        raise InvalidGraph(f"{path}: resolves outside the dataset folder {root}")
-    return path
+    return path_inside(root, name, error=InvalidGraph, what="dataset folder")
 
 
 def _write_inside(root: str, name: str, data: bytes) -> None:
@@ -137,12 +133,7 @@ def unpack_shard(data: bytes, what: str = "shard") -> list[bytes]:
 def _read_manifest(root: str) -> dict:
     """The checked manifest (_check_manifest); InvalidGraph naming the problem otherwise."""
     path = _inside(root, MANIFEST)
-    data = read_regular_file(path, MAX_MANIFEST_BYTES, what="dataset manifest", error=InvalidGraph)
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise InvalidGraph(f"{path}: not a valid dataset manifest ({type(error).__name__}: "
-                           f"{str(error)[:200]})") from None
+    manifest = read_json_file(path, MAX_MANIFEST_BYTES, what="dataset manifest", error=InvalidGraph)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidGraph(f"{path}: not a goenv dataset manifest (format {manifest.get('format')!r})"
                            if isinstance(manifest, dict) else f"{path}: not a goenv dataset manifest")

@@ -9,6 +9,8 @@
     g = goenv.datasets.from_onnx("model.onnx")             # an ONNX model
     goenv.datasets.generate("random-layered", 1000, "data/rl")   # sharded, checksummed files
     ds = goenv.datasets.open("data/rl")                    # lazy: len(ds), ds[i], iteration
+    goenv.datasets.label("data/rl", "data/rl-labels")      # K simulated decisions per graph, Parquet shards
+    labels = goenv.datasets.open_labels("data/rl-labels")  # .graph(i), .decisions(i), .table()
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
+from goenv.labels import Labels, export_tpugraphs, label, open_labels
 
 __all__ = [
-    "CostEstimateWarning", "Dataset", "SuiteEntry", "from_onnx", "from_torch", "generate", "generate_main",
-    "graph_params", "info",
-    "lineage", "list", "load", "open", "suite", "suite_description", "suites", "to_pyg",
+    "CostEstimateWarning", "Dataset", "Labels", "SuiteEntry", "export_tpugraphs", "from_onnx", "from_torch",
+    "generate", "generate_main", "graph_params", "info", "label",
+    "lineage", "list", "load", "open", "open_labels", "suite", "suite_description", "suites", "to_pyg",
 ]
 
 

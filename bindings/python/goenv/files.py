@@ -13,6 +13,7 @@ FIFO or /dev/zero swapped in after a check is still refused.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import stat
@@ -22,7 +23,7 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "checked_output_path", "read_regular_file", "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "checked_output_path", "path_inside", "read_json_file", "read_regular_file", "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -30,6 +31,18 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCH
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def path_inside(root: str | os.PathLike, name: str, error: type[Exception] = InvalidArgument,
+                what: str = "folder") -> str:
+    """root/name, refused (`error`) when it resolves outside the folder `root` (a symbolic link
+    out of it): a folder of files goenv manages reads and writes only its own files."""
+    root = os.fspath(root)
+    path = os.path.join(root, name)
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
+        raise error(f"{path}: resolves outside the {what} {root}")
+    return path
 
 
 def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
@@ -102,3 +115,14 @@ def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, what
     if len(data) != info.st_size:
         raise error(f"{what} {path}: changed size while it was read")
     return data
+
+
+def read_json_file(path: str | os.PathLike, limit: int, what: str, error: type[Exception] = InvalidArgument):
+    """The parsed JSON of a regular file of at most `limit` bytes (a manifest); `error` naming
+    the path when it is not JSON. FileNotFoundError when there is nothing at `path`."""
+    data = read_regular_file(path, limit, what=what, error=error)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as problem:
+        raise error(f"{os.fspath(path)}: not a valid {what} ({type(problem).__name__}: "
+                    f"{str(problem)[:200]})") from None

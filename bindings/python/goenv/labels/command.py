@@ -1,0 +1,106 @@
+"""The command line of labelled datasets:
+
+    goenv dataset label SOURCE [SOURCE ...] --out DIR [--task T] [--cluster C] [-k K] [--sampler S]
+                        [--seed N] [--agent CHECKPOINT] [--workers N [--address ADDR]] [--overwrite]
+    goenv dataset export-tpugraphs LABELS --out DIR
+    goenv dataset info DIR / goenv dataset verify DIR     (datasets of graphs and labelled ones)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from goenv.labels.decisions import SAMPLERS
+
+
+def add_label_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("source", nargs="+",
+                        help="a dataset folder (goenv dataset generate), a suite (go-placement, transfer, "
+                             "transfer:test) or graph files (.goenv, .json)")
+    parser.add_argument("--out", required=True, help="labels folder (created; an interrupted run is resumed)")
+    parser.add_argument("--task", default="placement", help="placement, scheduling, fusion or joint (default: "
+                                                            "%(default)s)")
+    parser.add_argument("--cluster", help="a cluster preset for every graph (default: each graph's own)")
+    parser.add_argument("-k", "--decisions-per-graph", type=int, default=64, metavar="K",
+                        help="decisions labelled per graph (default: %(default)s)")
+    parser.add_argument("--sampler", default="mix", help=f"{', '.join(SAMPLERS)} (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="graph i's decisions come from (seed, i) (default: 0)")
+    parser.add_argument("--max-moves", type=int, default=32, help="largest perturbation, in moves (default: 32)")
+    parser.add_argument("--shard-size", type=int, default=16, help="graphs per shard (default: %(default)s)")
+    parser.add_argument("--agent", metavar="CHECKPOINT", help="an agent whose samples join the mix")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="Ray actors labelling shards; 0 labels in this process (default: %(default)s)")
+    parser.add_argument("--address", help="join the Ray cluster at ADDR instead of starting a local Ray")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace labels made otherwise in --out (never done otherwise)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def run_label(args: argparse.Namespace) -> None:
+    from goenv.labels.folder import label
+
+    source = args.source[0] if len(args.source) == 1 else args.source
+    labels = label(source, args.out, task=args.task, cluster=args.cluster, decisions_per_graph=args.decisions_per_graph,
+                   sampler=args.sampler, seed=args.seed, max_moves=args.max_moves, shard_size=args.shard_size,
+                   agent=args.agent, workers=args.workers, address=args.address, overwrite=args.overwrite,
+                   progress=not args.no_progress)
+    print(f"{labels.num_decisions} labelled decisions of {len(labels)} graphs in {len(labels.shards)} shards at "
+          f"{labels.root}")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("labels", help="a labels folder (goenv dataset label)")
+    parser.add_argument("--out", required=True, help="folder for the .npz files")
+    parser.add_argument("--keep-infeasible", action="store_true", help="also export OOM and invalid decisions")
+    return parser
+
+
+def run_export(args: argparse.Namespace) -> None:
+    from goenv.labels.tpugraphs import export_tpugraphs
+
+    paths = export_tpugraphs(args.labels, args.out, keep_infeasible=args.keep_infeasible)
+    print(f"{len(paths)} TpuGraphs-layout files in {args.out}")
+
+
+def _is_labels(path: str) -> bool:
+    from goenv.labels.folder import FORMAT, MANIFEST
+
+    try:
+        with open(os.path.join(path, MANIFEST), "rb") as file:
+            return json.loads(file.read(1 << 20).decode("utf-8", "replace")).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False  # the dataset reader says what is wrong
+
+
+def run_info(args: argparse.Namespace) -> None:
+    """`goenv dataset info DIR`: a labelled dataset's manifest, or a dataset of graphs'."""
+    if not _is_labels(args.path):
+        from goenv.dataset_files import run_info as graphs_info
+
+        return graphs_info(args)
+    from goenv.labels.folder import Labels
+
+    labels = Labels(args.path)
+    config = labels.config
+    cluster = config["cluster"] or "each graph's own"
+    total = sum(entry["bytes"] for record in labels.shards for entry in record["files"].values())
+    print(f"{labels.root}: {len(labels)} graphs x {config['decisions_per_graph']} decisions ({config['task']}, "
+          f"sampler {config['sampler']}, seed {config['seed']}, cluster {cluster}), "
+          f"{labels.num_decisions} labels in {len(labels.shards)} shards, {total / 2**20:.1f} MiB")
+
+
+def run_verify(args: argparse.Namespace) -> None:
+    """`goenv dataset verify DIR`: every shard's checksum (and every graph, for datasets of graphs)."""
+    if not _is_labels(args.path):
+        from goenv.dataset_files import run_verify as graphs_verify
+
+        return graphs_verify(args)
+    from goenv.labels.folder import Labels
+
+    labels = Labels(args.path)
+    labels.verify()
+    print(f"{labels.root}: {labels.num_decisions} labels of {len(labels)} graphs in {len(labels.shards)} shards, "
+          f"all checksums valid")

@@ -1,0 +1,418 @@
+"""A labelled dataset on disk: label() writes it (resumable, in one process or on Ray),
+Labels reads it (every shard checksummed when read).
+
+    manifest.json              what was labelled and how, one record per finished shard
+    graphs-00000.parquet       shard 0's graphs, once each  (tables.py has the columns)
+    labels-00000.parquet       shard 0's K decisions per graph and their simulated outcomes
+
+Shard k holds graphs [k * shard_size, (k + 1) * shard_size) of the source. Both files of a
+shard are written to temporary names and renamed into place, then the manifest (rewritten
+after each finished shard) records their sizes and SHA-256: a run killed at any moment
+leaves whole files, and the same call again keeps every recorded shard whose files still
+match and labels only the rest, so at most the shards in flight are labelled twice and
+the result is byte-identical to an uninterrupted run. A folder labelled with another
+source or configuration is refused, never mixed, and nothing is deleted without
+overwrite=True. Reading checks each shard file's size and SHA-256 against the manifest and
+raises goenv.InvalidGraph on a mismatch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from typing import Iterator
+
+import numpy as np
+
+import goenv._core as _core
+from goenv._core import InvalidArgument, InvalidGraph
+from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.labels import decisions, tables
+from goenv.labels.labeller import label_graph
+from goenv.labels.sources import Source, resolve
+
+FORMAT = "goenv-labels"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+KINDS = ("graphs", "labels")
+MAX_MANIFEST_BYTES = 256 << 20
+_SHARD_FILE = re.compile(r"(graphs|labels)-(\d{5,})\.parquet")
+_TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
+
+
+def shard_file(kind: str, index: int) -> str:
+    return f"{kind}-{index:05d}.parquet"
+
+
+def _inside(root: str, name: str) -> str:
+    return path_inside(root, name, error=InvalidGraph, what="labels folder")
+
+
+def _goenv_version() -> str:
+    return str(getattr(sys.modules.get("goenv"), "__version__", "unknown"))
+
+
+# ---------------------------------------------------------------------------
+# Labelling one shard: what a process or a Ray worker runs.
+
+def label_shard(source: Source, config: dict, index: int, first: int, count: int,
+                agent_bytes: bytes | None) -> dict:
+    """{"index", "rows", "graphs": Parquet file, "labels": Parquet file} of graphs [first, first + count)
+    (each file a pyarrow.Buffer of its bytes)."""
+    labelled = []
+    for graph_id in range(first, first + count):
+        graph, info = source.graph(graph_id)
+        labelled.append(label_graph(graph, info, graph_id, config, agent_bytes))
+    return {"index": index, "rows": int(sum(len(item["runtime"]) for item in labelled)),
+            "graphs": tables.to_parquet(tables.graphs_table(labelled)),
+            "labels": tables.to_parquet(tables.labels_table(labelled))}
+
+
+# ---------------------------------------------------------------------------
+# The manifest.
+
+def _is_count(value, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _plan(count: int, shard_size: int) -> list[dict]:
+    return [{"index": k, "first": first, "count": min(shard_size, count - first)}
+            for k, first in enumerate(range(0, count, shard_size))]
+
+
+def read_manifest(root: str) -> dict:
+    """The checked manifest; InvalidGraph naming the problem otherwise."""
+    path = _inside(root, MANIFEST)
+    manifest = read_json_file(path, MAX_MANIFEST_BYTES, what="labels manifest", error=InvalidGraph)
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise InvalidGraph(f"{path}: not a goenv labelled dataset (format {found!r}, expected {FORMAT!r})")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise InvalidGraph(f"{path}: labels format version {manifest.get('format_version')!r}, this goenv reads "
+                           f"version {FORMAT_VERSION}")
+
+    def bad(what: str) -> InvalidGraph:
+        return InvalidGraph(f"{path}: {what}")
+
+    for key in ("source", "config", "count", "shard_size", "shards", "complete"):
+        if key not in manifest:
+            raise bad(f"the manifest has no '{key}'")
+    if not isinstance(manifest["config"], dict) or not isinstance(manifest["source"], dict):
+        raise bad("'config' or 'source' is not a map")
+    if not _is_count(manifest["count"], 1) or not _is_count(manifest["shard_size"], 1):
+        raise bad("'count' or 'shard_size' is not an integer >= 1")
+    plan = _plan(manifest["count"], manifest["shard_size"])
+    if not isinstance(manifest["shards"], list) or len(manifest["shards"]) > len(plan):
+        raise bad(f"'shards' is not a list of at most {len(plan)} records")
+    seen = set()
+    for record in manifest["shards"]:
+        if not isinstance(record, dict) or not all(_is_count(record.get(k)) for k in ("index", "first", "count",
+                                                                                     "rows")):
+            raise bad(f"shard record {str(record)[:100]} lacks an integer index, first, count or rows")
+        index = record["index"]
+        if index >= len(plan) or index in seen:
+            raise bad(f"shard record {index} is outside the {len(plan)} shards or repeated")
+        seen.add(index)
+        if (record["first"], record["count"]) != (plan[index]["first"], plan[index]["count"]):
+            raise bad(f"shard record {index} covers graphs {record['first']}..+{record['count']}, the plan has "
+                      f"{plan[index]['first']}..+{plan[index]['count']}")
+        files = record.get("files")
+        for kind in KINDS:
+            entry = files.get(kind) if isinstance(files, dict) else None
+            if not isinstance(entry, dict) or entry.get("file") != shard_file(kind, index):
+                raise bad(f"shard record {index} does not name its {kind} file {shard_file(kind, index)!r}")
+            if not _is_count(entry.get("bytes")) or not (isinstance(entry.get("sha256"), str)
+                                                         and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
+                raise bad(f"shard record {index} has no size or SHA-256 for its {kind} file")
+    return manifest
+
+
+def _matches(root: str, entry: dict) -> bool:
+    path = _inside(root, entry["file"])
+    if not os.path.isfile(path) or os.path.getsize(path) != entry["bytes"]:
+        return False
+    data = read_regular_file(path, MAX_FILE_BYTES, what="labels shard", error=InvalidGraph)
+    return hashlib.sha256(data).hexdigest() == entry["sha256"]
+
+
+def _shard_names(root: str) -> list[str]:
+    return sorted(name for name in os.listdir(root) if _SHARD_FILE.fullmatch(name))
+
+
+def _clean_temporaries(root: str) -> None:
+    """Removes what killed writers left: temporary shard and manifest files (only ours)."""
+    for name in os.listdir(root):
+        if name.startswith(".") and _TMP_MARK in name and (".parquet" in name or MANIFEST in name):
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# Labelling.
+
+def _agent_bytes(agent) -> bytes | None:
+    """A checkpoint's bytes from a path or an agent; checked by loading it once."""
+    if agent is None:
+        return None
+    from goenv.agents import load_bytes
+
+    if isinstance(agent, (str, os.PathLike)):
+        data = read_regular_file(agent, what="checkpoint")
+    else:
+        if not hasattr(agent, "save") or not hasattr(agent, "act"):
+            raise InvalidArgument(f"agent must be a goenv agent or a checkpoint path, got {type(agent).__name__}")
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "agent.safetensors")
+            agent.save(path)
+            data = read_regular_file(path, what="checkpoint")
+    load_bytes(data)
+    return data
+
+
+def label(source, out, *, task: str = "placement", cluster: str | None = None, decisions_per_graph: int = 64,
+          sampler: str = "mix", seed: int = 0, max_moves: int = 32, shard_size: int = 16, agent=None,
+          workers: int = 0, address: str | None = None, overwrite: bool = False, progress: bool = True) -> "Labels":
+    """Labels every graph of `source` with `decisions_per_graph` simulated decisions; returns open_labels(out).
+
+    source: a dataset folder (goenv.datasets.generate), a suite name ("go-placement",
+    "transfer", "transfer:test"), a graph file or a list of them. task: "placement",
+    "scheduling", "fusion" or "joint". cluster: a preset for every graph (default: each
+    graph's own: its family's default cluster, the suite's, or 2xgpu-nvlink for files).
+    sampler: "mix" (default), "random", "perturb" or "policy" (goenv.labels.decisions says what
+    each draws); agent: a goenv agent or checkpoint path whose samples join the mix. seed:
+    graph i's decisions come from a generator seeded by (seed, i). workers=N labels shards on N
+    Ray actors (address= joins a running Ray cluster; the source must be readable there):
+    the files are byte-identical to workers=0, which labels in this process.
+    Resumable and never destructive without overwrite=True (see the module's docstring).
+    """
+    if task not in _core.task_names():
+        raise InvalidArgument(f"unknown task {task!r}; tasks: {', '.join(_core.task_names())}")
+    decisions.check(sampler, decisions_per_graph, max_moves, agent is not None)
+    for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
+        if not _is_count(value, low):
+            raise InvalidArgument(f"{name} must be an integer >= {low}, got {value!r}")
+    resolved = resolve(source, cluster)
+    agent_bytes = _agent_bytes(agent)
+    config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,
+              "sampler": sampler, "seed": seed, "max_moves": max_moves, "max_fusion_size": 16,
+              "agent_sha256": hashlib.sha256(agent_bytes).hexdigest() if agent_bytes else None}
+    identity = {"source": resolved.identity, "config": config, "count": len(resolved), "shard_size": shard_size}
+
+    root = os.fspath(out)
+    os.makedirs(root, exist_ok=True)
+    _clean_temporaries(root)
+    plan = _plan(len(resolved), shard_size)
+    kept = _kept_shards(root, identity, overwrite)
+    if overwrite:  # our files of a replaced run; nothing else in the folder is touched
+        keep = {shard_file(kind, k) for k in kept for kind in KINDS}
+        for name in _shard_names(root):
+            if name not in keep:
+                os.unlink(os.path.join(root, name))
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
+                "num_shards": len(plan), "complete": False, "shards": []}
+
+    def save_manifest() -> None:
+        manifest["shards"] = [kept[k] for k in sorted(kept)]
+        manifest["complete"] = len(kept) == len(plan)
+        write_atomic(_inside(root, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"),
+                     what="labels manifest")
+
+    def finished(result: dict) -> None:
+        shard = plan[result["index"]]
+        files = {}
+        for kind in KINDS:
+            name = shard_file(kind, shard["index"])
+            data = memoryview(result[kind])
+            write_atomic(_inside(root, name), lambda file, data=data: file.write(data), what="labels shard")
+            files[kind] = {"file": name, "bytes": data.nbytes, "sha256": hashlib.sha256(data).hexdigest()}
+        kept[shard["index"]] = {**shard, "rows": result["rows"], "files": files}
+        save_manifest()
+
+    save_manifest()
+    todo = [shard for shard in plan if shard["index"] not in kept]
+    from tqdm import tqdm
+
+    done = sum(plan[k]["count"] for k in kept)
+    with tqdm(total=len(resolved), initial=done, disable=not progress, desc=f"label {task}", unit="graph",
+              dynamic_ncols=True) as bar:
+        if workers == 0:
+            for shard in todo:
+                finished(label_shard(resolved, config, shard["index"], shard["first"], shard["count"], agent_bytes))
+                bar.update(shard["count"])
+        else:
+            from goenv.labels.ray_workers import label_on_ray
+
+            for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address):
+                finished(result)
+                bar.update(plan[result["index"]]["count"])
+    return Labels(root)
+
+
+def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:
+    """The shard records of an earlier run of the same labelling whose files still match."""
+    manifest_path = os.path.join(root, MANIFEST)
+    present = _shard_names(root)
+    if not os.path.lexists(manifest_path):
+        if present and not overwrite:
+            raise InvalidArgument(f"{root} holds labels shard files ({', '.join(present[:2])}, ...) but no manifest; "
+                                  f"nothing was changed. Use another folder, or overwrite=True (--overwrite)")
+        return {}
+    try:
+        previous = read_manifest(root)
+    except InvalidGraph as error:
+        if "not a goenv labelled dataset" in str(error):  # e.g. a dataset of graphs: never ours to replace
+            raise InvalidArgument(f"{error}; label into a folder of its own") from None
+        if not overwrite:
+            raise InvalidArgument(f"{error}; nothing was changed. Use another folder, or overwrite=True "
+                                  f"(--overwrite) to replace it") from None
+        return {}
+    theirs = {key: previous[key] for key in identity}
+    if theirs != identity:
+        if not overwrite:
+            differences = ", ".join(f"{key}: {json.dumps(theirs[key])[:160]} there, {json.dumps(identity[key])[:160]} "
+                                    f"here" for key in identity if theirs[key] != identity[key])
+            raise InvalidArgument(f"{root} holds labels made otherwise ({differences}); nothing was changed. Use "
+                                  f"another folder, or overwrite=True (--overwrite) to replace them")
+        return {}
+    return {record["index"]: record for record in previous["shards"]
+            if all(_matches(root, record["files"][kind]) for kind in KINDS)}
+
+
+# ---------------------------------------------------------------------------
+# Reading.
+
+class Labels:
+    """A labelled dataset, read lazily: len(labels) graphs; labels.graph(i) and
+    labels.decisions(i) as numpy; labels.table("labels" | "graphs") as one pyarrow Table.
+    Each shard file's size and SHA-256 are checked against the manifest when it is read."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = os.fspath(root)
+        if not os.path.isdir(self.root) or not os.path.lexists(os.path.join(self.root, MANIFEST)):
+            raise FileNotFoundError(2, f"Not a goenv labelled dataset (no {MANIFEST})", self.root)
+        self.manifest = read_manifest(self.root)
+        if not self.manifest["complete"] or len(self.manifest["shards"]) != self.manifest["num_shards"]:
+            raise InvalidGraph(f"{self.root}: incomplete ({len(self.manifest['shards'])} of "
+                               f"{self.manifest['num_shards']} shards); run the same label command again to finish it")
+        self.shards = sorted(self.manifest["shards"], key=lambda record: record["index"])
+        for record in self.shards:
+            for kind in KINDS:
+                entry = record["files"][kind]
+                path = _inside(self.root, entry["file"])
+                if not os.path.isfile(path):
+                    raise InvalidGraph(f"{path}: shard file missing; run the label command again to rewrite it")
+                if os.path.getsize(path) != entry["bytes"]:
+                    raise InvalidGraph(f"{path}: {os.path.getsize(path)} bytes, the manifest records "
+                                       f"{entry['bytes']} (truncated or modified)")
+        self._cached: tuple[int, dict] | None = None
+
+    @property
+    def config(self) -> dict:
+        return dict(self.manifest["config"])
+
+    def __len__(self) -> int:
+        return int(self.manifest["count"])
+
+    @property
+    def num_decisions(self) -> int:
+        return sum(record["rows"] for record in self.shards)
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"<goenv.datasets.Labels {c['task']}: {len(self)} graphs x {c['decisions_per_graph']} decisions "
+                f"({c['sampler']}) in {len(self.shards)} shards at {self.root}>")
+
+    def shard_bytes(self, k: int, kind: str) -> bytes:
+        """A shard file's bytes, checked against the manifest."""
+        entry = self.shards[k]["files"][kind]
+        path = _inside(self.root, entry["file"])
+        try:
+            data = read_regular_file(path, MAX_FILE_BYTES, what="labels shard", error=InvalidGraph)
+        except FileNotFoundError as error:
+            raise InvalidGraph(f"{path}: shard file missing; run the label command again to rewrite it") from error
+        if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise InvalidGraph(f"{path}: size or SHA-256 does not match the manifest (corrupt or modified); run the "
+                               f"label command again with overwrite=True to rewrite it")
+        return data
+
+    def _shard(self, k: int) -> dict:
+        if self._cached is None or self._cached[0] != k:
+            self._cached = (k, {kind: tables.from_parquet(self.shard_bytes(k, kind)) for kind in KINDS})
+        return self._cached[1]
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        n = len(self)
+        i = int(index) + (n if int(index) < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"graph index {index} out of range for {n} labelled graphs")
+        return i // self.manifest["shard_size"], i
+
+    def graph(self, index: int) -> dict:
+        """Graph `index`'s row: scalars as Python values, lists as numpy (node_features (N, F)),
+        plus "goenv_graph", the goenv.Graph."""
+        k, i = self._locate(index)
+        table = self._shard(k)["graphs"]
+        row = i - self.shards[k]["first"]
+        out = {}
+        for name in table.column_names:
+            value = table.column(name)[row]
+            if name == "node_features":
+                out[name] = np.asarray(value.values.flatten().to_numpy()).reshape(len(value), -1)
+            elif name == "graph":
+                out["goenv_graph"] = _core.Graph.from_bytes(value.as_py())
+            elif hasattr(value, "values"):
+                out[name] = value.values.to_numpy(zero_copy_only=False)
+            else:
+                out[name] = value.as_py()
+        out["params"] = json.loads(out["params"])
+        return out
+
+    def decisions(self, index: int) -> dict:
+        """Graph `index`'s K labelled decisions: (K,) arrays for scalars and source, (K, N) or
+        (K, devices) for lists."""
+        k, i = self._locate(index)
+        table = self._shard(k)["labels"]
+        ids = table.column("graph_id").to_numpy()
+        lo, hi = np.searchsorted(ids, i, "left"), np.searchsorted(ids, i, "right")
+        part = table.slice(lo, hi - lo)
+        pa = tables.pyarrow()
+        out = {}
+        for name in part.column_names:
+            column = part.column(name).combine_chunks()
+            if pa.types.is_list(column.type):
+                out[name] = column.flatten().to_numpy(zero_copy_only=False).reshape(hi - lo, -1)
+            else:
+                out[name] = np.asarray(column.to_numpy(zero_copy_only=False))
+        return out
+
+    def __iter__(self) -> Iterator[tuple[dict, dict]]:
+        for i in range(len(self)):
+            yield self.graph(i), self.decisions(i)
+
+    def table(self, kind: str = "labels"):
+        """Every shard's rows of `kind` ("labels" or "graphs") as one pyarrow Table (checked)."""
+        if kind not in KINDS:
+            raise InvalidArgument(f"kind must be one of {KINDS}, got {kind!r}")
+        pa = tables.pyarrow()
+        return pa.concat_tables([tables.from_parquet(self.shard_bytes(k, kind)) for k in range(len(self.shards))])
+
+    def files(self, kind: str = "labels") -> list[str]:
+        """The Parquet files of `kind`, in order (for pyarrow.dataset or Hugging Face `datasets`)."""
+        return [os.path.join(self.root, record["files"][kind]["file"]) for record in self.shards]
+
+    def verify(self) -> None:
+        """Checks every shard file's checksum and that it reads as Parquet; InvalidGraph on the first bad one."""
+        for k in range(len(self.shards)):
+            self._cached = None
+            self._shard(k)
+
+
+def open_labels(path: str | os.PathLike) -> Labels:
+    """The labelled dataset at `path` (lazy; shards are checksummed when read)."""
+    return Labels(path)

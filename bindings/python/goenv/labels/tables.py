@@ -1,0 +1,139 @@
+"""The two Parquet tables of a labelled dataset, readable with pyarrow alone (or Hugging Face
+`datasets`, pandas, polars, DuckDB), never with goenv's help.
+
+graphs-NNNNN.parquet, one row per graph (the graph once, whatever K):
+    graph_id int64, name, family, params (JSON), split, cluster: strings; num_nodes, num_edges
+    int64; num_devices int32; lower_bound, default_runtime float64 (seconds; the analytic
+    bound of DESIGN §2 and the env's default decision); op_type list<int16> (ids into the
+    schema metadata's op_type_names); flops list<float64> (a multiply-accumulate counts 2);
+    output_bytes, param_bytes list<int64>; colocation list<int32> (-1: none); edge_src,
+    edge_dst list<int32> (producer -> consumer); edge_bytes list<int64>; node_features
+    list<fixed_size_list<float32, F>> (the envs' static node features, names in the metadata);
+    graph binary (goenv.Graph.from_bytes restores the graph exactly).
+labels-NNNNN.parquet, one row per (graph, decision):
+    graph_id int64, decision int32 (0..K-1), source string (decisions.py: "default",
+    "heuristic:NAME", "random", "perturb:MOVES", "policy"); runtime float64 (s); oom, invalid
+    bool; bytes_moved float64; peak_memory (bytes), device_busy (s) list<float64> per device;
+    placement list<int16> (device), priority list<int16> (level), fusion list<int8> (level)
+    per node; start, finish list<float32> per node (s: to ~1e-7 of the runtime, half the
+    bytes of float64, which the writing time follows; runtime itself is float64, exact).
+Rows are in (graph_id, decision) order; files are written with fixed options, so equal
+labels give equal bytes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import goenv._core as _core
+
+# Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
+PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_statistics": False}
+
+
+def pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet  # noqa: F401 (the submodule)
+    except ImportError as error:
+        raise ImportError("labelled datasets are Parquet files and need pyarrow: pip install 'goenv[parquet]'") \
+            from error
+    return pa
+
+
+def _lists(pa, arrays: list[np.ndarray], dtype) -> "pa.Array":
+    """One list<dtype> column, a row per array (built from flat values and offsets)."""
+    return _column(pa, np.array([len(a) for a in arrays], dtype=np.int64), arrays, dtype)
+
+
+def _matrix_rows(pa, matrices: list[np.ndarray], dtype) -> "pa.Array":
+    """One list<dtype> column, a row per row of each (rows, columns) matrix."""
+    lengths = np.concatenate([np.full(m.shape[0], m.shape[1], np.int64) for m in matrices])
+    return _column(pa, lengths, [m.reshape(-1) for m in matrices], dtype)
+
+
+def _column(pa, lengths: np.ndarray, parts: list[np.ndarray], dtype) -> "pa.Array":
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError("a shard's column exceeds 2^31 values; use a smaller shard_size")
+    values = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
+
+
+def graphs_table(labelled: list[dict]):
+    pa = pyarrow()
+    graphs = [item["graph"] for item in labelled]
+    g = [entry["graph"] for entry in graphs]
+    features = [entry["node_features"] for entry in graphs]
+    width = features[0].shape[1] if features else len(_core.node_feature_names())
+    flat = pa.array(np.concatenate([f.reshape(-1) for f in features]) if features else np.zeros(0, np.float32))
+    lengths = np.array([f.shape[0] for f in features], dtype=np.int64)
+    node_features = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
+                                             pa.FixedSizeListArray.from_arrays(flat, width))
+    columns = {
+        "graph_id": pa.array([e["graph_id"] for e in graphs], pa.int64()),
+        "name": pa.array([e["name"] for e in graphs], pa.string()),
+        "family": pa.array([e["family"] for e in graphs], pa.string()),
+        "params": pa.array([json.dumps(e["params"], sort_keys=True) for e in graphs], pa.string()),
+        "split": pa.array([e["split"] for e in graphs], pa.string()),
+        "cluster": pa.array([e["cluster"] for e in graphs], pa.string()),
+        "num_nodes": pa.array([x.num_nodes for x in g], pa.int64()),
+        "num_edges": pa.array([x.num_edges for x in g], pa.int64()),
+        "num_devices": pa.array([e["num_devices"] for e in graphs], pa.int32()),
+        "lower_bound": pa.array([e["lower_bound"] for e in graphs], pa.float64()),
+        "default_runtime": pa.array([e["default_runtime"] for e in graphs], pa.float64()),
+        "op_type": _lists(pa, [np.asarray(x.op_types) for x in g], np.int16),
+        "flops": _lists(pa, [np.asarray(x.flops) for x in g], np.float64),
+        "output_bytes": _lists(pa, [np.asarray(x.output_bytes) for x in g], np.int64),
+        "param_bytes": _lists(pa, [np.asarray(x.param_bytes) for x in g], np.int64),
+        "colocation": _lists(pa, [np.asarray(x.colocation) for x in g], np.int32),
+        "edge_src": _lists(pa, [np.asarray(x.edge_index)[0] for x in g], np.int32),
+        "edge_dst": _lists(pa, [np.asarray(x.edge_index)[1] for x in g], np.int32),
+        "edge_bytes": _lists(pa, [np.asarray(x.edge_bytes) for x in g], np.int64),
+        "node_features": node_features,
+        "graph": pa.array([x.to_bytes() for x in g], pa.binary()),
+    }
+    metadata = {"op_type_names": json.dumps(list(_core.op_type_names())),
+                "node_feature_names": json.dumps(list(_core.node_feature_names()))}
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def labels_table(labelled: list[dict]):
+    pa = pyarrow()
+    graph_ids = np.concatenate([np.full(len(item["runtime"]), item["graph"]["graph_id"], np.int64)
+                                for item in labelled])
+    decision = np.concatenate([np.arange(len(item["runtime"]), dtype=np.int32) for item in labelled])
+
+    def scalars(key, dtype):
+        return pa.array(np.concatenate([item[key] for item in labelled]).astype(dtype, copy=False))
+
+    def per_row(key, dtype):
+        return _matrix_rows(pa, [item[key] for item in labelled], dtype)
+
+    columns = {
+        "graph_id": pa.array(graph_ids), "decision": pa.array(decision),
+        "source": pa.array([s for item in labelled for s in item["source"]], pa.string()),
+        "runtime": scalars("runtime", np.float64), "oom": scalars("oom", bool), "invalid": scalars("invalid", bool),
+        "bytes_moved": scalars("bytes_moved", np.float64),
+        "peak_memory": per_row("peak_memory", np.float64), "device_busy": per_row("device_busy", np.float64),
+        "placement": per_row("placement", np.int16), "priority": per_row("priority", np.int16),
+        "fusion": per_row("fusion", np.int8), "start": per_row("start", np.float32),
+        "finish": per_row("finish", np.float32),
+    }
+    return pa.table(columns)
+
+
+def to_parquet(table):
+    """The Parquet file's bytes, as a pyarrow.Buffer (no copy into a bytes object; it is
+    written, hashed and pickled for Ray through the buffer protocol)."""
+    pa = pyarrow()
+    sink = pa.BufferOutputStream()
+    pa.parquet.write_table(table, sink, **PARQUET_OPTIONS)
+    return sink.getvalue()
+
+
+def from_parquet(data: bytes):
+    pa = pyarrow()
+    return pa.parquet.read_table(pa.BufferReader(data))

@@ -1,0 +1,72 @@
+"""Exports a labelled dataset in TpuGraphs' layout (Phothilimthana et al., "TpuGraphs: A
+Performance Prediction Dataset on Large Tensor Computational Graphs", NeurIPS 2023 datasets
+track; the layout collection's npz files), so code written for TpuGraphs reads goenv data.
+
+One NNNNN-NAME.npz per graph, with the arrays of a layout file:
+    node_feat         float32 (N, F)   the envs' static node features (goenv._core.node_feature_names())
+    node_opcode       uint8 (N,)       op type ids (goenv._core.op_type_names())
+    edge_index        int64 (E, 2)     [u, v]: op u consumes the output of op v (TpuGraphs' order)
+    node_config_ids   int64 (N,)       every node is configurable: 0..N-1
+    node_config_feat  float32 (C, N, 18)  per decision and node: columns 0-15 the device one-hot
+                                       (at most 16 devices), 16 the priority level and 17 the
+                                       fusion level, each divided by its number of levels - 1
+    config_runtime    int64 (C,)       simulated runtime in nanoseconds
+    node_splits       int64 (1, 1)     [[0]]: the graph is one computation
+C counts the feasible decisions (OOM and invalid ones are left out unless keep_infeasible=True).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from goenv._core import InvalidArgument
+from goenv.files import write_atomic
+
+CONFIG_FEATURES = 18
+MAX_DEVICES = 16
+
+
+def config_features(decisions: dict, num_devices: int, priority_levels: int, fusion_levels: int) -> np.ndarray:
+    """(C, N, 18) float32: the one-hot device, priority and fusion levels of each decision."""
+    if num_devices > MAX_DEVICES:
+        raise InvalidArgument(f"TpuGraphs' 18 configuration features hold at most {MAX_DEVICES} devices, the "
+                              f"cluster has {num_devices}")
+    placement = decisions["placement"]
+    features = np.zeros(placement.shape + (CONFIG_FEATURES,), dtype=np.float32)
+    np.put_along_axis(features, placement[..., None].astype(np.int64), 1.0, axis=2)
+    features[..., 16] = decisions["priority"] / max(priority_levels - 1, 1)
+    features[..., 17] = decisions["fusion"] / max(fusion_levels - 1, 1)
+    return features
+
+
+def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: bool = False,
+                     priority_levels: int = 16, fusion_levels: int = 4) -> list[str]:
+    """Writes one TpuGraphs-layout .npz per graph of `labels` (a Labels or its folder) into
+    `out_dir`; returns the paths. Files are written atomically, only over regular files."""
+    from goenv.labels.folder import Labels
+
+    labels = labels if isinstance(labels, Labels) else Labels(labels)
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for i in range(len(labels)):
+        graph, decisions = labels.graph(i), labels.decisions(i)
+        keep = np.ones(len(decisions["runtime"]), bool) if keep_infeasible else \
+            ~(decisions["oom"] | decisions["invalid"])
+        chosen = {key: value[keep] for key, value in decisions.items()}
+        arrays = {
+            "node_feat": graph["node_features"].astype(np.float32),
+            "node_opcode": graph["op_type"].astype(np.uint8),
+            "edge_index": np.stack([graph["edge_dst"], graph["edge_src"]], axis=1).astype(np.int64),
+            "node_config_ids": np.arange(graph["num_nodes"], dtype=np.int64),
+            "node_config_feat": config_features(chosen, graph["num_devices"], priority_levels, fusion_levels),
+            "config_runtime": np.round(chosen["runtime"] * 1e9).astype(np.int64),
+            "node_splits": np.zeros((1, 1), dtype=np.int64),
+        }
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", graph["name"] or "graph")[:80]
+        path = os.path.join(os.fspath(out_dir), f"{i:05d}-{name}.npz")
+        paths.append(write_atomic(path, lambda file, arrays=arrays: np.savez_compressed(file, **arrays),
+                                  what="TpuGraphs file"))
+    return paths

@@ -1,0 +1,286 @@
+"""A learned cost model on goenv labels, in one file of plain PyTorch (CleanRL style).
+
+Labels K placements per graph of the training families (random layered and series-parallel
+DAGs, ENAS cells) and of held-out model families never seen in training, trains a small GNN
+to predict each placement's simulated runtime, and ranks the held-out graphs' placements:
+Kendall's tau and ordered-pair accuracy per graph, next to two analytic models computed
+from the same decisions:
+  - sum of op costs: every op's cost on its device plus every cross-device transfer
+    (latency + bytes / bandwidth), as if nothing overlapped;
+  - the decision's lower bound: max(busiest device's op costs, the critical path with those
+    op costs and transfers), i.e. the simulator without contention and memory.
+
+    python examples/cost_model.py [--quick] [--json docs/results/cost_model.json]
+                                  [--plot docs/cost_model.png] [--readme README.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+import goenv
+
+CLUSTER = "2xgpu-nvlink"
+TRAIN = [("random-layered", {"num_layers": (5, 30), "width": (3, 12)}),
+         ("random-series-parallel", {"num_nodes": (50, 600)}),
+         ("enas-cnn", {}), ("enas-rnn", {"seq_len": (5, 20)})]
+HELD_OUT = [("transformer-xl-2", {}), ("transformer-xl-4", {}), ("wavenet-2", {}), ("resnet50", {"batch_size": 32}),
+            ("inception", {"batch_size": 32}), ("bert-base", {"batch_size": 16})]
+
+
+# ---------------------------------------------------------------------------- data
+
+def label_data(folder: str, graphs_per_family: int, k: int, seed: int):
+    train = []
+    for family, params in TRAIN:
+        source = os.path.join(folder, family)
+        goenv.datasets.generate(family, graphs_per_family, source, params=params, seed=seed, progress=False)
+        train.append(goenv.datasets.label(source, source + "-labels", cluster=CLUSTER, decisions_per_graph=k,
+                                          seed=seed, progress=False))
+    files = []
+    for family, params in HELD_OUT:
+        files.append(os.path.join(folder, f"{family}.goenv"))
+        goenv.datasets.load(family, **params).save(files[-1])
+    test = goenv.datasets.label(files, os.path.join(folder, "held-out-labels"), cluster=CLUSTER,
+                                decisions_per_graph=k, seed=seed + 1, progress=False)
+    return [g for labels in train for g in graphs_of(labels)], graphs_of(test)
+
+
+def graphs_of(labels) -> list[dict]:
+    out = []
+    for i in range(len(labels)):
+        graph, decisions = labels.graph(i), labels.decisions(i)
+        keep = ~decisions["oom"]  # an OOM placement has no runtime to rank
+        out.append({"name": graph["name"], "family": graph["family"], "graph": graph, "num_devices":
+                    graph["num_devices"], **{key: value[keep] for key, value in decisions.items()}})
+    return out
+
+
+def tensors(item: dict) -> dict:
+    g = item["graph"]
+    devices = torch.from_numpy(item["placement"].astype(np.int64))
+    edge_bytes = g["edge_bytes"].astype(np.float64)
+    return {"x": torch.from_numpy(np.array(g["node_features"], dtype=np.float32)),
+            "src": torch.from_numpy(g["edge_src"].astype(np.int64)), "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
+            "edge_share": torch.from_numpy(edge_bytes / max(edge_bytes.sum(), 1.0)).float(),
+            "device": nn.functional.one_hot(devices, item["num_devices"]).float(),
+            "target": torch.from_numpy(np.log(item["runtime"] / g["lower_bound"])).float()}
+
+
+# ---------------------------------------------------------------------------- the model
+
+class CostModel(nn.Module):
+    """Per (decision, node): embed features and device; rounds of mean messages from
+    producers and consumers, split by whether they sit on the same device or not (a
+    transfer); per-device sums of node embeddings (the load), pooled by max and mean, and
+    the share of the graph's edge bytes that crosses devices -> log runtime."""
+
+    def __init__(self, features: int, devices: int, hidden: int = 48, rounds: int = 3):
+        super().__init__()
+        self.embed = nn.Sequential(nn.Linear(features + devices, hidden), nn.ReLU())
+        self.rounds = nn.ModuleList(nn.Sequential(nn.Linear(5 * hidden, hidden), nn.ReLU()) for _ in range(rounds))
+        self.readout = nn.Sequential(nn.Linear(3 * hidden + 1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    def forward(self, x, src, dst, edge_share, device):  # x (N, F), device (K, N, D) -> (K,)
+        k, n, d = device.shape
+        h = self.embed(torch.cat([x.expand(k, n, -1), device], dim=2))
+        same = (device[:, src] * device[:, dst]).sum(2, keepdim=True)  # (K, E, 1): 1 when no transfer
+        degree_in = torch.zeros(n).index_add_(0, dst, torch.ones(len(dst))).clamp(min=1)[None, :, None]
+        degree_out = torch.zeros(n).index_add_(0, src, torch.ones(len(src))).clamp(min=1)[None, :, None]
+        for layer in self.rounds:
+            def mean(values, index, degree):
+                return torch.zeros(k, n, h.shape[2]).index_add_(1, index, values) / degree
+            parts = [h, mean(h[:, src] * same, dst, degree_in), mean(h[:, src] * (1 - same), dst, degree_in),
+                     mean(h[:, dst] * same, src, degree_out), mean(h[:, dst] * (1 - same), src, degree_out)]
+            h = h + layer(torch.cat(parts, dim=2))
+        load = torch.einsum("knd,knh->kdh", device, h)  # (K, D, H): what each device runs
+        cut = ((1 - same[:, :, 0]) * edge_share).sum(1, keepdim=True)  # (K, 1)
+        pooled = torch.cat([load.max(1).values, load.mean(1), h.mean(1), cut], dim=1)
+        return self.readout(pooled).squeeze(1)
+
+
+def pairwise_loss(prediction, target):
+    """Logistic loss over ordered pairs of one graph's decisions (as TpuGraphs' baselines rank)."""
+    diff_t = target[:, None] - target[None, :]
+    diff_p = prediction[:, None] - prediction[None, :]
+    mask = diff_t.abs() > 1e-9
+    return nn.functional.softplus(-torch.sign(diff_t[mask]) * diff_p[mask]).mean()
+
+
+# ---------------------------------------------------------------------------- the analytic models
+
+def analytic(item: dict, cluster) -> tuple[np.ndarray, np.ndarray]:
+    """(sum of op costs, the decision's lower bound) per decision, in seconds. An op's cost
+    is its duration in the simulated schedule (finish - start), the same on every device of
+    this homogeneous cluster; a transfer costs latency + bytes / bandwidth."""
+    g = item["graph"]
+    cost = (item["finish"] - item["start"])[0]
+    link = cluster.links[0]
+    src, dst, nbytes = g["edge_src"], g["edge_dst"], g["edge_bytes"].astype(np.float64)
+    placement = item["placement"]
+    cut = placement[:, src] != placement[:, dst]  # (K, E)
+    transfer = cut * (link.latency + nbytes / link.bandwidth)
+    serial = cost.sum() + transfer.sum(1)
+    busy = np.stack([(cost * (placement == dev)).sum(1) for dev in range(item["num_devices"])], 1).max(1)
+    finish = np.zeros(placement.shape)
+    order = np.asarray(g["goenv_graph"].topological_order)
+    incoming = [[] for _ in range(len(cost))]
+    for e, v in enumerate(dst):
+        incoming[v].append(e)
+    for v in order:
+        ready = np.zeros(placement.shape[0])
+        for e in incoming[v]:
+            ready = np.maximum(ready, finish[:, src[e]] + transfer[:, e])
+        finish[:, v] = ready + cost[v]
+    return serial, np.maximum(busy, finish.max(1))
+
+
+def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
+    """Kendall's tau-b (ties in either ranking handled)."""
+    da, db = np.sign(a[:, None] - a[None, :]), np.sign(b[:, None] - b[None, :])
+    upper = np.triu(np.ones_like(da, dtype=bool), 1)
+    concordant = (da * db)[upper].sum()
+    pairs_a, pairs_b = (da[upper] != 0).sum(), (db[upper] != 0).sum()
+    return float(concordant / np.sqrt(pairs_a * pairs_b)) if pairs_a and pairs_b else 0.0
+
+
+def pair_accuracy(prediction: np.ndarray, runtime: np.ndarray) -> float:
+    """Of the pairs whose runtimes differ, the share the prediction orders the same way (a tie: half)."""
+    dt, dp = np.sign(runtime[:, None] - runtime[None, :]), np.sign(prediction[:, None] - prediction[None, :])
+    mask = np.triu(dt != 0, 1)
+    return float(np.mean(np.where(dp[mask] == 0, 0.5, dp[mask] == dt[mask]))) if mask.any() else 1.0
+
+
+# ---------------------------------------------------------------------------- main
+
+def git_commit() -> dict:
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graphs-per-family", type=int, default=8)
+    parser.add_argument("-k", type=int, default=48, help="decisions per graph")
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 graphs per family, K=12, 2 epochs")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs) here, PNG")
+    parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
+    args = parser.parse_args()
+    if args.quick:
+        args.graphs_per_family, args.k, args.epochs = 2, 12, 2
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    made_at = git_commit()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        train, test = label_data(folder, args.graphs_per_family, args.k, args.seed)
+    labelled = time.perf_counter() - started
+    model = CostModel(train[0]["graph"]["node_features"].shape[1], train[0]["num_devices"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    batches = [tensors(item) for item in train]
+    rng = np.random.default_rng(args.seed)
+    for epoch in range(args.epochs):
+        losses = []
+        for i in rng.permutation(len(batches)):
+            b = batches[i]
+            prediction = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"])
+            loss = pairwise_loss(prediction, b["target"]) + 0.1 * nn.functional.mse_loss(prediction, b["target"])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        print(f"epoch {epoch + 1}/{args.epochs}: loss {np.mean(losses):.4f}", flush=True)
+
+    cluster = goenv.clusters.get(CLUSTER)
+    rows, points = [], []
+    with torch.no_grad():
+        for item in test:
+            b = tensors(item)
+            predicted = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"]).numpy()
+            serial, bound = analytic(item, cluster)
+            runtime = item["runtime"]
+            rows.append({"graph": item["name"], "nodes": int(item["graph"]["num_nodes"]), "decisions": len(runtime),
+                         **{f"tau_{name}": kendall_tau(p, runtime) for name, p in
+                            (("gnn", predicted), ("sum_of_op_costs", serial), ("lower_bound", bound))},
+                         **{f"pairs_{name}": pair_accuracy(p, runtime) for name, p in
+                            (("gnn", predicted), ("sum_of_op_costs", serial), ("lower_bound", bound))}})
+            scale = item["graph"]["lower_bound"]
+            points.append((item["name"], runtime / scale, np.exp(predicted)))
+            print(json.dumps(rows[-1]))
+    means = {key: float(np.mean([r[key] for r in rows])) for key in rows[0] if key.startswith(("tau_", "pairs_"))}
+    results = {**made_at, "args": vars(args), "cluster": CLUSTER, "train_graphs": len(train),
+               "train_families": [f for f, _ in TRAIN], "held_out": rows, "mean": means,
+               "seconds": {"labelling": labelled, "total": time.perf_counter() - started}}
+    print(json.dumps(means))
+    if args.json:
+        goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
+    if args.plot:
+        plot(points, args.plot)
+    if args.readme:
+        path = Path(args.readme)
+        text = path.read_text()
+        begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
+        head, rest = text.split(begin, 1)
+        goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
+
+
+def plot(points, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 5))
+    for name, simulated, predicted in points:
+        axis.scatter(simulated, predicted, s=10, alpha=0.7, label=name)
+    low = min(min(p[1].min(), p[2].min()) for p in points)
+    high = max(max(p[1].max(), p[2].max()) for p in points)
+    axis.plot([low, high], [low, high], color="gray", linewidth=0.8)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("simulated runtime / graph's lower bound")
+    axis.set_ylabel("predicted runtime / graph's lower bound")
+    axis.set_title(f"GNN cost model on held-out graphs ({CLUSTER}, placement)")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def table(results: dict) -> str:
+    a = results["args"]
+    commit = results["commit"][:10] + (" (uncommitted changes)" if results["dirty"] else "")
+    lines = [f"Made at commit `{commit}` by `python examples/cost_model.py --json docs/results/cost_model.json "
+             f"--plot docs/cost_model.png --readme README.md` ({results['train_graphs']} training graphs of "
+             f"{', '.join(results['train_families'])}; {a['k']} placements per graph on `{results['cluster']}`, "
+             f"{a['epochs']} epochs, seed {a['seed']}; {results['seconds']['total']:.0f} s on 2 shared cores). "
+             "Kendall's tau / ordered-pair accuracy of each held-out graph's placements (OOM ones left out):", "",
+             "| held-out graph | nodes | placements | GNN | sum of op costs | decision's lower bound |",
+             "|---|---|---|---|---|---|"]
+    for r in results["held_out"]:
+        lines.append(f"| `{r['graph']}` | {r['nodes']:,} | {r['decisions']} | "
+                     + " | ".join(f"{r['tau_' + m]:.2f} / {r['pairs_' + m]:.2f}"
+                                  for m in ("gnn", "sum_of_op_costs", "lower_bound")) + " |")
+    m = results["mean"]
+    lines.append("| **mean** | | | " + " | ".join(f"**{m['tau_' + k]:.2f}** / {m['pairs_' + k]:.2f}"
+                                               for k in ("gnn", "sum_of_op_costs", "lower_bound")) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

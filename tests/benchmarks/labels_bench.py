@@ -1,0 +1,200 @@
+"""Labelling throughput (issue 24's targets), all ratios from one run:
+
+- samples/s of goenv.datasets.label on 1,000- and 10,000-node graphs against the bare
+  simulation of the same decisions (goenv's simulator called in a loop on the labelled
+  decisions, nothing else): target label time <= 1.5x the bare simulation time;
+- Ray: the same labelling with 2 workers against 1 (target >= 1.7x), outputs byte-identical.
+
+    python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme README.md]
+    python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme README.md
+
+--readme writes the table between README.md's <!-- labels-bench:begin/end --> markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import goenv
+import goenv._core as _core
+from goenv.labels.labeller import simulate
+
+TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
+
+
+def commit() -> dict:
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def files(root: str) -> dict[str, bytes]:
+    return {name: Path(root, name).read_bytes() for name in sorted(os.listdir(root))}
+
+
+def bare_simulation_seconds(labels) -> float:
+    """The simulator alone on every labelled decision (the same calls label() made for them)."""
+    cluster = goenv.clusters.get(labels.config["cluster"])
+    total = 0.0
+    for i in range(len(labels)):
+        graph, decisions = labels.graph(i)["goenv_graph"], labels.decisions(i)
+        rows = [{head: decisions[head][k] for head in ("placement", "priority", "fusion")}
+                for k in range(len(decisions["runtime"]))]
+        start = time.perf_counter()
+        for row in rows:
+            simulate(graph, cluster, row, 16)
+        total += time.perf_counter() - start
+    return total
+
+
+@contextlib.contextmanager
+def stopwatch():
+    """Seconds spent in the labelling's parts (wrapped module functions), for the breakdown."""
+    import goenv.labels.decisions as decisions
+    import goenv.labels.folder as folder
+    import goenv.labels.labeller as labeller
+    import goenv.labels.tables as tables
+
+    spent = collections.Counter()
+    parts = [(labeller, "simulate", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++)"),
+             (tables, "to_parquet", "Parquet encoding"), (tables, "labels_table", "Arrow tables"),
+             (tables, "graphs_table", "Arrow tables"), (folder, "write_atomic", "writing files")]
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in parts]
+
+    def timed(function, key):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+        return wrapper
+
+    for (owner, name, key), (_, _, function) in zip(parts, originals):
+        setattr(owner, name, timed(function, key))
+    try:
+        yield spent
+    finally:
+        for owner, name, function in originals:
+            setattr(owner, name, function)
+
+
+def throughput(folder: str, nodes: int, count: int) -> dict:
+    source = os.path.join(folder, f"graphs-{nodes}")
+    goenv.datasets.generate("random-series-parallel", count, source, params={"num_nodes": nodes}, progress=False)
+    goenv.datasets.label(source, os.path.join(folder, "warm"), task=TASK, cluster=CLUSTER, decisions_per_graph=2,
+                         progress=False, overwrite=True)  # imports and first calls out of the timing
+    out = os.path.join(folder, f"labels-{nodes}")
+    start = time.perf_counter()
+    labels = goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, progress=False)
+    seconds = time.perf_counter() - start
+    bare = bare_simulation_seconds(labels)
+    samples = labels.num_decisions
+    with stopwatch() as spent:  # a second run, timed by part (the wrappers cost a little)
+        goenv.datasets.label(source, out + "-parts", task=TASK, cluster=CLUSTER, decisions_per_graph=K,
+                             progress=False)
+    return {"parts_seconds": dict(spent), "nodes": nodes, "graphs": count, "samples": samples, "label_seconds": seconds, "bare_seconds": bare,
+            "label_samples_per_s": samples / seconds, "bare_samples_per_s": samples / bare, "ratio": seconds / bare,
+            "mean_nodes": float(np.mean([labels.graph(i)["num_nodes"] for i in range(len(labels))]))}
+
+
+def ray_scaling(folder: str, nodes: int, count: int) -> dict:
+    import ray
+
+    source = os.path.join(folder, f"ray-graphs-{nodes}")
+    goenv.datasets.generate("random-series-parallel", count, source, params={"num_nodes": nodes}, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        timings = {}
+        for workers in (1, 2):
+            out = os.path.join(folder, f"ray-{workers}")
+            start = time.perf_counter()
+            goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, shard_size=2,
+                                 workers=workers, progress=False)
+            timings[workers] = time.perf_counter() - start
+    finally:
+        ray.shutdown()
+    local = os.path.join(folder, "ray-0")
+    goenv.datasets.label(source, local, task=TASK, cluster=CLUSTER, decisions_per_graph=K, shard_size=2,
+                         progress=False)
+    identical = files(local) == files(os.path.join(folder, "ray-1")) == files(os.path.join(folder, "ray-2"))
+    return {"nodes": nodes, "graphs": count, "samples": count * K, "seconds_1": timings[1], "seconds_2": timings[2],
+            "speedup": timings[1] / timings[2], "byte_identical": identical}
+
+
+def table(results: dict) -> str:
+    lines = [f"Measured by `python tests/benchmarks/labels_bench.py --readme README.md` at commit "
+             f"`{results['commit'][:10]}`{' (uncommitted changes)' if results['dirty'] else ''} (2 shared cores, "
+             f"load average {results['load']:.1f} at the start); {K} decisions per graph (`mix`), `{TASK}` on "
+             f"`{CLUSTER}`, random series-parallel graphs:", "",
+             "| what | measured | target |", "|---|---|---|"]
+    for row in results["throughput"]:
+        parts = row.get("parts_seconds", {})
+        split = ", ".join(f"{key} {value / row['samples'] * 1e3:.2f}" for key, value in
+                          sorted(parts.items(), key=lambda item: -item[1]))
+        lines.append(f"| labelling, {row['nodes']:,}-node graphs ({row['graphs']} graphs, {row['samples']:,} samples) "
+                     f"| {row['label_samples_per_s']:,.0f} samples/s; bare simulation of the same decisions "
+                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time (ms per sample: {split}) | <= 1.5x |")
+    ray_row = results.get("ray")
+    if ray_row:
+        lines.append(f"| Ray, 2 workers vs 1 ({ray_row['graphs']} graphs of {ray_row['nodes']:,} nodes, "
+                     f"{ray_row['samples']:,} samples; actor start included) | **{ray_row['speedup']:.2f}x** "
+                     f"({ray_row['seconds_1']:.1f} s vs {ray_row['seconds_2']:.1f} s); files byte-identical to one "
+                     f"process: {'yes' if ray_row['byte_identical'] else 'NO'} | >= 1.7x |")
+    return "\n".join(lines)
+
+
+def replace_section(text: str, body: str) -> str:
+    begin, end = "<!-- labels-bench:begin -->\n", "<!-- labels-bench:end -->"
+    if begin not in text or end not in text:
+        raise SystemExit("README has no <!-- labels-bench:begin/end --> markers")
+    head, rest = text.split(begin, 1)
+    return head + begin + body + "\n" + end + rest.split(end, 1)[1]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--no-ray", action="store_true", help="skip the Ray rows")
+    parser.add_argument("--json", help="write the numbers here")
+    parser.add_argument("--readme", help="write the table into this README")
+    parser.add_argument("--from-json", metavar="FILE", help="measure nothing: the table of an earlier --json run")
+    args = parser.parse_args(argv)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        print(table(results))
+        if args.readme:
+            path = Path(args.readme)
+            goenv.files.write_atomic(path, replace_section(path.read_text(), table(results)).encode())
+        return
+    results = {**commit(), "load": os.getloadavg()[0], "throughput": []}
+    sizes = [(1000, 2), (10000, 1)] if args.quick else [(1000, 16), (10000, 4)]
+    with tempfile.TemporaryDirectory() as folder:
+        for nodes, count in sizes:
+            results["throughput"].append(throughput(folder, nodes, count))
+            print(json.dumps(results["throughput"][-1]), flush=True)
+        if not args.no_ray:
+            results["ray"] = ray_scaling(folder, 10000, 4 if args.quick else 48)
+            print(json.dumps(results["ray"]), flush=True)
+    print(table(results))
+    if args.json:
+        goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
+    if args.readme:
+        path = Path(args.readme)
+        goenv.files.write_atomic(path, replace_section(path.read_text(), table(results)).encode())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Labelled datasets (goenv.datasets.label): the decision mix, labels equal to the envs'
+runtimes, Parquet readable without goenv, resume after kill -9, corruption, the TpuGraphs
+export, the PyTorch Dataset and bad input. The Ray path is in test_labels_ray.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import goenv
+from goenv.labels import folder
+
+pytest.importorskip("pyarrow")
+
+SMALL = {"num_layers": 6, "width": 4}
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("graphs") / "ds"
+    goenv.datasets.generate("random-layered", 5, root, params=SMALL, seed=1, progress=False)
+    return root
+
+
+def _label(source, out, **options):
+    return goenv.datasets.label(source, out, **{"decisions_per_graph": 24, "shard_size": 2, "progress": False,
+                                                **options})
+
+
+def _files(root) -> dict[str, bytes]:
+    return {name: (root / name).read_bytes() for name in sorted(os.listdir(root))}
+
+
+@pytest.mark.parametrize("task", ["placement", "scheduling", "fusion", "joint"])
+def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tmp_path, task):
+    labels = _label(graphs, tmp_path / "l", task=task, cluster="4xgpu-nvlink")
+    graph, decisions = labels.graph(3), labels.decisions(3)
+    env = goenv.make(task, graph=graph["goenv_graph"], cluster="4xgpu-nvlink")
+    heads = env.unwrapped.core.heads
+    for k in range(len(decisions["runtime"])):
+        env.reset(seed=0)
+        action = {head: decisions[head][k] for head in heads}
+        _, _, _, _, info = env.step(action if task == "joint" else action[heads[0]])
+        assert info["runtime"] == decisions["runtime"][k], (k, decisions["source"][k])
+        assert info["colocation_moved"] == 0 if task in ("placement", "joint") else True
+        np.testing.assert_array_equal(info["peak_memory"], decisions["peak_memory"][k])
+    assert np.all(decisions["finish"] >= decisions["start"])
+    np.testing.assert_allclose(decisions["finish"].max(axis=1), decisions["runtime"], rtol=1e-6)  # float32
+
+
+def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp_path):
+    labels = _label(graphs, tmp_path / "l", decisions_per_graph=40, max_moves=5)
+    decisions = labels.decisions(0)
+    sources = list(decisions["source"])
+    heuristics = ["default"] + [f"heuristic:{name}" for name in goenv.baselines.list("placement")
+                                if name not in ("best-heuristic", "local-search", "genetic", "random-search",
+                                                "metis")]
+    assert sources[:len(heuristics)] == heuristics
+    rest = 40 - len(heuristics)
+    assert sources[len(heuristics):len(heuristics) + rest // 4] == ["random"] * (rest // 4)
+    perturbed = sources[len(heuristics) + rest // 4:]
+    assert len(perturbed) == rest - rest // 4 and all(s.startswith("perturb:") for s in perturbed)
+    moves = [int(s.split(":")[1]) for s in perturbed]
+    assert 1 in moves and max(moves) <= 5
+    feasible = [k for k in range(len(heuristics)) if not decisions["oom"][k]]
+    best = min(feasible, key=lambda k: decisions["runtime"][k])
+    for k, m in zip(range(len(heuristics) + rest // 4, 40), moves):
+        changed = decisions["placement"][k] != decisions["placement"][best]
+        graph = labels.graph(0)
+        groups = graph["colocation"]
+        units = len(set(groups[changed][groups[changed] >= 0])) + int(np.sum(changed & (groups < 0)))
+        assert 1 <= units <= m  # m moves change at most m units, and at least one
+    for k in range(40):  # no decision splits a colocation group
+        for group in set(groups[groups >= 0]):
+            assert len(set(decisions["placement"][k][groups == group])) == 1
+
+
+def test_same_call_same_bytes_and_the_samplers_draw_one_kind(graphs, tmp_path):
+    a, b = _label(graphs, tmp_path / "a", seed=5), _label(graphs, tmp_path / "b", seed=5)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    c = _label(graphs, tmp_path / "c", seed=6)
+    assert not np.array_equal(a.decisions(0)["runtime"], c.decisions(0)["runtime"])
+    assert b.num_decisions == 5 * 24
+    only_random = _label(graphs, tmp_path / "r", sampler="random", decisions_per_graph=3)
+    assert set(only_random.decisions(1)["source"]) == {"random"}
+    only_perturb = _label(graphs, tmp_path / "p", sampler="perturb", decisions_per_graph=3)
+    assert all(s.startswith("perturb:") for s in only_perturb.decisions(1)["source"])
+
+
+def test_parquet_reads_with_pyarrow_alone_graph_once_per_graph(graphs, tmp_path):
+    labels = _label(graphs, tmp_path / "l")
+    script = f"""
+import sys
+sys.modules["goenv"] = None  # importing goenv would fail: pyarrow alone
+import pyarrow.parquet as pq, pyarrow as pa, json
+graphs = pa.concat_tables([pq.read_table(f) for f in {labels.files("graphs")!r}])
+rows = pa.concat_tables([pq.read_table(f) for f in {labels.files("labels")!r}])
+assert graphs.num_rows == 5 and graphs.column("graph_id").to_pylist() == list(range(5))
+assert rows.num_rows == 5 * 24
+first = rows.filter(pa.compute.equal(rows.column("graph_id"), 2))
+n = graphs.column("num_nodes")[2].as_py()
+assert all(len(x) == n for x in first.column("start").to_pylist())
+names = json.loads(graphs.schema.metadata[b"op_type_names"])
+print(len(names), first.column("runtime")[0].as_py(), graphs.column("lower_bound")[2].as_py())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) == len(goenv._core.op_type_names())
+    assert float(out[1]) == labels.decisions(2)["runtime"][0]
+    assert float(out[2]) <= labels.decisions(2)["runtime"].min()
+    table = labels.table("labels")
+    assert table.num_rows == 120 and table.column_names[:4] == ["graph_id", "decision", "source", "runtime"]
+
+
+def test_a_corrupt_or_truncated_shard_is_detected_on_read(graphs, tmp_path):
+    root = tmp_path / "l"
+    _label(graphs, root)
+    path = root / "labels-00001.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    labels = goenv.datasets.open_labels(root)
+    assert labels.decisions(0)["runtime"].shape == (24,)  # shard 0 is fine
+    with pytest.raises(goenv.InvalidGraph, match="SHA-256"):
+        labels.decisions(2)
+    with pytest.raises(goenv.InvalidGraph):
+        labels.verify()
+    with pytest.raises(goenv.InvalidGraph):
+        labels.table()
+    path.write_bytes(bytes(data[:-7]))
+    with pytest.raises(goenv.InvalidGraph, match="truncated"):
+        goenv.datasets.open_labels(root)
+    _label(graphs, root)  # the same call again rewrites the damaged shard, and only it
+    goenv.datasets.open_labels(root).verify()
+
+
+def test_kill_minus_9_then_resume_gives_the_same_bytes_and_loses_at_most_one_shard(tmp_path):
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-layered", 24, source, params={"num_layers": 40, "width": 25}, seed=0,
+                            progress=False)
+    options = {"decisions_per_graph": 64, "shard_size": 2, "progress": False}
+    clean = tmp_path / "clean"
+    goenv.datasets.label(source, clean, **options)
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([sys.executable, "-c", f"import goenv; goenv.datasets.label({str(source)!r}, "
+                                                      f"{str(killed)!r}, **{options!r})"])
+    manifest = killed / "manifest.json"
+    deadline = time.monotonic() + 120
+    recorded = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            recorded = len(json.loads(manifest.read_text())["shards"])
+        except (OSError, ValueError):
+            recorded = 0
+        if recorded >= 2:
+            break
+        time.sleep(0.005)
+    if process.poll() is not None:
+        pytest.skip("the labelling finished before it could be killed")
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    state = json.loads(manifest.read_text())
+    assert not state["complete"]
+    recorded = {record["index"] for record in state["shards"]}
+    written = {int(name[7:12]) for name in os.listdir(killed) if name.startswith("labels-")}
+    assert len(written - recorded) <= 1  # at most the shard being recorded when killed
+    labelled = []
+    original = folder.label_shard
+    folder.label_shard = lambda *args: labelled.append(args[2]) or original(*args)
+    try:
+        goenv.datasets.label(source, killed, **options)
+    finally:
+        folder.label_shard = original
+    assert sorted(labelled) == sorted(set(range(12)) - recorded)
+    assert _files(killed) == _files(clean)
+
+
+def test_tpugraphs_export_has_the_layout_arrays(graphs, tmp_path):
+    labels = _label(graphs, tmp_path / "l", cluster="4xgpu-nvlink")
+    paths = goenv.datasets.export_tpugraphs(labels, tmp_path / "npz")
+    assert len(paths) == 5 and all(p.endswith(".npz") for p in paths)
+    data = np.load(paths[1])
+    graph, decisions = labels.graph(1), labels.decisions(1)
+    n, c = graph["num_nodes"], int(np.sum(~decisions["oom"]))
+    assert data["node_feat"].shape == (n, 64) and data["node_feat"].dtype == np.float32
+    assert data["node_opcode"].dtype == np.uint8 and data["node_opcode"].shape == (n,)
+    np.testing.assert_array_equal(data["edge_index"], np.stack([graph["edge_dst"], graph["edge_src"]], 1))
+    assert data["node_config_feat"].shape == (c, n, 18)
+    np.testing.assert_array_equal(np.argmax(data["node_config_feat"][:, :, :16], axis=2),
+                                  decisions["placement"][~decisions["oom"]])
+    np.testing.assert_array_equal(data["config_runtime"], np.round(decisions["runtime"][~decisions["oom"]] * 1e9))
+    np.testing.assert_array_equal(data["node_config_ids"], np.arange(n))
+
+
+def test_torch_dataset_and_pyg_style_collate(graphs, tmp_path):
+    torch = pytest.importorskip("torch")
+    from goenv.labels.torch_dataset import LabelledGraphs, collate
+
+    data = LabelledGraphs(_label(graphs, tmp_path / "l"))
+    assert len(data) == 5
+    item = data[4]
+    assert item["x"].shape == (item["num_nodes"], 64) and item["placement"].shape == (24, item["num_nodes"])
+    loader = torch.utils.data.DataLoader(data, batch_size=2, collate_fn=collate)
+    batch = next(iter(loader))
+    sizes = [data[0]["num_nodes"], data[1]["num_nodes"]]
+    assert batch["x"].shape[0] == sum(sizes) and batch["runtime"].shape == (2, 24)
+    assert batch["batch"].tolist() == [0] * sizes[0] + [1] * sizes[1]
+    assert int(batch["edge_index"].min()) >= 0 and int(batch["edge_index"][:, -1].min()) >= sizes[0]
+
+
+def test_suites_and_graph_files_are_sources(tmp_path):
+    path = tmp_path / "g.goenv"
+    goenv.datasets.load("random-series-parallel", num_nodes=30).save(str(path))
+    labels = _label(str(path), tmp_path / "f", decisions_per_graph=3)
+    assert labels.graph(0)["cluster"] == "2xgpu-nvlink" and labels.graph(0)["num_nodes"] > 0
+    both = _label([str(path), str(path)], tmp_path / "two", decisions_per_graph=2, cluster="4xgpu-pcie")
+    assert len(both) == 2 and both.graph(1)["cluster"] == "4xgpu-pcie"
+    from goenv.labels.sources import resolve
+
+    suite = resolve("transfer:validation", None)
+    assert len(suite) == 4 and suite.graph(0)[1]["split"] == "validation"
+
+
+def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
+    out = tmp_path / "l"
+    with pytest.raises(goenv.InvalidArgument, match="unknown task"):
+        _label(graphs, out, task="placment")
+    with pytest.raises(goenv.NotFound, match="did you mean"):
+        _label(graphs, out, cluster="4xgpu-nvlnk")
+    with pytest.raises(goenv.InvalidArgument, match="unknown sampler"):
+        _label(graphs, out, sampler="best")
+    with pytest.raises(goenv.InvalidArgument, match="decisions_per_graph"):
+        _label(graphs, out, decisions_per_graph=0)
+    with pytest.raises(goenv.InvalidArgument, match="needs an agent"):
+        _label(graphs, out, sampler="policy")
+    with pytest.raises(goenv.InvalidArgument, match="not a goenv dataset"):
+        _label(tmp_path, out)
+    with pytest.raises(goenv.InvalidArgument, match="no such dataset folder"):
+        _label("no-such-thing", out)
+    assert not out.exists()
+    with pytest.raises(goenv.InvalidArgument, match="its own"):  # a dataset of graphs is never replaced
+        _label(graphs, graphs, overwrite=True)
+    _label(graphs, out)
+    before = _files(out)
+    with pytest.raises(goenv.InvalidArgument, match="made otherwise"):
+        _label(graphs, out, seed=1)
+    assert _files(out) == before
+    (out / "notes.txt").write_text("mine")
+    replaced = _label(graphs, out, seed=1, shard_size=5, overwrite=True)
+    assert sorted(os.listdir(out)) == ["graphs-00000.parquet", "labels-00000.parquet", "manifest.json", "notes.txt"]
+    assert replaced.config["seed"] == 1
+
+
+def test_label_and_export_commands(graphs, tmp_path, capsys):
+    from goenv.cli import main
+
+    out = tmp_path / "l"
+    assert main(["dataset", "label", str(graphs), "--out", str(out), "-k", "4", "--no-progress"]) == 0
+    assert "20 labelled decisions of 5 graphs" in capsys.readouterr().out
+    assert main(["dataset", "info", str(out)]) == 0 and "5 graphs x 4 decisions" in capsys.readouterr().out
+    assert main(["dataset", "verify", str(out)]) == 0 and "all checksums valid" in capsys.readouterr().out
+    assert main(["dataset", "export-tpugraphs", str(out), "--out", str(tmp_path / "npz")]) == 0
+    assert len(os.listdir(tmp_path / "npz")) == 5
+    assert main(["dataset", "label", str(graphs), "--out", str(out), "-k", "0"]) == 2
+    assert "goenv: error: decisions_per_graph" in capsys.readouterr().err
+
+
+def test_policy_samples_join_the_mix(graphs, tmp_path):
+    from helpers import require_agents
+
+    agents = require_agents()
+    env = goenv.make("placement", graph=goenv.datasets.open(graphs)[0], cluster="2xgpu-nvlink")
+    agent = agents.GO(env, seed=0, hidden=16)
+    path = tmp_path / "agent.safetensors"
+    agent.save(path)
+    labels = _label(graphs, tmp_path / "l", agent=str(path), decisions_per_graph=16)
+    sources = list(labels.decisions(0)["source"])
+    assert sources.count("policy") == (16 - 8) // 4
+    again = _label(graphs, tmp_path / "again", agent=agent, decisions_per_graph=16)
+    assert _files(tmp_path / "l") == _files(tmp_path / "again")
+
+
+def test_labels_do_not_depend_on_other_threads_calling_libc_rand(tmp_path):
+    """Ray's threads call libc rand(); no labelled decision may draw from it (METIS does: it
+    is left out of the mix)."""
+    import ctypes
+    import threading
+
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 12, source, params={"num_nodes": 600}, progress=False)
+    options = {"cluster": "4xgpu-nvlink", "decisions_per_graph": 12, "shard_size": 4, "progress": False}
+    goenv.datasets.label(source, tmp_path / "quiet", **options)
+    rand, stop = ctypes.CDLL(None).rand, threading.Event()
+    spinner = threading.Thread(target=lambda: [rand() for _ in iter(stop.is_set, True)], daemon=True)
+    spinner.start()
+    try:
+        goenv.datasets.label(source, tmp_path / "busy", **options)
+    finally:
+        stop.set()
+        spinner.join()
+    assert _files(tmp_path / "busy") == _files(tmp_path / "quiet")

@@ -1,0 +1,53 @@
+"""Labelling on Ray (goenv.datasets.label(..., workers=N)): the files are byte-identical to
+the single-process run whatever the worker count. One Ray session for the module."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import goenv
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session():
+    assert not ray.is_initialized()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _files(root) -> dict[str, bytes]:
+    return {name: (root / name).read_bytes() for name in sorted(os.listdir(root))}
+
+
+def test_ray_workers_write_the_same_bytes_as_one_process(tmp_path):
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-layered", 7, source, params={"num_layers": 8, "width": 5}, seed=2,
+                            progress=False)
+    options = {"task": "joint", "decisions_per_graph": 12, "shard_size": 2, "seed": 3, "progress": False}
+    goenv.datasets.label(source, tmp_path / "local", **options)
+    for workers in (1, 2):
+        labels = goenv.datasets.label(source, tmp_path / f"ray{workers}", workers=workers, **options)
+        assert labels.num_decisions == 7 * 12
+        assert _files(tmp_path / f"ray{workers}") == _files(tmp_path / "local"), workers
+    assert ray.is_initialized()  # the test's session is left as it was
+
+
+def test_a_resumed_ray_run_labels_only_what_is_missing(tmp_path):
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 4, source, params={"num_nodes": 40}, progress=False)
+    options = {"decisions_per_graph": 4, "shard_size": 1, "progress": False}
+    full = goenv.datasets.label(source, tmp_path / "full", **options)
+    os.unlink(tmp_path / "full" / "labels-00002.parquet")
+    before = {name: os.stat(tmp_path / "full" / name).st_mtime_ns for name in os.listdir(tmp_path / "full")}
+    goenv.datasets.label(source, tmp_path / "full", workers=2, **options)
+    after = {name: os.stat(tmp_path / "full" / name).st_mtime_ns for name in os.listdir(tmp_path / "full")}
+    rewritten = sorted(name for name in after if after[name] != before.get(name))
+    assert rewritten == ["graphs-00002.parquet", "labels-00002.parquet", "manifest.json"]
+    assert len(full) == 4
+    goenv.datasets.open_labels(tmp_path / "full").verify()
