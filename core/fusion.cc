@@ -37,7 +37,8 @@ class Planner {
  public:
   explicit Planner(const Graph& graph)
       : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), out_target_(graph.num_edges()), group_(n_),
-        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), renumber_(n_) {
+        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), next_occupied_(n_), prev_occupied_(n_),
+        renumber_(n_), reached_(n_), slots_(n_), before_(n_), after_(n_) {
     for (NodeId v = 0; v < n_; ++v) {
       const FusibleKind k = graph.fusible(v);
       kind_[v] = k == FusibleKind::kOpaque ? kNeverFuses : k == FusibleKind::kReduction ? kSinkOnly : kFusesAnywhere;
@@ -62,7 +63,7 @@ class Planner {
         const auto u = static_cast<NodeId>(edge_src[e]);
         if (placement[u] == placement[v]) producers_.emplace_back(-edge_bytes[e], u);
       }
-      std::sort(producers_.begin(), producers_.end());  // largest tensor first, then lowest id
+      sort_small(producers_);  // largest tensor first, then lowest id
       for (const auto& [negative_bytes, u] : producers_) {
         const std::int32_t gu = group_[u], gv = group_[v];
         if (gu != gv && legal_union(gu, gv, max_size, max_window)) {
@@ -121,6 +122,20 @@ class Planner {
       slot_[v].order = position_[v];
       at_[position_[v]] = v;
     }
+    for (int slot = 0; slot < n_; ++slot) {
+      next_occupied_[slot] = slot + 1 < n_ ? slot + 1 : kNone;
+      prev_occupied_[slot] = slot - 1;
+    }
+  }
+
+  // Producers are a node's in-edges on its device: a handful, so insertion sort.
+  static void sort_small(std::vector<std::pair<std::int64_t, NodeId>>& items) {
+    for (std::size_t i = 1; i < items.size(); ++i) {
+      const auto item = items[i];
+      std::size_t j = i;
+      for (; j > 0 && item < items[j - 1]; --j) items[j] = items[j - 1];
+      items[j] = item;
+    }
   }
 
   // a is a producer group of b. On success, the groups a reaches inside the
@@ -131,7 +146,7 @@ class Planner {
     if (kind_[a] == kNeverFuses && size_[a] == 1) return false;
     if (kind_[b] == kNeverFuses && size_[b] == 1) return false;
     next_stamp();
-    reached_.clear();
+    num_reached_ = 0;
     const std::int32_t* out_offsets = g_.out_offsets().data();
     const int limit = slot_[b].order;
     for (NodeId m = head_[a]; m != kNone; m = next_[m]) {
@@ -145,7 +160,7 @@ class Planner {
         if (h != a) reach(h, limit);
       }
     }
-    for (std::size_t i = 0; i < reached_.size(); ++i) {  // is there a path a -> x -> b?
+    for (int i = 0; i < num_reached_; ++i) {  // is there a path a -> x -> b?
       const std::int32_t x = reached_[i];
       for (NodeId m = head_[x]; m != kNone; m = next_[m])
         for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
@@ -163,7 +178,7 @@ class Planner {
     Slot& s = slot_[h];
     if (s.order < limit && s.mark != stamp_) {
       s.mark = stamp_;
-      reached_.push_back(h);
+      reached_[num_reached_++] = h;  // at most one entry per group
     }
   }
 
@@ -172,14 +187,16 @@ class Planner {
     const int lo = slot_[a].order, hi = slot_[b].order;
     // The window's new layout: the groups a does not reach, the merged group, the
     // groups it reaches; the same slots in order, the last (b's) left empty.
-    slots_.clear();
-    before_.clear();
-    after_.clear();
-    for (int slot = lo; slot <= hi; ++slot) {
+    // Only occupied slots are visited (most of a window is slots freed by merges).
+    int num_slots = 0, num_before = 0, num_after = 0;
+    for (int slot = lo; slot != kNone && slot <= hi; slot = next_occupied_[slot]) {
       const std::int32_t h = at_[slot];
-      if (h == kNone) continue;
-      slots_.push_back(slot);
-      if (h != a && h != b) (slot_[h].mark == stamp_ ? after_ : before_).push_back(h);
+      slots_[num_slots++] = slot;
+      if (h == a || h == b) continue;
+      if (slot_[h].mark == stamp_)
+        after_[num_after++] = h;
+      else
+        before_[num_before++] = h;
     }
     const bool keep_a = size_[a] >= size_[b];  // relabel the smaller group
     const std::int32_t kept = keep_a ? a : b, gone = keep_a ? b : a;
@@ -187,11 +204,18 @@ class Planner {
     next_[tail_[kept]] = head_[gone];
     tail_[kept] = tail_[gone];
     size_[kept] += size_[gone];
-    std::size_t s = 0;
-    for (std::int32_t h : before_) place(h, slots_[s++]);
+    int s = 0;
+    for (int i = 0; i < num_before; ++i) place(before_[i], slots_[s++]);
     place(kept, slots_[s++]);
-    for (std::int32_t h : after_) place(h, slots_[s++]);
-    at_[slots_[s]] = kNone;
+    for (int i = 0; i < num_after; ++i) place(after_[i], slots_[s++]);
+    free_slot(slots_[s]);  // hi, b's slot
+  }
+
+  void free_slot(int slot) {
+    at_[slot] = kNone;
+    const int before = prev_occupied_[slot], after = next_occupied_[slot];
+    if (before >= 0) next_occupied_[before] = after;
+    if (after != kNone) prev_occupied_[after] = before;
   }
 
   void place(std::int32_t h, int slot) {
@@ -220,8 +244,12 @@ class Planner {
   };
   std::vector<Slot> slot_;             // per group (one cache line read per group the search meets)
   std::vector<std::int32_t> at_;       // per slot: the group there, or kNone
+  std::vector<std::int32_t> next_occupied_, prev_occupied_;  // per occupied slot: its neighbours (kNone, -1 at the ends)
   std::uint32_t stamp_ = 0;
-  std::vector<std::int32_t> renumber_, reached_, slots_, before_, after_, count_;
+  std::vector<std::int32_t> renumber_;
+  std::vector<std::int32_t> reached_, slots_, before_, after_;  // sized N once: filled up to counts, never grown
+  int num_reached_ = 0;
+  std::vector<std::int32_t> count_;
   std::vector<NodeId> visit_;
   std::vector<std::uint64_t> keys_;
   std::vector<std::pair<std::int64_t, NodeId>> producers_;
