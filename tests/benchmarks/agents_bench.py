@@ -11,6 +11,9 @@ env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`
   imitate  one imitation step (agent.imitate): forward + cross-entropy toward the
            teacher + backward + Adam, per graph (the teacher is solved before timing)
   env      one env.step() (the simulator alone), for scale
+  plain    the anchor (plain_policy.py): the same network at the same widths in plain PyTorch,
+           its act and its update per env step; `plain / GO` is (act + update per env step) of
+           the anchor over GO's (issue 22's target: at least 2x on CPU)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 import torch  # noqa: F401  (before goenv.agents: one LibTorch)
 import goenv
 import goenv.agents
+from plain_policy import PlainAgent
 
 
 def layered_dag(num_nodes: int, seed: int = 0, width: int = 64) -> goenv.Graph:
@@ -66,7 +70,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GO hidden={args.hidden}, "
           f"segment_length={args.segment_length}, envs_per_graph={args.envs_per_graph}")
     print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} "
-          f"{'imitate s':>9} {'env step s':>10}")
+          f"{'imitate s':>9} {'env step s':>10} {'plain act s':>11} {'plain upd s/step':>16} {'plain / GO':>10}")
     for n in args.sizes:
         graph = layered_dag(n)
         env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
@@ -91,8 +95,16 @@ def main() -> None:
         agent.imitate(env, steps=1, progress=False)  # solves and keeps the teacher
         history = agent.imitate(env, steps=args.repeats + 1, progress=False)
         imitate = statistics.median(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
+        plain = PlainAgent(env, obs, hidden=args.hidden, segment_length=args.segment_length)
+        plain.act(obs)  # warm-up
+        plain_act = median_seconds(lambda: plain.act(obs), args.repeats)
+        plain.update(env, args.envs_per_graph)  # warm-up
+        plain_update = statistics.median(plain.update(env, args.envs_per_graph) for _ in range(args.repeats))
+        per_step = update / args.envs_per_graph
+        plain_per_step = plain_update / args.envs_per_graph
         print(f"{n:>7} {graph.num_edges:>7} {agent.num_parameters:>7} {act:>8.3f} {update:>9.3f} "
-              f"{update / args.envs_per_graph:>13.3f} {imitate:>9.3f} {step:>10.4f}", flush=True)
+              f"{per_step:>13.3f} {imitate:>9.3f} {step:>10.4f} {plain_act:>11.3f} {plain_per_step:>16.3f} "
+              f"{(plain_act + plain_per_step) / (act + per_step):>9.2f}x", flush=True)
 
 
 if __name__ == "__main__":
