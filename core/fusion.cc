@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <type_traits>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -163,7 +164,7 @@ class Planner {
   }
 
   // a is a producer group of b. On success, the groups a reaches inside the
-  // window are in reached_ and carry this check's stamp (merge() needs them).
+  // window carry this check's stamp (merge() needs them).
   // The hot loop of the pass: one slot read per edge decides everything (a and
   // every reached group carry the stamp, b sits at the limit, groups after b
   // lie beyond it), with the arrays in locals the stores cannot alias.
@@ -184,26 +185,12 @@ class Planner {
     Slot* __restrict slot = slot_.data();
     std::int32_t* __restrict reached = reached_.data();
     int count = 0;
-    bool legal = true;
     slot[a].mark = stamp;
-    for (NodeId m = head_[a]; m != kNone && legal; m = next[m]) {
-      const bool reduction = kind[m] == kSinkOnly;
-      for (int e = out_offsets[m], end = out_offsets[m + 1]; e < end; ++e) {
-        const std::int32_t h = group[target[e]];
-        Slot& s = slot[h];
-        if (s.order < limit) {
-          if (s.mark != stamp) {
-            s.mark = stamp;
-            reached[count++] = h;
-          }
-        } else if (h == b && reduction) {  // a reduction must stay a sink of its group
-          legal = false;
-          break;
-        }  // else: the direct edges a -> b (what we fuse), or a group after b
-      }
-    }
-    for (int i = 0; i < count && legal; ++i) {  // is there a path a -> x -> b?
-      for (NodeId m = head_[reached[i]]; m != kNone && legal; m = next[m])
+    // The groups x has edges to inside the window; false on a path a -> x -> b, or (from a
+    // itself, std::true_type) on an edge a -> b from a reduction, which would stop being a sink.
+    auto walk = [&](std::int32_t x, auto from_a) {
+      for (NodeId m = head_[x]; m != kNone; m = next[m]) {
+        const bool sink_only = from_a && kind[m] == kSinkOnly;
         for (int e = out_offsets[m], end = out_offsets[m + 1]; e < end; ++e) {
           const std::int32_t h = group[target[e]];
           Slot& s = slot[h];
@@ -212,13 +199,15 @@ class Planner {
               s.mark = stamp;
               reached[count++] = h;
             }
-          } else if (h == b) {
-            legal = false;
-            break;
-          }
+          } else if (h == b && (!from_a || sink_only)) {
+            return false;
+          }  // else: a direct edge a -> b (what we fuse), or a group after b
         }
-    }
-    num_reached_ = count;
+      }
+      return true;
+    };
+    bool legal = walk(a, std::true_type{});
+    for (int i = 0; i < count && legal; ++i) legal = walk(reached[i], std::false_type{});
     return legal;
   }
 
@@ -283,7 +272,6 @@ class Planner {
   std::uint32_t stamp_ = 0;
   std::vector<std::int32_t> renumber_;
   std::vector<std::int32_t> reached_, slots_, before_, after_;  // sized N once: filled up to counts, never grown
-  int num_reached_ = 0;
   std::vector<std::int32_t> count_;
   std::vector<NodeId> visit_;
   std::vector<std::uint64_t> keys_;
