@@ -1,9 +1,12 @@
 #include "core/fusion.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <type_traits>
 
 #include "core/cost_model.h"
 #include "core/error.h"
@@ -37,13 +40,17 @@ class Planner {
  public:
   explicit Planner(const Graph& graph)
       : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), out_target_(graph.num_edges()), group_(n_),
-        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), renumber_(n_) {
+        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), next_occupied_(n_),
+        renumber_(n_), reached_(n_), slots_(n_), before_(n_), after_(n_) {
     for (NodeId v = 0; v < n_; ++v) {
       const FusibleKind k = graph.fusible(v);
       kind_[v] = k == FusibleKind::kOpaque ? kNeverFuses : k == FusibleKind::kReduction ? kSinkOnly : kFusesAnywhere;
     }
     for (int i = 0; i < n_; ++i) position_[graph.topological_order()[i]] = i;
     for (int e = 0; e < graph.num_edges(); ++e) out_target_[e] = static_cast<NodeId>(graph.edge_dst()[e]);
+    int most = 0;
+    for (NodeId v = 0; v < n_; ++v) most = std::max(most, graph.in_offsets()[v + 1] - graph.in_offsets()[v]);
+    producers_.resize(most);  // a node's producers on its device, written by index
   }
 
   void plan(const std::int32_t* placement, const std::int32_t* priority, int max_size, int max_window,
@@ -56,14 +63,15 @@ class Planner {
     const std::int64_t* edge_src = g_.edge_src().data();
     const std::int64_t* edge_bytes = g_.edge_bytes().data();
     for (NodeId v : visit_) {
-      producers_.clear();
+      int num_producers = 0;
       for (int i = in_offsets[v]; i < in_offsets[v + 1]; ++i) {
         const int e = in_edges[i];
         const auto u = static_cast<NodeId>(edge_src[e]);
-        if (placement[u] == placement[v]) producers_.emplace_back(-edge_bytes[e], u);
+        if (placement[u] == placement[v]) producers_[num_producers++] = {-edge_bytes[e], u};
       }
-      std::sort(producers_.begin(), producers_.end());  // largest tensor first, then lowest id
-      for (const auto& [negative_bytes, u] : producers_) {
+      sort_small(producers_.data(), num_producers);  // largest tensor first, then lowest id
+      for (int i = 0; i < num_producers; ++i) {
+        const NodeId u = producers_[i].second;
         const std::int32_t gu = group_[u], gv = group_[v];
         if (gu != gv && legal_union(gu, gv, max_size, max_window)) {
           merge(gu, gv);
@@ -87,13 +95,34 @@ class Planner {
  private:
   // Fusible nodes with priority > 0 by descending priority, ties in topological order.
   void visiting_order(const std::int32_t* priority) {
+    // Few levels (the env's case): counted while checking, then one stable pass in topological order.
+    constexpr std::int32_t kFewLevels = 64;
     std::int32_t top = 0;
+    std::array<int, kFewLevels> at_level{};
+    int total = 0;
     for (NodeId v = 0; v < n_; ++v) {
-      GOENV_CHECK(priority[v] >= 0, InvalidAction, "fusion priority of node " << v << " is " << priority[v] << " < 0");
-      top = std::max(top, priority[v]);
+      const std::int32_t p = priority[v];
+      GOENV_CHECK(p >= 0, InvalidAction, "fusion priority of node " << v << " is " << p << " < 0");
+      top = std::max(top, p);
+      if (p > 0 && p < kFewLevels && kind_[v] != kNeverFuses) {
+        ++at_level[p];
+        ++total;
+      }
     }
     visit_.clear();
     const auto& topological = g_.topological_order();
+    if (top < kFewLevels) {
+      int start = 0;
+      for (std::int32_t p = top; p >= 1; --p) {  // descending priority: each level's first index
+        const int count = at_level[p];
+        at_level[p] = start;
+        start += count;
+      }
+      visit_.resize(total);
+      for (NodeId v : topological)
+        if (priority[v] > 0 && kind_[v] != kNeverFuses) visit_[at_level[priority[v]]++] = v;
+      return;
+    }
     if (top <= 2 * n_ + 64) {  // few levels (the env's case): a stable counting sort, O(N + levels)
       count_.assign(static_cast<std::size_t>(top) + 2, 0);
       for (NodeId v = 0; v < n_; ++v)
@@ -121,50 +150,65 @@ class Planner {
       slot_[v].order = position_[v];
       at_[position_[v]] = v;
     }
+    for (int slot = 0; slot < n_; ++slot) next_occupied_[slot] = slot + 1 < n_ ? slot + 1 : kNone;
+  }
+
+  // Producers are a node's in-edges on its device: a handful, so insertion sort.
+  static void sort_small(std::pair<std::int64_t, NodeId>* items, int count) {
+    for (int i = 1; i < count; ++i) {
+      const auto item = items[i];
+      int j = i;
+      for (; j > 0 && item < items[j - 1]; --j) items[j] = items[j - 1];
+      items[j] = item;
+    }
   }
 
   // a is a producer group of b. On success, the groups a reaches inside the
-  // window are in reached_ and carry this check's stamp (merge() needs them).
-  bool legal_union(std::int32_t a, std::int32_t b, int max_size, int max_window) {
+  // window carry this check's stamp (merge() needs them).
+  // The hot loop of the pass: one slot read per edge decides everything (a and
+  // every reached group carry the stamp, b sits at the limit, groups after b
+  // lie beyond it), with the arrays in locals the stores cannot alias.
+  // Not inlined: plan() around it would take the hot loop's registers.
+  __attribute__((noinline)) bool legal_union(std::int32_t a, std::int32_t b, int max_size, int max_window) {
     if (size_[a] + size_[b] > max_size) return false;
     if (slot_[b].order - slot_[a].order > max_window) return false;
     if (kind_[a] == kNeverFuses && size_[a] == 1) return false;
     if (kind_[b] == kNeverFuses && size_[b] == 1) return false;
     next_stamp();
-    reached_.clear();
-    const std::int32_t* out_offsets = g_.out_offsets().data();
+    const std::uint32_t stamp = stamp_;
     const int limit = slot_[b].order;
-    for (NodeId m = head_[a]; m != kNone; m = next_[m]) {
-      const bool reduction = kind_[m] == kSinkOnly;
-      for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
-        const std::int32_t h = group_[out_target_[e]];
-        if (h == b) {
-          if (reduction) return false;  // a reduction must stay a sink of its group
-          continue;                     // the direct edges a -> b are what we fuse
+    const std::int32_t* __restrict out_offsets = g_.out_offsets().data();
+    const NodeId* __restrict target = out_target_.data();
+    const std::int32_t* __restrict group = group_.data();
+    const NodeId* __restrict next = next_.data();
+    const std::uint8_t* __restrict kind = kind_.data();
+    Slot* __restrict slot = slot_.data();
+    std::int32_t* __restrict reached = reached_.data();
+    int count = 0;
+    slot[a].mark = stamp;
+    // The groups x has edges to inside the window; false on a path a -> x -> b, or (from a
+    // itself, std::true_type) on an edge a -> b from a reduction, which would stop being a sink.
+    auto walk = [&](std::int32_t x, auto from_a) {
+      for (NodeId m = head_[x]; m != kNone; m = next[m]) {
+        const bool sink_only = from_a && kind[m] == kSinkOnly;
+        for (int e = out_offsets[m], end = out_offsets[m + 1]; e < end; ++e) {
+          const std::int32_t h = group[target[e]];
+          Slot& s = slot[h];
+          if (s.order < limit) {
+            if (s.mark != stamp) {
+              s.mark = stamp;
+              reached[count++] = h;
+            }
+          } else if (h == b && (!from_a || sink_only)) {
+            return false;
+          }  // else: a direct edge a -> b (what we fuse), or a group after b
         }
-        if (h != a) reach(h, limit);
       }
-    }
-    for (std::size_t i = 0; i < reached_.size(); ++i) {  // is there a path a -> x -> b?
-      const std::int32_t x = reached_[i];
-      for (NodeId m = head_[x]; m != kNone; m = next_[m])
-        for (int e = out_offsets[m]; e < out_offsets[m + 1]; ++e) {
-          const std::int32_t h = group_[out_target_[e]];
-          if (h == x) continue;  // inside x
-          if (h == b) return false;
-          if (h != a) reach(h, limit);
-        }
-    }
-    return true;
-  }
-
-  // A group the search reached: kept when it lies before b (limit) and is new.
-  void reach(std::int32_t h, int limit) {
-    Slot& s = slot_[h];
-    if (s.order < limit && s.mark != stamp_) {
-      s.mark = stamp_;
-      reached_.push_back(h);
-    }
+      return true;
+    };
+    bool legal = walk(a, std::true_type{});
+    for (int i = 0; i < count && legal; ++i) legal = walk(reached[i], std::false_type{});
+    return legal;
   }
 
   // Merges a and b; call right after a successful legal_union(a, b).
@@ -172,14 +216,16 @@ class Planner {
     const int lo = slot_[a].order, hi = slot_[b].order;
     // The window's new layout: the groups a does not reach, the merged group, the
     // groups it reaches; the same slots in order, the last (b's) left empty.
-    slots_.clear();
-    before_.clear();
-    after_.clear();
-    for (int slot = lo; slot <= hi; ++slot) {
+    // Only occupied slots are visited (most of a window is slots freed by merges).
+    int num_slots = 0, num_before = 0, num_after = 0;
+    for (int slot = lo; slot != kNone && slot <= hi; slot = next_occupied_[slot]) {
       const std::int32_t h = at_[slot];
-      if (h == kNone) continue;
-      slots_.push_back(slot);
-      if (h != a && h != b) (slot_[h].mark == stamp_ ? after_ : before_).push_back(h);
+      slots_[num_slots++] = slot;
+      if (h == a || h == b) continue;
+      if (slot_[h].mark == stamp_)
+        after_[num_after++] = h;
+      else
+        before_[num_before++] = h;
     }
     const bool keep_a = size_[a] >= size_[b];  // relabel the smaller group
     const std::int32_t kept = keep_a ? a : b, gone = keep_a ? b : a;
@@ -187,11 +233,13 @@ class Planner {
     next_[tail_[kept]] = head_[gone];
     tail_[kept] = tail_[gone];
     size_[kept] += size_[gone];
-    std::size_t s = 0;
-    for (std::int32_t h : before_) place(h, slots_[s++]);
+    int s = 0;
+    for (int i = 0; i < num_before; ++i) place(before_[i], slots_[s++]);
     place(kept, slots_[s++]);
-    for (std::int32_t h : after_) place(h, slots_[s++]);
-    at_[slots_[s]] = kNone;
+    for (int i = 0; i < num_after; ++i) place(after_[i], slots_[s++]);
+    // hi (b's slot) is freed: unlinked after the occupied slot before it, the window's last but one.
+    at_[hi] = kNone;
+    next_occupied_[slots_[num_slots - 2]] = next_occupied_[hi];
   }
 
   void place(std::int32_t h, int slot) {
@@ -220,8 +268,11 @@ class Planner {
   };
   std::vector<Slot> slot_;             // per group (one cache line read per group the search meets)
   std::vector<std::int32_t> at_;       // per slot: the group there, or kNone
+  std::vector<std::int32_t> next_occupied_;  // per occupied slot: the next one (kNone at the end)
   std::uint32_t stamp_ = 0;
-  std::vector<std::int32_t> renumber_, reached_, slots_, before_, after_, count_;
+  std::vector<std::int32_t> renumber_;
+  std::vector<std::int32_t> reached_, slots_, before_, after_;  // sized N once: filled up to counts, never grown
+  std::vector<std::int32_t> count_;
   std::vector<NodeId> visit_;
   std::vector<std::uint64_t> keys_;
   std::vector<std::pair<std::int64_t, NodeId>> producers_;
@@ -294,14 +345,17 @@ GraphPtr contract(const Graph& graph, const FusionPlan& plan) {
 
 // Everything a fused run needs besides the simulator, sized once per graph.
 struct FusedSimulator::Scratch {
-  explicit Scratch(const Graph& graph) : planner(graph) {}
+  explicit Scratch(const Graph& graph);
 
   // The kernel graph of `plan` as contract() defines it (same nodes, edges, bytes
   // and costs, summed in the same order, so the simulation is bit-identical),
-  // straight into flat arrays: O(N + E) after the plan, no Graph, no map.
+  // straight into flat arrays: O(N + E) after the plan, no Graph, no map. Every
+  // array is sized for the graph once (a kernel graph has at most N nodes and E
+  // edges) and written by index.
   void build_kernels(const Graph& g, const Cluster& cluster);
 
   Planner planner;
+  bool measured_costs = false;  // any node with a measured cost (else every kernel's is NaN: not measured)
   FusionPlan plan;
   FlatGraph kernels;
   std::vector<std::int32_t> member_offsets, members;  // kernel k's nodes, by id: members[offsets[k]..]
@@ -309,113 +363,175 @@ struct FusedSimulator::Scratch {
   std::vector<std::int64_t> tensor_max;               // per destination kernel: this node's largest edge
   std::vector<std::int32_t> seen_by_kernel, seen_by_node;  // stamps for the two above
   std::vector<std::int32_t> kernel_targets, node_targets;
-  std::vector<std::int64_t> kernel_edge_bytes, in_bytes;
+  std::vector<double> in_bytes;  // per kernel in-edge
   std::vector<double> flops, measured, touched;
   std::vector<std::int64_t> output_bytes;
   std::vector<std::int32_t> placement, kernel_placement, fill;
   std::vector<double> kernel_priority;
 };
 
+FusedSimulator::Scratch::Scratch(const Graph& graph) : planner(graph) {
+  const std::size_t n = graph.num_nodes(), e = graph.num_edges();
+  measured_costs = std::any_of(graph.cost().begin(), graph.cost().end(), [](double c) { return !std::isnan(c); });
+  FlatGraph& f = kernels;
+  f.out_offsets.resize(n + 1);
+  f.in_offsets.resize(n + 1);
+  f.out_target.resize(e);
+  f.out_bytes.resize(e);
+  f.in_source.resize(e);
+  f.param_bytes.resize(n);
+  f.node_bytes.resize(n);
+  f.in_degree.resize(n);
+  member_offsets.resize(n + 1);
+  members.resize(n);
+  fill.resize(n + 1);
+  for (auto* v : {&edge_sum, &tensor_max, &output_bytes}) v->resize(n);
+  for (auto* v : {&seen_by_kernel, &seen_by_node, &kernel_targets, &node_targets}) v->resize(n);
+  in_bytes.resize(e);
+  flops.resize(n);
+  touched.resize(n);
+  if (measured_costs) measured.resize(n * kNumDeviceKinds);
+}
+
+namespace {
+
+// A kernel's destinations are a handful: insertion sort.
+void sort_small(std::int32_t* first, std::int32_t* last) {
+  if (last - first > 32) {
+    std::sort(first, last);
+    return;
+  }
+  for (std::int32_t* i = first + 1; i < last; ++i) {
+    const std::int32_t item = *i;
+    std::int32_t* j = i;
+    for (; j > first && item < j[-1]; --j) *j = j[-1];
+    *j = item;
+  }
+}
+
+}  // namespace
+
 void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& cluster) {
   const int n = g.num_nodes(), k = plan.num_groups;
-  const std::vector<std::int32_t>& group = plan.group;
+  const std::int32_t* __restrict group = plan.group.data();
   // Members of each kernel in increasing id (a counting sort).
-  member_offsets.assign(k + 1, 0);
-  for (NodeId v = 0; v < n; ++v) ++member_offsets[group[v] + 1];
-  for (int i = 0; i < k; ++i) member_offsets[i + 1] += member_offsets[i];
-  members.resize(n);
-  fill.assign(member_offsets.begin(), member_offsets.end() - 1);
-  for (NodeId v = 0; v < n; ++v) members[fill[group[v]]++] = v;
+  std::int32_t* __restrict offsets = member_offsets.data();
+  std::fill(offsets, offsets + k + 1, 0);
+  for (NodeId v = 0; v < n; ++v) ++offsets[group[v] + 1];
+  for (int i = 0; i < k; ++i) offsets[i + 1] += offsets[i];
+  std::int32_t* __restrict next_free = fill.data();
+  std::copy(offsets, offsets + k, next_free);
+  std::int32_t* __restrict member = members.data();
+  for (NodeId v = 0; v < n; ++v) member[next_free[group[v]]++] = v;
 
   FlatGraph& f = kernels;
   f.num_nodes = k;
-  f.out_offsets.assign(k + 1, 0);
-  f.out_target.clear();
-  kernel_edge_bytes.clear();
-  f.param_bytes.assign(k, 0);
-  output_bytes.assign(k, 0);
-  flops.assign(k, 0.0);
-  measured.assign(static_cast<std::size_t>(k) * kNumDeviceKinds, 0.0);
-  seen_by_kernel.assign(k, -1);
-  seen_by_node.assign(k, -1);
-  edge_sum.resize(k);
-  tensor_max.resize(k);
+  std::int32_t* __restrict out_offset = f.out_offsets.data();
+  NodeId* __restrict out_target = f.out_target.data();
+  double* __restrict edge_out_bytes = f.out_bytes.data();  // int64 sums, exact as doubles the simulator reads
+  std::int64_t* __restrict params = f.param_bytes.data();
+  std::int64_t* __restrict outputs = output_bytes.data();
+  double* __restrict kernel_flops = flops.data();
+  std::int64_t* __restrict sum = edge_sum.data();
+  std::int64_t* __restrict largest = tensor_max.data();
+  std::int32_t* __restrict by_kernel = seen_by_kernel.data();
+  std::int32_t* __restrict by_node = seen_by_node.data();
+  std::int32_t* __restrict node_to = node_targets.data();
+  std::int32_t* __restrict kernel_to = kernel_targets.data();
+  std::fill(by_kernel, by_kernel + k, -1);
+  std::fill(by_node, by_node + k, -1);
+  if (measured_costs) std::fill(measured.begin(), measured.begin() + static_cast<std::size_t>(k) * kNumDeviceKinds, 0.0);
   const std::int32_t* out_offsets = g.out_offsets().data();
   const std::int64_t* edge_dst = g.edge_dst().data();
   const std::int64_t* edge_bytes = g.edge_bytes().data();
+  const double* node_flops = g.flops().data();
+  const std::int64_t* node_params = g.param_bytes().data();
+  const std::int64_t* node_outputs = g.output_bytes().data();
+  const double* node_cost = g.cost().data();
+  int m = 0;  // kernel edges so far
+  out_offset[0] = 0;
   for (int kernel = 0; kernel < k; ++kernel) {
-    kernel_targets.clear();
-    for (int i = member_offsets[kernel]; i < member_offsets[kernel + 1]; ++i) {
-      const NodeId u = members[i];
-      flops[kernel] += g.flops()[u];
-      f.param_bytes[kernel] += g.param_bytes()[u];
-      for (int kind = 0; kind < kNumDeviceKinds; ++kind)  // NaN (not measured) stays NaN
-        measured[kernel * kNumDeviceKinds + kind] += g.cost()[u * kNumDeviceKinds + kind];
+    int kernel_count = 0;
+    double kernel_flop_sum = 0;
+    std::int64_t param_sum = 0, output_sum = 0;
+    for (int i = offsets[kernel]; i < offsets[kernel + 1]; ++i) {
+      const NodeId u = member[i];
+      kernel_flop_sum += node_flops[u];
+      param_sum += node_params[u];
+      if (measured_costs)
+        for (int kind = 0; kind < kNumDeviceKinds; ++kind)  // NaN (not measured) stays NaN
+          measured[kernel * kNumDeviceKinds + kind] += node_cost[u * kNumDeviceKinds + kind];
       // Only outputs that leave the kernel (or leave the graph) are materialized.
       bool leaves = out_offsets[u] == out_offsets[u + 1];
-      node_targets.clear();
+      int node_count = 0;
       for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
         const std::int32_t to = group[edge_dst[e]];
         if (to == kernel) continue;
         leaves = true;
-        if (seen_by_node[to] != u) {  // u's tensor counts once per destination kernel: its largest edge there
-          seen_by_node[to] = u;
-          tensor_max[to] = edge_bytes[e];
-          node_targets.push_back(to);
+        if (by_node[to] != u) {  // u's tensor counts once per destination kernel: its largest edge there
+          by_node[to] = u;
+          largest[to] = edge_bytes[e];
+          node_to[node_count++] = to;
         } else {
-          tensor_max[to] = std::max(tensor_max[to], edge_bytes[e]);
+          largest[to] = std::max(largest[to], edge_bytes[e]);
         }
       }
-      if (leaves) output_bytes[kernel] += g.output_bytes()[u];
-      for (const std::int32_t to : node_targets) {
-        if (seen_by_kernel[to] != kernel) {
-          seen_by_kernel[to] = kernel;
-          edge_sum[to] = 0;
-          kernel_targets.push_back(to);
+      if (leaves) output_sum += node_outputs[u];
+      for (int t = 0; t < node_count; ++t) {
+        const std::int32_t to = node_to[t];
+        if (by_kernel[to] != kernel) {
+          by_kernel[to] = kernel;
+          sum[to] = 0;
+          kernel_to[kernel_count++] = to;
         }
-        edge_sum[to] += tensor_max[to];
+        sum[to] += largest[to];
       }
     }
-    std::sort(kernel_targets.begin(), kernel_targets.end());  // CSR order: by source, then destination
-    for (const std::int32_t to : kernel_targets) {
-      f.out_target.push_back(to);
-      kernel_edge_bytes.push_back(edge_sum[to]);
+    kernel_flops[kernel] = kernel_flop_sum;
+    params[kernel] = param_sum;
+    outputs[kernel] = output_sum;
+    sort_small(kernel_to, kernel_to + kernel_count);  // CSR order: by source, then destination
+    for (int t = 0; t < kernel_count; ++t) {
+      out_target[m] = kernel_to[t];
+      edge_out_bytes[m++] = static_cast<double>(sum[kernel_to[t]]);
     }
-    f.out_offsets[kernel + 1] = static_cast<std::int32_t>(f.out_target.size());
+    out_offset[kernel + 1] = m;
   }
-  const int m = static_cast<int>(f.out_target.size());
-  f.out_bytes.assign(kernel_edge_bytes.begin(), kernel_edge_bytes.end());
   // In-edges grouped by consumer, producers increasing (a Graph's in_edges() order).
-  f.in_degree.assign(k, 0);
-  for (int e = 0; e < m; ++e) ++f.in_degree[f.out_target[e]];
-  f.in_offsets.assign(k + 1, 0);
-  for (int i = 0; i < k; ++i) f.in_offsets[i + 1] = f.in_offsets[i] + f.in_degree[i];
-  f.in_source.resize(m);
-  in_bytes.resize(m);
-  fill.assign(f.in_offsets.begin(), f.in_offsets.end() - 1);
+  std::int32_t* __restrict in_degree = f.in_degree.data();
+  std::int32_t* __restrict in_offset = f.in_offsets.data();
+  std::fill(in_degree, in_degree + k, 0);
+  for (int e = 0; e < m; ++e) ++in_degree[out_target[e]];
+  in_offset[0] = 0;
+  for (int i = 0; i < k; ++i) in_offset[i + 1] = in_offset[i] + in_degree[i];
+  std::copy(in_offset, in_offset + k, next_free);
+  NodeId* __restrict in_source = f.in_source.data();
+  double* __restrict incoming = in_bytes.data();
   for (int src = 0; src < k; ++src)
-    for (int e = f.out_offsets[src]; e < f.out_offsets[src + 1]; ++e) {
-      const int slot = fill[f.out_target[e]]++;
-      f.in_source[slot] = src;
-      in_bytes[slot] = kernel_edge_bytes[e];
+    for (int e = out_offset[src]; e < out_offset[src + 1]; ++e) {
+      const int slot = next_free[out_target[e]]++;
+      in_source[slot] = src;
+      incoming[slot] = edge_out_bytes[e];
     }
   // bytes_touched() and op_cost() of the kernel graph, additions in the same order.
-  touched.resize(k);
-  f.node_bytes.resize(k);
+  double* __restrict kernel_touched = touched.data();
+  double* __restrict node_bytes = f.node_bytes.data();
   for (int kernel = 0; kernel < k; ++kernel) {
-    double t = static_cast<double>(output_bytes[kernel]) + static_cast<double>(f.param_bytes[kernel]);
-    for (int i = f.in_offsets[kernel]; i < f.in_offsets[kernel + 1]; ++i) t += static_cast<double>(in_bytes[i]);
-    touched[kernel] = t;
-    f.node_bytes[kernel] = static_cast<double>(output_bytes[kernel]);
+    double t = static_cast<double>(outputs[kernel]) + static_cast<double>(params[kernel]);
+    for (int i = in_offset[kernel]; i < in_offset[kernel + 1]; ++i) t += incoming[i];
+    kernel_touched[kernel] = t;
+    node_bytes[kernel] = static_cast<double>(outputs[kernel]);
   }
   const int num_devices = cluster.num_devices();
   f.cost.resize(static_cast<std::size_t>(k) * num_devices);
+  const double not_measured = std::numeric_limits<double>::quiet_NaN();
   for (int d = 0; d < num_devices; ++d) {
     const Device& device = cluster.device(d);
     const int kind = static_cast<int>(device.kind);
     double* cost = f.cost.data() + static_cast<std::size_t>(d) * k;
     for (int kernel = 0; kernel < k; ++kernel)
-      cost[kernel] = roofline_cost(flops[kernel], touched[kernel], measured[kernel * kNumDeviceKinds + kind], device);
+      cost[kernel] = roofline_cost(kernel_flops[kernel], kernel_touched[kernel],
+                                   measured_costs ? measured[kernel * kNumDeviceKinds + kind] : not_measured, device);
   }
 }
 
@@ -442,15 +558,18 @@ const SimulationResult& FusedSimulator::run(const Decisions& decisions, const st
   const Graph& g = simulator_.graph();
   const int n = g.num_nodes();
   Scratch& s = *scratch_;
-  s.placement.assign(n, 0);
-  if (decisions.placement) std::copy(decisions.placement, decisions.placement + n, s.placement.begin());
-  std::string invalid_reason = simulator_.validate(s.placement.data(), decisions.priority);
-  s.planner.plan(s.placement.data(), fusion_priority, max_fusion_size, kFusionWindow, s.plan);
+  const std::int32_t* placement = decisions.placement;
+  if (!placement) {  // all on device 0
+    s.placement.assign(n, 0);
+    placement = s.placement.data();
+  }
+  std::string invalid_reason = simulator_.validate(placement, decisions.priority);
+  s.planner.plan(placement, fusion_priority, max_fusion_size, kFusionWindow, s.plan);
   s.build_kernels(g, simulator_.cluster());
 
   const int k = s.plan.num_groups;
   s.kernel_placement.resize(k);
-  for (int kernel = 0; kernel < k; ++kernel) s.kernel_placement[kernel] = s.placement[s.members[s.member_offsets[kernel]]];
+  for (int kernel = 0; kernel < k; ++kernel) s.kernel_placement[kernel] = placement[s.members[s.member_offsets[kernel]]];
   // A kernel runs at its members' highest priority; without priorities, FIFO as unfused.
   const double* kernel_priority = nullptr;
   if (decisions.priority) {

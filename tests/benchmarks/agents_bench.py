@@ -11,6 +11,9 @@ env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`
   imitate  one imitation step (agent.imitate): forward + cross-entropy toward the
            teacher + backward + Adam, per graph (the teacher is solved before timing)
   env      one env.step() (the simulator alone), for scale
+  plain    the anchor (plain_policy.py): the same network at the same widths in plain PyTorch,
+           its act and its update per env step; `plain / GO` is (act + update per env step) of
+           the anchor over GO's (issue 22's target: at least 2x on CPU)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 import torch  # noqa: F401  (before goenv.agents: one LibTorch)
 import goenv
 import goenv.agents
+from plain_policy import PlainAgent
 
 
 def layered_dag(num_nodes: int, seed: int = 0, width: int = 64) -> goenv.Graph:
@@ -52,6 +56,50 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def measure(n: int, hidden: int = 64, segment_length: int = 512, envs_per_graph: int = 4, repeats: int = 3,
+            threads: int = 0, imitate: bool = True) -> dict:
+    """Seconds of GO's act, update (per update and per env step), imitation step and env step on an
+    n-node layered DAG, and the plain anchor's act and update per env step; `plain_vs_go` is
+    (act + update per env step) of the anchor over GO's."""
+    graph = layered_dag(n)
+    env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
+    obs, _ = env.reset(seed=0)
+    agent = goenv.agents.GO(env=env, hidden=hidden, segment_length=segment_length, seed=0, num_threads=threads,
+                            envs_per_graph=envs_per_graph, epochs=1, minibatches=1)
+    agent.act(obs)  # warm-up (allocator, graph tensors)
+    out = {"nodes": n, "edges": graph.num_edges, "params": agent.num_parameters,
+           "act": median_seconds(lambda: agent.act(obs), repeats)}
+    action = agent.act(obs)
+
+    def env_step():
+        env.reset(seed=0)
+        env.step(action)
+
+    out["env_step"] = median_seconds(env_step, repeats)
+    agent.train(env, envs_per_graph, progress=False)  # warm-up
+    out["update"] = statistics.median(agent.train(env, envs_per_graph, progress=False)[-1]["seconds"]
+                                      for _ in range(repeats))
+    if imitate:
+        agent.imitate(env, steps=1, progress=False)  # solves and keeps the teacher
+        history = agent.imitate(env, steps=repeats + 1, progress=False)
+        out["imitate"] = statistics.median(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
+    torch_threads = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)  # the anchor runs on as many threads as GO
+    try:
+        plain = PlainAgent(env, obs, hidden=hidden, segment_length=segment_length)
+        plain.act(obs)  # warm-up
+        out["plain_act"] = median_seconds(lambda: plain.act(obs), repeats)
+        plain.update(env, envs_per_graph)  # warm-up
+        out["plain_update"] = statistics.median(plain.update(env, envs_per_graph) for _ in range(repeats))
+    finally:
+        torch.set_num_threads(torch_threads)
+    out["update_per_step"] = out["update"] / envs_per_graph
+    out["plain_update_per_step"] = out["plain_update"] / envs_per_graph
+    out["plain_vs_go"] = (out["plain_act"] + out["plain_update_per_step"]) / (out["act"] + out["update_per_step"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 80000])
@@ -66,33 +114,12 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GO hidden={args.hidden}, "
           f"segment_length={args.segment_length}, envs_per_graph={args.envs_per_graph}")
     print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} "
-          f"{'imitate s':>9} {'env step s':>10}")
+          f"{'imitate s':>9} {'env step s':>10} {'plain act s':>11} {'plain upd s/step':>16} {'plain / GO':>10}")
     for n in args.sizes:
-        graph = layered_dag(n)
-        env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
-        obs, _ = env.reset(seed=0)
-        agent = goenv.agents.GO(env=env, hidden=args.hidden, segment_length=args.segment_length, seed=0,
-                                num_threads=args.threads, envs_per_graph=args.envs_per_graph, epochs=1, minibatches=1)
-        agent.act(obs)  # warm-up (allocator, graph tensors)
-        act = median_seconds(lambda: agent.act(obs), args.repeats)
-        action = agent.act(obs)
-
-        def env_step():
-            env.reset(seed=0)
-            env.step(action)
-
-        step = median_seconds(env_step, args.repeats)
-        updates = []
-        agent.train(env, args.envs_per_graph, progress=False)  # warm-up
-        for _ in range(args.repeats):
-            history = agent.train(env, args.envs_per_graph, progress=False)
-            updates.append(history[-1]["seconds"])
-        update = statistics.median(updates)
-        agent.imitate(env, steps=1, progress=False)  # solves and keeps the teacher
-        history = agent.imitate(env, steps=args.repeats + 1, progress=False)
-        imitate = statistics.median(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
-        print(f"{n:>7} {graph.num_edges:>7} {agent.num_parameters:>7} {act:>8.3f} {update:>9.3f} "
-              f"{update / args.envs_per_graph:>13.3f} {imitate:>9.3f} {step:>10.4f}", flush=True)
+        m = measure(n, args.hidden, args.segment_length, args.envs_per_graph, args.repeats, args.threads)
+        print(f"{n:>7} {m['edges']:>7} {m['params']:>7} {m['act']:>8.3f} {m['update']:>9.3f} "
+              f"{m['update_per_step']:>13.3f} {m['imitate']:>9.3f} {m['env_step']:>10.4f} {m['plain_act']:>11.3f} "
+              f"{m['plain_update_per_step']:>16.3f} {m['plain_vs_go']:>9.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -305,7 +305,7 @@ def main() -> None:
     parser.add_argument("--markdown", default="out/python_bench.md")
     parser.add_argument("--ratios-only", action="store_true",
                         help="only the ratios of ratio_bench.py (step times by task, fused vs floor, cold start, "
-                             "make_vec 2 vs 1 threads)")
+                             "make_vec 2 vs 1 threads, GO vs a plain-PyTorch policy)")
     parser.add_argument("--readme", metavar="FILE",
                         help="write the ratio table into FILE between its <!-- ratios:begin/end --> markers")
     parser.add_argument("--scaling-only", type=int, metavar="NODES", help=argparse.SUPPRESS)

@@ -319,6 +319,9 @@ int count_instructions(const std::string& name) {
 }
 
 }  // namespace
+
+void register_task_step_benchmarks();  // task_step_bench.cc
+
 }  // namespace goenv
 
 int main(int argc, char** argv) {
@@ -329,6 +332,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   goenv::register_family_benchmarks();
   goenv::register_floor_benchmarks();
+  goenv::register_task_step_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -386,7 +386,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="the simulator against a bare list scheduler: wall time and callgrind instructions")
     bench.add_argument("--ratios", action="store_true",
                        help="only issue 22's ratios (fusion/joint vs placement step, fused vs floor, cold start, "
-                            "make_vec 2 vs 1 threads): ~1 minute")
+                            "make_vec 2 vs 1 threads, GO vs a plain-PyTorch policy): a few minutes")
     bench.add_argument("--readme", metavar="FILE",
                        help="write the ratio table into FILE (README.md) between its <!-- ratios:begin/end --> markers")
     bench.add_argument("--distributed", action="store_true",
