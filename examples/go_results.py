@@ -204,7 +204,7 @@ def transfer(args) -> None:
                                            seed=seed)["runtime"] * 1e3 for seed in args.seeds])
         start = time.perf_counter()
         tuned = placer()
-        tuned.imitate(env, steps=args.finetune_imitation_steps, progress=False)
+        tuned.imitate(env, steps=args.finetune_imitation_steps, teacher="best", progress=False)
         calls = tuned.teacher(env)["simulator_calls"]
         tuned.train(env, (args.finetune_steps - calls) // args.envs_per_graph * args.envs_per_graph or
                     args.envs_per_graph, progress=args.progress)
