@@ -35,6 +35,9 @@ import numpy as np
 import goenv
 import goenv.agents
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from readme_tables import markdown_table, replace_section, results_commit  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 HEURISTICS = ["expert", "metis", "m-etf", "heft"]
 
@@ -167,30 +170,29 @@ def per_graph(args) -> None:
 
 # -- part 2: transfer -----------------------------------------------------------------------------
 
-def own_models() -> list[tuple[str, object, int]]:
+def own_models() -> list[tuple[str, object, int, bool]]:
     """"Your own model": place_your_model.py's GPT-2-style decoder imported with from_torch, on 2 and 4 devices."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch
     from place_your_model import TinyGPT
 
     torch.manual_seed(0)
     graph = goenv.datasets.from_torch(TinyGPT(layers=6), torch.randint(0, 8192, (8, 256)))
-    return [(f"TinyGPT-6 (from_torch) {d}xgpu", goenv.make("placement", graph=graph, cluster=f"{d}xgpu-nvlink"), d)
-            for d in (2, 4)]
+    return [(f"TinyGPT-6 (from_torch) {d}xgpu", goenv.make("placement", graph=graph, cluster=f"{d}xgpu-nvlink"), d,
+             True) for d in (2, 4)]
 
 
 def transfer(args) -> None:
     """The shipped placer (examples/pretrain_placer.py) on the transfer suite's held-out graphs and on
     place_your_model.py's model."""
     path = ROOT / args.out / "go_transfer.json"
-    test = [(label(e), e.make("placement"), e.num_devices) for e in goenv.datasets.suite("transfer")["test"]
+    test = [(label(e), e.make("placement"), e.num_devices, False) for e in goenv.datasets.suite("transfer")["test"]
             if not args.graphs or e.graph in args.graphs]
     if not args.graphs or "own-model" in args.graphs:
         test += own_models()
-    order = [label(e) for e in goenv.datasets.suite("transfer")["test"]] + [name for name, _, _ in test]
+    order = [label(e) for e in goenv.datasets.suite("transfer")["test"]] + [name for name, *_ in test]
     kept = {row["label"]: row for row in (read_json(path) or [])}  # other graphs' rows stay
-    made_at = git_commit()  # each row records the code it was made with
-    for name, env, devices in test:
+    made_at = results_commit()  # each row records the code it was made with
+    for name, env, devices, own_model in test:
         env.reset(seed=0)
 
         def placer():
@@ -209,7 +211,7 @@ def transfer(args) -> None:
         tuned.train(env, (args.finetune_steps - calls) // args.envs_per_graph * args.envs_per_graph or
                     args.envs_per_graph, progress=args.progress)
         finetuned = tuned.optimize(env, budget=1)["runtime"] * 1e3
-        kept[name] = {"label": name, "own_model": name.startswith("TinyGPT"), "nodes": env.unwrapped.graph.num_nodes, "devices": devices,
+        kept[name] = {"label": name, "own_model": own_model, "nodes": env.unwrapped.graph.num_nodes, "devices": devices,
                      "default": env.unwrapped.core.initial_runtime * 1e3, "best_heuristic": best_heuristic,
                      "zero_shot_greedy": greedy["greedy_runtime"] * 1e3, "zero_shot_samples": args.zero_shot_samples,
                      "zero_shot": searched["median"], "zero_shot_runs": searched,
@@ -226,19 +228,6 @@ def transfer(args) -> None:
 
 SEARCHES = ("go-search", "local-search", "genetic")
 WIN, TIE = 0.01, 0.005  # a win: a median better by more than 1%; within 0.5%: a tie
-
-
-def git_commit() -> dict:
-    """The commit the results are made at, and whether the code differed from it (tracked
-    files outside docs/, where results and figures are written)."""
-    import subprocess
-
-    def git(*command):
-        done = subprocess.run(["git", *command], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def summary(values: list[float]) -> dict:
@@ -274,7 +263,7 @@ def searches(args) -> None:
     and range; GO search's calls to reach local search's result at --reference-calls; local search
     at GO search's wall time. The results file records the commit it was made at."""
     path = ROOT / args.out / "go_search.json"
-    made_at = git_commit()  # the code this run uses: taken once, at its start
+    made_at = results_commit()  # the code this run uses: taken once, at its start
     saved = read_json(path) or {}
     rows = {row["label"]: row for row in saved.get("rows", [])}
     order = suite_order()
@@ -352,8 +341,6 @@ def fmt(ms) -> str:
 
 
 def readme(args) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from readme_tables import markdown_table, replace_section
 
     out = ROOT / args.out
     per = read_json(out / "go_per_graph.json") or []
@@ -443,7 +430,6 @@ def readme(args) -> None:
 
 def search_table(results: dict) -> str:
     """The equal-budget search table: median [range] over seeds, with the verdicts."""
-    from readme_tables import markdown_table
 
     def cell(s: dict) -> str:
         return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"

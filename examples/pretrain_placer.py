@@ -33,7 +33,7 @@ import hashlib
 import json
 import math
 import os
-import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +41,9 @@ import numpy as np
 
 import goenv
 import goenv.agents
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from readme_tables import replace_section, results_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "bindings" / "python" / "goenv" / "agents" / "pretrained"
@@ -88,16 +91,9 @@ def training_envs(graphs, clusters: list[str], max_nodes: int, start: str | None
     return envs
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def imitate_by_curriculum(agent, graphs, args) -> tuple[list, list]:
-    """Imitation in stages of growing graphs; returns the per-step metrics and each stage's (limit, graphs, steps)."""
+def imitate_by_curriculum(agent, envs, args) -> tuple[list, list]:
+    """Imitation in stages of growing graphs (each stage: the envs up to its node limit); returns the
+    per-step metrics and each stage's (limit, graphs, steps)."""
     limits = sorted({n for n in args.curriculum if n < args.max_nodes}) + [args.max_nodes]
     # Each stage gets steps in proportion to its share of the limits' range (the last stage the most).
     weights = np.diff([0] + limits).astype(float)
@@ -105,15 +101,15 @@ def imitate_by_curriculum(agent, graphs, args) -> tuple[list, list]:
     steps[-1] += args.imitation_steps - steps.sum()
     history, stages, done = [], [], 0
     for limit, n in zip(limits, steps):
-        envs = training_envs(graphs, args.clusters, limit, args.start)
-        if n <= 0 or not envs:
+        stage = [env for env in envs if env.unwrapped.graph.num_nodes <= limit]
+        if n <= 0 or not stage:
             continue
-        metrics = agent.imitate(envs, steps=int(n), teacher=args.teacher, progress=args.progress)
+        metrics = agent.imitate(stage, steps=int(n), teacher=args.teacher, progress=args.progress)
         history += [{**m, "step": done + m["step"]} for m in metrics]
         done += int(n)
-        stages.append({"max_nodes": limit, "graphs": len(envs), "steps": int(n),
+        stages.append({"max_nodes": limit, "graphs": len(stage), "steps": int(n),
                        "accuracy": metrics[-1]["accuracy"]})
-        print(f"  stage <= {limit} nodes: {len(envs)} graphs, {n} steps, accuracy {metrics[-1]['accuracy']:.3f}",
+        print(f"  stage <= {limit} nodes: {len(stage)} graphs, {n} steps, accuracy {metrics[-1]['accuracy']:.3f}",
               flush=True)
     return history, stages
 
@@ -137,20 +133,22 @@ def pretrain(args) -> dict:
     graphs = training_graphs(Path(args.data), args.scale, args.seed, args.progress)
     agent = goenv.agents.GO(seed=args.seed, learning_rate=args.learning_rate, envs_per_graph=args.envs_per_graph,
                             graphs_per_update=args.graphs_per_step, num_threads=args.threads, device_head="pairs")
-    imitation, stages = imitate_by_curriculum(agent, graphs, args)
-    imitation_seconds = time.perf_counter() - start
     envs = training_envs(graphs, args.clusters, args.max_nodes, args.start)
+    imitation, stages = imitate_by_curriculum(agent, envs, args)
+    imitation_seconds = time.perf_counter() - start
     ppo = fine_tune(agent, envs, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "go-placement.agent"
     agent.save(path)
-    sizes = [g.num_nodes for _, g in graphs if g.num_nodes <= args.max_nodes]
-    summary = {"commit": git_commit(), "start": args.start or "default", "teacher": args.teacher, "families": sorted({f for f, _ in graphs}), "clusters": args.clusters,
-               "graphs": len(envs), "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
+    sizes = [env.unwrapped.graph.num_nodes for env in envs]
+    summary = {**results_commit(), "start": args.start or "default", "teacher": args.teacher,
+               "families": sorted({f for f, _ in graphs}), "clusters": args.clusters, "graphs": len(envs),
+               "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
                "curriculum": stages, "imitation_steps": args.imitation_steps, "ppo_steps": args.ppo_steps,
-               "workers": args.workers, "graphs_per_step": args.graphs_per_step, "imitation_seconds": imitation_seconds,
-               "seconds": time.perf_counter() - start, "bytes": path.stat().st_size,
+               "workers": args.workers, "graphs_per_step": args.graphs_per_step,
+               "imitation_seconds": imitation_seconds, "seconds": time.perf_counter() - start,
+               "bytes": path.stat().st_size,
                "imitation": [[m["step"], m["loss"], m["accuracy"]] for m in imitation],
                "ppo": [[m["step"], m["mean_speedup"], m["best_speedup"]] for m in ppo]}
     print(f"{len(envs)} graphs ({summary['nodes'][0]}-{summary['nodes'][2]} nodes) on {len(args.clusters)} clusters: "
@@ -201,10 +199,10 @@ def readme_paragraph(summary: dict) -> str:
             f"seeing the schedule of the {start} decisions it starts from, as `optimize` does")
     stages = ", ".join(f"≤{s['max_nodes']:,} nodes ({s['graphs']} graphs, {s['steps']:,} steps)"
                        for s in summary["curriculum"])
-    ppo = (f"then PPO fine-tuned it for {summary['ppo_steps']:,} env steps on {summary['workers']} Ray rollout "
-           f"workers (`goenv.distributed`)" if summary["workers"] else
-           f"then PPO fine-tuned it for {summary['ppo_steps']:,} env steps")
-    flags = "".join(f" --{k} {summary[k]}" for k in ("start", "teacher") if summary.get(k) not in (None, "default", "best"))
+    ppo = f"then PPO fine-tuned it for {summary['ppo_steps']:,} env steps" + (
+        f" on {summary['workers']} Ray rollout workers (`goenv.distributed`)" if summary["workers"] else "")
+    flags = "".join(f" --{k} {summary[k]}" for k in ("start", "teacher")
+                    if summary.get(k) not in (None, "default", "best"))
     return (f"**The shipped placer**: `goenv.agents.pretrained(\"go-placement\")` "
             f"({summary['bytes'] / 1e6:.1f} MB, inside the package) is **one GO policy for any cluster** "
             f"(`device_head=\"pairs\"`; `num_devices=` is still accepted). Its training distribution is "
@@ -214,16 +212,11 @@ def readme_paragraph(summary: dict) -> str:
             f"(median {summary['nodes'][1]:,}) are spread over {', '.join(f'`{c}`' for c in summary['clusters'])}. "
             f"It {teacher}, {seen}, by a curriculum of growing graphs ({stages}; final agreement with the teacher "
             f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python examples/pretrain_placer.py{flags}`, "
-            f"{summary['seconds'] / 60:.0f} minutes on this 2-core machine (commit {summary['commit']}; curves "
+            f"{summary['seconds'] / 60:.0f} minutes on this 2-core machine (commit {summary['commit'][:7]}; curves "
             f"below).")
 
 
 def write_readme(summary: dict, readme: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from readme_tables import replace_section
-
     text = replace_section(readme.read_text(), "pretrained-placer", readme_paragraph(summary))
     tmp = readme.with_suffix(f".md.tmp{os.getpid()}")
     tmp.write_text(text)

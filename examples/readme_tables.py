@@ -119,6 +119,19 @@ def search_table(seeds: tuple[int, ...] = (0, 1, 2), budget: int = 1024) -> str:
     return markdown_table(header, rows)
 
 
+def results_commit() -> dict:
+    """The commit the results are made at, and whether the code differed from it (tracked
+    files outside docs/, where results and figures are written)."""
+    import subprocess
+
+    def git(*command):
+        done = subprocess.run(["git", *command], cwd=README.parent, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
+
+
 def replace_section(text: str, name: str, body: str) -> str:
     pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pattern.search(text):

@@ -208,27 +208,23 @@ def _train(args: argparse.Namespace) -> None:
         raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
-    agent = None
+    agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
     if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
-        agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
         history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
         print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
               f"equal the teacher's after {args.imitate} steps")
     if args.workers > 0 or args.address:
         import goenv.distributed
 
-        fresh = {} if agent is not None else {"algorithm": args.agent, "seed": args.seed, **options}
         try:
             result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
-                                             address=args.address, log_dir=args.log_dir, agent=agent, **fresh)
-        except ValueError as error:  # a malformed address or option: one line, like other bad input
+                                             address=args.address, log_dir=args.log_dir, agent=agent)
+        except ValueError as error:  # a malformed address: one line, like other bad input
             raise goenv.InvalidArgument(str(error)) from error
-        agent = result.agent
         print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
               f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
               f"{result.dropped_rollouts} stale rollouts dropped")
     else:
-        agent = agent or goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
         agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
     # The result: policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
