@@ -51,10 +51,22 @@ class Planner {
     int most = 0;
     for (NodeId v = 0; v < n_; ++v) most = std::max(most, graph.in_offsets()[v + 1] - graph.in_offsets()[v]);
     producers_.resize(most);  // a node's producers on its device, written by index
+    identity_.resize(n_);
+    std::iota(identity_.begin(), identity_.end(), 0);
+    fresh_slot_.resize(n_);
+    for (NodeId v = 0; v < n_; ++v) fresh_slot_[v].order = position_[v];
   }
 
+  // Where plan() also writes each kernel's members, by increasing id (kernel k's are
+  // members[offsets[k]..offsets[k + 1])), so the kernel graph needs no sort of its own.
+  struct KernelMembers {
+    std::int32_t* offsets;    // num_groups + 1
+    std::int32_t* members;    // N
+    std::int32_t* next_free;  // num_groups: scratch
+  };
+
   void plan(const std::int32_t* placement, const std::int32_t* priority, int max_size, int max_window,
-            FusionPlan& plan) {
+            FusionPlan& plan, const KernelMembers* out = nullptr) {
     GOENV_CHECK(max_size >= 1, InvalidArgument, "max_fusion_size must be >= 1, got " << max_size);
     visiting_order(priority);
     reset();
@@ -84,12 +96,20 @@ class Planner {
     plan.group.resize(n_);
     plan.num_groups = plan.num_fused_nodes = 0;
     std::fill(renumber_.begin(), renumber_.end(), -1);
+    int placed = 0;  // members of the kernels numbered so far
     for (NodeId v = 0; v < n_; ++v) {
-      auto& id = renumber_[group_[v]];
-      if (id == -1) id = plan.num_groups++;
+      const std::int32_t g = group_[v];
+      auto& id = renumber_[g];
+      if (id == -1) {
+        id = plan.num_groups++;
+        if (out) out->offsets[id] = out->next_free[id] = placed;
+        placed += size_[g];
+      }
       plan.group[v] = id;
-      plan.num_fused_nodes += size_[group_[v]] > 1;
+      if (out) out->members[out->next_free[id]++] = v;
+      plan.num_fused_nodes += size_[g] > 1;
     }
+    if (out) out->offsets[plan.num_groups] = n_;
   }
 
  private:
@@ -142,15 +162,17 @@ class Planner {
     for (std::uint64_t key : keys_) visit_.push_back(topological[key & 0xffffffffu]);
   }
 
+  // Every group a single node in its topological slot: copies of images made once per graph.
   void reset() {
-    for (NodeId v = 0; v < n_; ++v) {
-      group_[v] = head_[v] = tail_[v] = v;
-      next_[v] = kNone;
-      size_[v] = 1;
-      slot_[v].order = position_[v];
-      at_[position_[v]] = v;
-    }
-    for (int slot = 0; slot < n_; ++slot) next_occupied_[slot] = slot + 1 < n_ ? slot + 1 : kNone;
+    std::copy(identity_.begin(), identity_.end(), group_.begin());
+    std::copy(identity_.begin(), identity_.end(), head_.begin());
+    std::copy(identity_.begin(), identity_.end(), tail_.begin());
+    std::fill(next_.begin(), next_.end(), kNone);
+    std::fill(size_.begin(), size_.end(), 1);
+    std::copy(fresh_slot_.begin(), fresh_slot_.end(), slot_.begin());
+    std::copy(g_.topological_order().begin(), g_.topological_order().end(), at_.begin());
+    std::copy(identity_.begin() + 1, identity_.end(), next_occupied_.begin());
+    if (n_ > 0) next_occupied_[n_ - 1] = kNone;
   }
 
   // Producers are a node's in-edges on its device: a handful, so insertion sort.
@@ -266,7 +288,9 @@ class Planner {
     int order = 0;            // the group's slot
     std::uint32_t mark = 0;   // the stamp of the last check that reached it
   };
-  std::vector<Slot> slot_;             // per group (one cache line read per group the search meets)
+  std::vector<Slot> slot_;
+  std::vector<Slot> fresh_slot_;       // slot_ at the start of a plan
+  std::vector<std::int32_t> identity_;  // 0, 1, ..., N - 1             // per group (one cache line read per group the search meets)
   std::vector<std::int32_t> at_;       // per slot: the group there, or kNone
   std::vector<std::int32_t> next_occupied_;  // per occupied slot: the next one (kNone at the end)
   std::uint32_t stamp_ = 0;
@@ -352,7 +376,8 @@ struct FusedSimulator::Scratch {
   // straight into flat arrays: O(N + E) after the plan, no Graph, no map. Every
   // array is sized for the graph once (a kernel graph has at most N nodes and E
   // edges) and written by index.
-  void build_kernels(const Graph& g, const Cluster& cluster);
+  // Also each kernel's device (its members') and, with priorities, its members' highest.
+  void build_kernels(const Graph& g, const Cluster& cluster, const std::int32_t* placement, const double* priority);
 
   Planner planner;
   bool measured_costs = false;  // any node with a measured cost (else every kernel's is NaN: not measured)
@@ -411,18 +436,13 @@ void sort_small(std::int32_t* first, std::int32_t* last) {
 
 }  // namespace
 
-void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& cluster) {
-  const int n = g.num_nodes(), k = plan.num_groups;
+void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& cluster, const std::int32_t* placement,
+                                            const double* priority) {
+  const int k = plan.num_groups;
   const std::int32_t* __restrict group = plan.group.data();
-  // Members of each kernel in increasing id (a counting sort).
-  std::int32_t* __restrict offsets = member_offsets.data();
-  std::fill(offsets, offsets + k + 1, 0);
-  for (NodeId v = 0; v < n; ++v) ++offsets[group[v] + 1];
-  for (int i = 0; i < k; ++i) offsets[i + 1] += offsets[i];
+  const std::int32_t* __restrict offsets = member_offsets.data();  // written by the plan
+  const std::int32_t* __restrict member = members.data();
   std::int32_t* __restrict next_free = fill.data();
-  std::copy(offsets, offsets + k, next_free);
-  std::int32_t* __restrict member = members.data();
-  for (NodeId v = 0; v < n; ++v) member[next_free[group[v]]++] = v;
 
   FlatGraph& f = kernels;
   f.num_nodes = k;
@@ -449,13 +469,17 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
   const std::int64_t* node_outputs = g.output_bytes().data();
   const double* node_cost = g.cost().data();
   int m = 0;  // kernel edges so far
+  kernel_placement.resize(k);
+  if (priority) kernel_priority.resize(k);
   out_offset[0] = 0;
   for (int kernel = 0; kernel < k; ++kernel) {
     int kernel_count = 0;
-    double kernel_flop_sum = 0;
+    double kernel_flop_sum = 0, highest = -std::numeric_limits<double>::infinity();
     std::int64_t param_sum = 0, output_sum = 0;
+    kernel_placement[kernel] = placement[member[offsets[kernel]]];
     for (int i = offsets[kernel]; i < offsets[kernel + 1]; ++i) {
       const NodeId u = member[i];
+      if (priority) highest = std::max(highest, priority[u]);
       kernel_flop_sum += node_flops[u];
       param_sum += node_params[u];
       if (measured_costs)
@@ -487,6 +511,7 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
         sum[to] += largest[to];
       }
     }
+    if (priority) kernel_priority[kernel] = highest;
     kernel_flops[kernel] = kernel_flop_sum;
     params[kernel] = param_sum;
     outputs[kernel] = output_sum;
@@ -564,20 +589,11 @@ const SimulationResult& FusedSimulator::run(const Decisions& decisions, const st
     placement = s.placement.data();
   }
   std::string invalid_reason = simulator_.validate(placement, decisions.priority);
-  s.planner.plan(placement, fusion_priority, max_fusion_size, kFusionWindow, s.plan);
-  s.build_kernels(g, simulator_.cluster());
-
-  const int k = s.plan.num_groups;
-  s.kernel_placement.resize(k);
-  for (int kernel = 0; kernel < k; ++kernel) s.kernel_placement[kernel] = placement[s.members[s.member_offsets[kernel]]];
+  const Planner::KernelMembers members{s.member_offsets.data(), s.members.data(), s.fill.data()};
+  s.planner.plan(placement, fusion_priority, max_fusion_size, kFusionWindow, s.plan, &members);
   // A kernel runs at its members' highest priority; without priorities, FIFO as unfused.
-  const double* kernel_priority = nullptr;
-  if (decisions.priority) {
-    s.kernel_priority.assign(k, -std::numeric_limits<double>::infinity());
-    for (NodeId v = 0; v < n; ++v)
-      s.kernel_priority[s.plan.group[v]] = std::max(s.kernel_priority[s.plan.group[v]], decisions.priority[v]);
-    kernel_priority = s.kernel_priority.data();
-  }
+  s.build_kernels(g, simulator_.cluster(), placement, decisions.priority);
+  const double* kernel_priority = decisions.priority ? s.kernel_priority.data() : nullptr;
   const SimulationResult& kr = simulator_.run_flat(s.kernels, {s.kernel_placement.data(), kernel_priority});
 
   SimulationResult& r = result_;  // device-level numbers carry over

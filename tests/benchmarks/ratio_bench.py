@@ -53,23 +53,25 @@ def same_decisions_action(env: goenv.GraphEnv):
 
 
 def step_seconds(graph: str, repeats: int, steps: int) -> dict:
-    """Seconds per step of each task on `graph` (C++ env step, observation included), best of `repeats`.
+    """Seconds per step of each task on `graph` (C++ env step, observation included), best of `repeats`
+    rounds; each round times every task in turn, so that load changes hit them all.
     Placement, fusion and joint start on one device (placement="single"): the same decisions for all."""
-    out = {}
+    cores, actions = {}, {}
     for task in TASKS:
         env = goenv.make(f"{task}-{graph}", render_mode=None, horizon=HORIZON, placement="single")
         env.reset(seed=0)
-        action = same_decisions_action(env)
-        core = env.unwrapped.core
-        core.step(action)  # warm
-        best = float("inf")
-        for _ in range(repeats):
+        actions[task] = same_decisions_action(env)
+        cores[task] = env.unwrapped.core
+        cores[task].step(actions[task])  # warm
+    best = {task: float("inf") for task in TASKS}
+    for _ in range(repeats):
+        for task in TASKS:
+            core, action = cores[task], actions[task]
             start = time.perf_counter()
             for _ in range(steps):
                 core.step(action)
-            best = min(best, (time.perf_counter() - start) / steps)
-        out[task] = best
-    return out
+            best[task] = min(best[task], (time.perf_counter() - start) / steps)
+    return best
 
 
 def best_cpu_times(bench_binary: str, pattern: str, min_time: float) -> dict | None:
