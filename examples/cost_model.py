@@ -13,6 +13,7 @@ from the same decisions:
 
     python examples/cost_model.py [--quick] [--json docs/results/cost_model.json]
                                   [--plot docs/cost_model.png] [--readme README.md]
+    python examples/cost_model.py --from-json docs/results/cost_model.json --readme README.md
 """
 
 from __future__ import annotations
@@ -194,7 +195,11 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs) here, PNG")
     parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
+    parser.add_argument("--from-json", metavar="FILE", help="run nothing: write --readme from an earlier --json")
     args = parser.parse_args()
+    if args.from_json:
+        write_readme(args.readme, json.loads(Path(args.from_json).read_text()))
+        return
     if args.quick:
         args.graphs_per_family, args.k, args.epochs = 2, 12, 2
     torch.manual_seed(args.seed)
@@ -246,11 +251,15 @@ def main() -> None:
     if args.plot:
         plot(points, args.plot)
     if args.readme:
-        path = Path(args.readme)
-        text = path.read_text()
-        begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
-        head, rest = text.split(begin, 1)
-        goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
+        write_readme(args.readme, results)
+
+
+def write_readme(readme: str, results: dict) -> None:
+    path = Path(readme)
+    text = path.read_text()
+    begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
+    head, rest = text.split(begin, 1)
+    goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
 
 
 def plot(points, path: str) -> None:
