@@ -34,10 +34,10 @@ TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
 
 
 def commit() -> dict:
-    def git(*args):
+    def git(*args):  # results files under docs/ do not make the code dirty
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs"))}
 
 
 def files(root: str) -> dict[str, bytes]:
