@@ -75,7 +75,8 @@ def tensors(item: dict, cluster) -> dict:
     devices = torch.from_numpy(item["placement"].astype(np.int64))
     edge_bytes = g["edge_bytes"].astype(np.float64)
     return {"x": torch.from_numpy(np.array(g["node_features"], dtype=np.float32)),
-            "src": torch.from_numpy(g["edge_src"].astype(np.int64)), "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
+            "src": torch.from_numpy(g["edge_src"].astype(np.int64)),
+            "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
             "edge_share": torch.from_numpy(edge_bytes / max(edge_bytes.sum(), 1.0)).float(),
             "device": nn.functional.one_hot(devices, item["num_devices"]).float(),
             "analytic": torch.from_numpy(np.log(np.stack([serial, bound], 1) / g["lower_bound"])).float(),
@@ -182,7 +183,8 @@ def git_commit() -> dict:
         return subprocess.run(["git", *args], capture_output=True, text=True,
                               cwd=Path(__file__).parent).stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs"))}
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def main() -> None:
