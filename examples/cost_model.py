@@ -1,7 +1,8 @@
 """A learned cost model on goenv labels, in one file of plain PyTorch (CleanRL style).
 
 Labels K placements per graph of the training families (random layered and series-parallel
-DAGs, ENAS cells) and of held-out model families never seen in training, trains a small GNN
+DAGs, ENAS cells, RNN language models, GPT-2) and of held-out model families never seen in
+training, trains a small GNN
 to predict each placement's simulated runtime, and ranks the held-out graphs' placements:
 Kendall's tau and ordered-pair accuracy per graph, next to two analytic models computed
 from the same decisions:
@@ -12,6 +13,7 @@ from the same decisions:
 
     python examples/cost_model.py [--quick] [--json docs/results/cost_model.json]
                                   [--plot docs/cost_model.png] [--readme README.md]
+    python examples/cost_model.py --from-json docs/results/cost_model.json --readme README.md
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import goenv
 CLUSTER = "2xgpu-nvlink"
 TRAIN = [("random-layered", {"num_layers": (5, 30), "width": (3, 12)}),
          ("random-series-parallel", {"num_nodes": (50, 600)}),
-         ("enas-cnn", {}), ("enas-rnn", {"seq_len": (5, 20)})]
+         ("enas-cnn", {}), ("enas-rnn", {"seq_len": (5, 20)}),
+         ("rnnlm-2", {"batch_size": (16, 128), "seq_len": (5, 20)}), ("gpt2-small", {"batch_size": (1, 8)})]
 HELD_OUT = [("transformer-xl-2", {}), ("transformer-xl-4", {}), ("wavenet-2", {}), ("resnet50", {"batch_size": 32}),
             ("inception", {"batch_size": 32}), ("bert-base", {"batch_size": 16})]
 
@@ -66,14 +69,17 @@ def graphs_of(labels) -> list[dict]:
     return out
 
 
-def tensors(item: dict) -> dict:
+def tensors(item: dict, cluster) -> dict:
     g = item["graph"]
+    serial, bound = analytic(item, cluster)  # the two analytic models, inputs of the readout
     devices = torch.from_numpy(item["placement"].astype(np.int64))
     edge_bytes = g["edge_bytes"].astype(np.float64)
     return {"x": torch.from_numpy(np.array(g["node_features"], dtype=np.float32)),
-            "src": torch.from_numpy(g["edge_src"].astype(np.int64)), "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
+            "src": torch.from_numpy(g["edge_src"].astype(np.int64)),
+            "dst": torch.from_numpy(g["edge_dst"].astype(np.int64)),
             "edge_share": torch.from_numpy(edge_bytes / max(edge_bytes.sum(), 1.0)).float(),
             "device": nn.functional.one_hot(devices, item["num_devices"]).float(),
+            "analytic": torch.from_numpy(np.log(np.stack([serial, bound], 1) / g["lower_bound"])).float(),
             "target": torch.from_numpy(np.log(item["runtime"] / g["lower_bound"])).float()}
 
 
@@ -82,16 +88,22 @@ def tensors(item: dict) -> dict:
 class CostModel(nn.Module):
     """Per (decision, node): embed features and device; rounds of mean messages from
     producers and consumers, split by whether they sit on the same device or not (a
-    transfer); per-device sums of node embeddings (the load), pooled by max and mean, and
-    the share of the graph's edge bytes that crosses devices -> log runtime."""
+    transfer). Readout: per-device sums of node embeddings (the load), pooled by max and
+    mean; and three decision statistics: the busiest device's share of learned per-node
+    costs, and the shares of edge bytes and of edges crossing devices -> log runtime."""
 
     def __init__(self, features: int, devices: int, hidden: int = 48, rounds: int = 3):
         super().__init__()
+        self.cost = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Softplus())
         self.embed = nn.Sequential(nn.Linear(features + devices, hidden), nn.ReLU())
         self.rounds = nn.ModuleList(nn.Sequential(nn.Linear(5 * hidden, hidden), nn.ReLU()) for _ in range(rounds))
-        self.readout = nn.Sequential(nn.Linear(3 * hidden + 1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.readout = nn.Sequential(nn.Linear(3 * hidden + 5, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        # A correction of the analytic models: starts as the sum of op costs, learns the rest.
+        self.analytic_weight = nn.Parameter(torch.tensor([1.0, 0.0]))
+        nn.init.zeros_(self.readout[-1].weight)
+        nn.init.zeros_(self.readout[-1].bias)
 
-    def forward(self, x, src, dst, edge_share, device):  # x (N, F), device (K, N, D) -> (K,)
+    def forward(self, x, src, dst, edge_share, analytic, device):  # x (N, F), device (K, N, D) -> (K,)
         k, n, d = device.shape
         h = self.embed(torch.cat([x.expand(k, n, -1), device], dim=2))
         same = (device[:, src] * device[:, dst]).sum(2, keepdim=True)  # (K, E, 1): 1 when no transfer
@@ -104,9 +116,12 @@ class CostModel(nn.Module):
                      mean(h[:, dst] * same, src, degree_out), mean(h[:, dst] * (1 - same), src, degree_out)]
             h = h + layer(torch.cat(parts, dim=2))
         load = torch.einsum("knd,knh->kdh", device, h)  # (K, D, H): what each device runs
-        cut = ((1 - same[:, :, 0]) * edge_share).sum(1, keepdim=True)  # (K, 1)
-        pooled = torch.cat([load.max(1).values, load.mean(1), h.mean(1), cut], dim=1)
-        return self.readout(pooled).squeeze(1)
+        cost = self.cost(x)[:, 0]  # (N,) learned op costs
+        busiest = torch.einsum("knd,n->kd", device, cost).max(1).values / cost.sum()
+        crossing = 1 - same[:, :, 0]
+        statistics = torch.stack([busiest, (crossing * edge_share).sum(1), crossing.mean(1)], dim=1)
+        pooled = torch.cat([load.max(1).values, load.mean(1), h.mean(1), statistics, analytic], dim=1)
+        return analytic @ self.analytic_weight + self.readout(pooled).squeeze(1)
 
 
 def pairwise_loss(prediction, target):
@@ -164,11 +179,12 @@ def pair_accuracy(prediction: np.ndarray, runtime: np.ndarray) -> float:
 # ---------------------------------------------------------------------------- main
 
 def git_commit() -> dict:
-    def git(*args):
+    def git(*args):  # results files under docs/ do not make the code dirty
         return subprocess.run(["git", *args], capture_output=True, text=True,
                               cwd=Path(__file__).parent).stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def main() -> None:
@@ -181,7 +197,11 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs) here, PNG")
     parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
+    parser.add_argument("--from-json", metavar="FILE", help="run nothing: write --readme from an earlier --json")
     args = parser.parse_args()
+    if args.from_json:
+        write_readme(args.readme, json.loads(Path(args.from_json).read_text()))
+        return
     if args.quick:
         args.graphs_per_family, args.k, args.epochs = 2, 12, 2
     torch.manual_seed(args.seed)
@@ -193,13 +213,14 @@ def main() -> None:
     labelled = time.perf_counter() - started
     model = CostModel(train[0]["graph"]["node_features"].shape[1], train[0]["num_devices"])
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
-    batches = [tensors(item) for item in train]
+    cluster = goenv.clusters.get(CLUSTER)
+    batches = [tensors(item, cluster) for item in train]
     rng = np.random.default_rng(args.seed)
     for epoch in range(args.epochs):
         losses = []
         for i in rng.permutation(len(batches)):
             b = batches[i]
-            prediction = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"])
+            prediction = model(b["x"], b["src"], b["dst"], b["edge_share"], b["analytic"], b["device"])
             loss = pairwise_loss(prediction, b["target"]) + 0.1 * nn.functional.mse_loss(prediction, b["target"])
             optimizer.zero_grad()
             loss.backward()
@@ -207,12 +228,11 @@ def main() -> None:
             losses.append(loss.item())
         print(f"epoch {epoch + 1}/{args.epochs}: loss {np.mean(losses):.4f}", flush=True)
 
-    cluster = goenv.clusters.get(CLUSTER)
     rows, points = [], []
     with torch.no_grad():
         for item in test:
-            b = tensors(item)
-            predicted = model(b["x"], b["src"], b["dst"], b["edge_share"], b["device"]).numpy()
+            b = tensors(item, cluster)
+            predicted = model(b["x"], b["src"], b["dst"], b["edge_share"], b["analytic"], b["device"]).numpy()
             serial, bound = analytic(item, cluster)
             runtime = item["runtime"]
             rows.append({"graph": item["name"], "nodes": int(item["graph"]["num_nodes"]), "decisions": len(runtime),
@@ -233,11 +253,15 @@ def main() -> None:
     if args.plot:
         plot(points, args.plot)
     if args.readme:
-        path = Path(args.readme)
-        text = path.read_text()
-        begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
-        head, rest = text.split(begin, 1)
-        goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
+        write_readme(args.readme, results)
+
+
+def write_readme(readme: str, results: dict) -> None:
+    path = Path(readme)
+    text = path.read_text()
+    begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
+    head, rest = text.split(begin, 1)
+    goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
 
 
 def plot(points, path: str) -> None:
