@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 from torch import nn
 
 import goenv
+from readme_tables import replace_section, results_commit  # noqa: E402  (examples/ is the script's folder)
 
 CLUSTER = "2xgpu-nvlink"
 TRAIN = [("random-layered", {"num_layers": (5, 30), "width": (3, 12)}),
@@ -178,15 +178,6 @@ def pair_accuracy(prediction: np.ndarray, runtime: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------- main
 
-def git_commit() -> dict:
-    def git(*args):  # results files under docs/ do not make the code dirty
-        return subprocess.run(["git", *args], capture_output=True, text=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs-per-family", type=int, default=8)
@@ -206,7 +197,7 @@ def main() -> None:
         args.graphs_per_family, args.k, args.epochs = 2, 12, 2
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    made_at = git_commit()
+    made_at = results_commit()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         train, test = label_data(folder, args.graphs_per_family, args.k, args.seed)
@@ -258,10 +249,7 @@ def main() -> None:
 
 def write_readme(readme: str, results: dict) -> None:
     path = Path(readme)
-    text = path.read_text()
-    begin, end = "<!-- cost-model:begin -->\n", "<!-- cost-model:end -->"
-    head, rest = text.split(begin, 1)
-    goenv.files.write_atomic(path, (head + begin + table(results) + "\n" + end + rest.split(end, 1)[1]).encode())
+    goenv.files.write_atomic(path, replace_section(path.read_text(), "cost-model", table(results)).encode())
 
 
 def plot(points, path: str) -> None:

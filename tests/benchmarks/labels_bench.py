@@ -18,7 +18,6 @@ import collections
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,15 +29,10 @@ import goenv
 import goenv._core as _core
 from goenv.labels.labeller import simulate
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
+
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
-
-
-def commit() -> dict:
-    def git(*args):  # results files under docs/ do not make the code dirty
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
-
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
 def files(root: str) -> dict[str, bytes]:
@@ -177,14 +171,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def replace_section(text: str, body: str) -> str:
-    begin, end = "<!-- labels-bench:begin -->\n", "<!-- labels-bench:end -->"
-    if begin not in text or end not in text:
-        raise SystemExit("README has no <!-- labels-bench:begin/end --> markers")
-    head, rest = text.split(begin, 1)
-    return head + begin + body + "\n" + end + rest.split(end, 1)[1]
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
@@ -201,17 +187,17 @@ def main(argv=None) -> None:
         print(table(results))
         if args.readme:
             path = Path(args.readme)
-            goenv.files.write_atomic(path, replace_section(path.read_text(), table(results)).encode())
+            goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results)).encode())
         return
     if args.ray_only:
         results = json.loads(Path(args.json).read_text())
         with tempfile.TemporaryDirectory() as folder:
-            results["ray"] = {**ray_scaling(folder, 10000, 4 if args.quick else 48), **commit(),
+            results["ray"] = {**ray_scaling(folder, 10000, 4 if args.quick else 48), **results_commit(),
                               "load": os.getloadavg()[0]}
         print(table(results))
         goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
         return
-    results = {**commit(), "load": os.getloadavg()[0], "throughput": []}
+    results = {**results_commit(), "load": os.getloadavg()[0], "throughput": []}
     sizes = [(1000, 2), (10000, 1)] if args.quick else [(1000, 16), (10000, 4)]
     with tempfile.TemporaryDirectory() as folder:
         for nodes, count in sizes:
@@ -225,7 +211,7 @@ def main(argv=None) -> None:
         goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
     if args.readme:
         path = Path(args.readme)
-        goenv.files.write_atomic(path, replace_section(path.read_text(), table(results)).encode())
+        goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results)).encode())
 
 
 if __name__ == "__main__":

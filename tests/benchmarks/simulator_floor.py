@@ -38,6 +38,8 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+from readme_tables import results_commit  # noqa: E402  (the results scripts' one implementation)
 GRAPHS = ["inception", "transformer-xl-8", "gnmt-8", "layered-1000", "layered-80000"]
 SIMULATORS = ["floor", "full", "fused"]
 
@@ -132,14 +134,6 @@ def python_boundary(name: str, cpp_seconds: float, repeats: int) -> dict:
             "boundary_fraction": (call + arrays - cpp_seconds) / cpp_seconds}
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def markdown(report: dict, previous: dict | None) -> str:
     lines = [f"## Simulator vs floor ({report['machine']}, commit {report['commit']})", "",
              "| graph | nodes+edges | floor ns/elem | full ns/elem | full/floor | fused ns/elem | fused/floor |"
@@ -197,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             python = python_boundary(args.python, graphs[args.python]["seconds"]["full"], repeats=5)
         except ImportError as error:
             print(f"(no Python boundary: {error})", file=sys.stderr)
-    report = {"commit": git_commit(), "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
+    report = {"commit": results_commit()["commit"], "machine": f"{platform.node()} {platform.processor() or platform.machine()}",
               "binary": os.path.relpath(binary, ROOT), "graphs": graphs,
               "python": python}
     previous = None
