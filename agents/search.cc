@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "agents/imitation.h"
+#include "agents/proposals.h"
 #include "agents/sampler.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -159,43 +160,6 @@ Solution solution_of(const Env& env, const std::vector<std::vector<std::int64_t>
   return s;
 }
 
-// Proposal k from the policy's masked logits of the best decisions' observation
-// (per head (1, U, C)) and those decisions per unit (per head (1, U)):
-//  * k = 0: the policy's greedy decision, as one-shot GO would take it;
-//  * every 8th: a whole decision sampled from the policy;
-//  * otherwise a move: 1, 2, 4 or 8 units of one head (joint: the heads in
-//    turn), drawn with weight 1 - p(their current choice) (the units the
-//    policy most wants to change), each to a choice sampled from the policy
-//    among the others (GiPH and Placeto relocate; REGAL lets a policy guide
-//    a search's moves).
-std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
-                                   std::int64_t k, torch::Generator& generator) {
-  std::vector<torch::Tensor> out;
-  if (k == 0 || k % 8 == 7) {
-    for (const auto& l : logits) out.push_back(sample_actions(l, k == 0, generator).to(torch::kCPU));
-    return out;
-  }
-  for (const auto& b : best) out.push_back(b.clone());
-  const std::size_t head = static_cast<std::size_t>(k) % logits.size();
-  const torch::Tensor p = torch::softmax(logits[head][0].to(torch::kCPU).to(torch::kFloat64), -1);  // (U, C)
-  const torch::Tensor current = out[head][0];                                                          // (U,)
-  const std::int64_t units = p.size(0), moves = std::min<std::int64_t>(units, std::int64_t{1} << ((k - 1) % 4));
-  // Gumbel top-m over log(1 - p(current)): units without another allowed choice weigh 0.
-  const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
-  const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
-  const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0)) - torch::log(-torch::log(uniform));
-  const torch::Tensor chosen = std::get<1>(key.topk(moves));
-  auto values = current.accessor<std::int64_t, 1>();
-  for (std::int64_t i = 0; i < moves; ++i) {
-    const std::int64_t u = chosen[i].item<std::int64_t>();
-    torch::Tensor other = p[u].clone();
-    other[values[u]] = 0.0;
-    if (!(other.sum().item<double>() > 1e-12)) continue;  // nowhere else to go
-    values[u] = torch::multinomial(other, 1, false, generator).item<std::int64_t>();
-  }
-  return out;
-}
-
 }  // namespace
 
 OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
@@ -249,23 +213,36 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   const int n = static_cast<int>(graph.num_nodes);
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> logits, best_units;
+  proposals::Focus focus;
   bool stale = true;  // the logits and units belong to an older best
   torch::Generator own;
   if (seed_of_run >= 0)
     own = at::detail::createCPUGenerator(
         splitmix64(splitmix64(static_cast<std::uint64_t>(model.config.seed)) ^ static_cast<std::uint64_t>(seed_of_run)));
   torch::Generator& generator = seed_of_run >= 0 ? own : model.sampling;
-  for (std::int64_t k = 0; k < budget; ++k) {
+  // A proposal equal to the best decisions costs no call: the next one is drawn
+  // (the greedy decision of a policy that keeps its start, a move with nowhere
+  // to go). After kMaxRepeats in a row it is simulated anyway, so that exactly
+  // `budget` calls are spent even where nothing else can be proposed.
+  constexpr int kMaxRepeats = 64;
+  int repeats = 0;
+  for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
     if (stale) {
       logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
       Teacher as_units;
       as_units.actions = result.actions;
       best_units.clear();
       for (const auto& t : imitation::targets(graph, model.spec, as_units, torch::kCPU)) best_units.push_back(t);
+      focus = proposals::focus_of(graph, best_obs, dims.node_state);
       stale = false;
     }
+    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator);
+    if (proposals::same_as(units, best_units) && ++repeats < kMaxRepeats) {
+      if (proposal == 0) result.greedy_runtime = result.runtime;  // the greedy decision is the start
+      continue;
+    }
+    repeats = 0;
     std::vector<std::vector<std::int64_t>> actions;
-    const std::vector<torch::Tensor> units = propose(logits, best_units, k, generator);
     for (std::size_t h = 0; h < units.size(); ++h) {
       const torch::Tensor a = model.env_actions(graph, h, units[h]);
       actions.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
@@ -273,15 +250,16 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
     StepResult r = step_actions(*env, actions);
     ++result.simulator_calls;
     const bool valid = !(r.info.oom || r.info.invalid);
-    if (k == 0) result.greedy_runtime = valid ? r.info.runtime : std::numeric_limits<double>::infinity();
+    if (proposal == 0) result.greedy_runtime = valid ? r.info.runtime : std::numeric_limits<double>::infinity();
     if (valid && r.info.runtime < result.runtime) {
       result.runtime = r.info.runtime;
       result.actions = decisions_of(*env);  // as adopted (colocation "follow" applied)
-      result.source = k == 0 ? "greedy" : "policy";
+      result.source = proposal == 0 ? "greedy" : "policy";
       best_obs = std::move(r.observation);
       stale = true;
     }
     result.curve.push_back(result.runtime);
+    ++k;
   }
   if (local_search_budget > 0) {
     // Local search from the best: its decisions become the env's current ones.

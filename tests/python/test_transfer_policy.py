@@ -82,3 +82,13 @@ def test_bad_device_heads_are_refused():
         agents.GO(device_head="relative")
     with pytest.raises(goenv.InvalidArgument, match="algorithm='go'"):
         agents.PPO(device_head="pairs")
+
+
+def test_optimize_spends_its_whole_budget_where_nothing_can_move(trained):
+    """On one device every proposal is the start again: repeats cost no call until too many
+    come in a row, then they are simulated, so the budget is spent exactly and the start kept."""
+    agent, _ = trained
+    env = goenv.make("placement-rnnlm-2", cluster="1xgpu")
+    result = agent.optimize(env, budget=5, start="default")
+    assert len(result["curve"]) == 5 and result["simulator_calls"] == 5 + result["start_calls"]
+    assert result["runtime"] == result["start_runtime"] == result["greedy_runtime"]

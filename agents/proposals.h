@@ -1,0 +1,49 @@
+// What policy-guided search (search::optimize) simulates next: proposals from
+// the policy's logits on the best decisions' observation, focused on the ops
+// of that schedule's critical path.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "agents/policy.h"
+#include "envs/observation.h"
+
+namespace goenv::agents::proposals {
+
+// The weight of a unit in move proposals: 1 on the critical path of the best
+// decisions' schedule, 1e-3 elsewhere (moving an op off the critical path
+// rarely shortens the run; GiPH's features say the same).
+struct Focus {
+  torch::Tensor nodes, units;  // (N,) and (U,) float64 on the CPU; units undefined without groups
+  // The weights of a head's units: (U,) for placement, (N,) for node heads.
+  const torch::Tensor& of(std::int64_t count) const { return units.defined() && units.size(0) == count ? units : nodes; }
+};
+
+// From an observation at the policies' version (kPolicyObservationVersion)
+// with `state_dim` node_state columns: its "critical" column.
+Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim);
+
+// Proposal k from the policy's masked logits of the best decisions' observation
+// (per head (1, U, C)) and those decisions per unit (per head (1, U)), as per
+// head (1, U) choices on the CPU:
+//  * k = 0: the policy's greedy decision, as one-shot GO would take it;
+//  * every 8th: a whole decision sampled from the policy;
+//  * otherwise a move of 1, 2, 1, 4, 1, 2, 1, 8, ... units of one head (joint:
+//    the heads in turn; small moves most often, as an annealer's), drawn with
+//    weight (1 - p(their current choice)) x focus (the units the policy most
+//    wants to change, on the critical path), each to a choice sampled from the
+//    policy among the others (GiPH and Placeto relocate; REGAL lets a policy
+//    guide a search's moves).
+std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
+                                   const Focus& focus, std::int64_t k, torch::Generator& generator);
+
+// The number of units proposal k moves (0 for the greedy decision and the samples).
+std::int64_t units_moved(std::int64_t k);
+
+// Whether a proposal is the best decisions again (per head, per unit).
+bool same_as(const std::vector<torch::Tensor>& proposal, const std::vector<torch::Tensor>& best);
+
+}  // namespace goenv::agents::proposals

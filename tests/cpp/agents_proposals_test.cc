@@ -1,0 +1,88 @@
+// Policy-guided search's proposals (agents/proposals.h): moves focus on the
+// critical path of the best decisions' schedule, in a ruler sequence of sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "agents/config.h"
+#include "agents/proposals.h"
+#include "core/error.h"
+#include "envs/registry.h"
+#include "test_util.h"
+
+namespace goenv::agents {
+namespace {
+
+TEST(Proposals, MoveSizesFollowARulerSequenceAndSamplesComeEveryEighth) {
+  const std::vector<std::int64_t> expected = {0, 1, 2, 1, 4, 1, 2, 0, 1, 8, 1, 2, 1, 4, 1, 0, 2, 1};
+  for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(proposals::units_moved(k), expected[k]) << "k = " << k;
+}
+
+struct Case {
+  std::unique_ptr<Env> env;
+  DynamicObservation observation;
+  GraphTensors graph;
+  std::int64_t state_dim = 0;
+};
+
+Case placement_case() {
+  Case c;
+  EnvConfig config;
+  config.observation_version = kPolicyObservationVersion;
+  std::mt19937 rng(7);
+  c.env = make_env_on_graph("placement", test::random_dag(rng, 120, 0.04), Cluster::preset("2xgpu-pcie"), config);
+  c.observation = c.env->reset(0);
+  const StaticObservation& s = c.env->static_observation();
+  c.graph = graph_tensors(s.num_nodes, s.node_feature_dim, s.node_features.data(), s.num_edges, s.edge_index.data(),
+                          torch::kCPU);
+  c.state_dim = static_cast<std::int64_t>(c.observation.node_state.size()) / s.num_nodes;
+  return c;
+}
+
+TEST(Proposals, MovesTakeCriticalOpsAndChangeExactlyTheirSize) {
+  Case c = placement_case();
+  const std::int64_t n = c.graph.num_nodes;
+  // Every third op on the critical path (from the default start every op is: one device).
+  const auto& names = node_state_names(kPolicyObservationVersion);
+  const std::int64_t column = c.state_dim - static_cast<std::int64_t>(names.size()) +
+                              (std::find(names.begin(), names.end(), "critical") - names.begin());
+  std::set<std::int64_t> critical;
+  for (std::int64_t v = 0; v < n; ++v) {
+    c.observation.node_state[v * c.state_dim + column] = v % 3 == 0 ? 1.f : 0.f;
+    if (v % 3 == 0) critical.insert(v);
+  }
+  const proposals::Focus focus = proposals::focus_of(c.graph, c.observation, c.state_dim);
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, n, 2})};  // a policy without preference
+  const std::vector<torch::Tensor> best = {torch::zeros({1, n}, torch::kInt64)};
+  torch::Generator generator = at::detail::createCPUGenerator(3);
+  int off_path = 0, picks = 0;
+  for (int trial = 0; trial < 200; ++trial)
+    for (std::int64_t k : {1, 2, 4, 9}) {
+      const torch::Tensor moved = proposals::propose(logits, best, focus, k, generator)[0][0].nonzero().view(-1);
+      ASSERT_EQ(moved.size(0), proposals::units_moved(k));  // 2 devices: each chosen op goes to the other
+      picks += static_cast<int>(moved.size(0));
+      for (std::int64_t i = 0; i < moved.size(0); ++i) off_path += critical.count(moved[i].item<std::int64_t>()) == 0;
+    }
+  // Weight 1e-3 against 1: a few picks in a thousand (two thirds if the focus were ignored).
+  EXPECT_LE(off_path * 100, picks);
+}
+
+TEST(Proposals, TheGreedyDecisionOfAStayingPolicyIsTheBestAgain) {
+  Case c = placement_case();
+  const std::int64_t n = c.graph.num_nodes;
+  const proposals::Focus focus = proposals::focus_of(c.graph, c.observation, c.state_dim);
+  torch::Tensor logits = torch::zeros({1, n, 2});
+  logits.select(2, 0).fill_(5.0);  // every op prefers where it is (device 0)
+  const std::vector<torch::Tensor> best = {torch::zeros({1, n}, torch::kInt64)};
+  torch::Generator generator = at::detail::createCPUGenerator(3);
+  EXPECT_TRUE(proposals::same_as(proposals::propose({logits}, best, focus, 0, generator), best));
+  EXPECT_FALSE(proposals::same_as(proposals::propose({logits}, best, focus, 1, generator), best));
+  DynamicObservation truncated = c.observation;
+  truncated.node_state.pop_back();
+  EXPECT_THROW(proposals::focus_of(c.graph, truncated, c.state_dim), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace goenv::agents
