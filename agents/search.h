@@ -1,9 +1,8 @@
 // Using the policy: act on raw observations, evaluate episodes, and search
 // for a graph's best decisions (optimize: an improvement episode from a start,
 // the policy proposing (agents/proposals.h) the greedy decision, moves of the
-// critical-path units it most wants to
-// change and whole samples; optionally local search from the best). Every
-// simulation a search makes is counted.
+// critical-path units it most wants to change and whole samples; optionally
+// local search from the best). Every simulation a search makes is counted.
 #pragma once
 
 #include <cstdint>
