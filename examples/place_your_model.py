@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
 
 import torch
 
@@ -60,19 +62,26 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--devices", type=int, default=2, choices=[2, 4, 8])
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--finetune", type=int, default=256, help="fine-tuning simulator calls (0: skip)")
+    parser.add_argument("--readme", help="write the output and its reading between this README's "
+                                         "<!-- place-your-model:begin/end --> markers")
     args = parser.parse_args(argv)
+    lines = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
 
     model = TinyGPT(layers=args.layers)
     graph = goenv.datasets.from_torch(model, torch.randint(0, 8192, (args.batch, 256)))
     env = goenv.make("placement", graph=graph, cluster=f"{args.devices}xgpu-nvlink")
     env.reset(seed=0)
-    print(f"TinyGPT ({args.layers} layers), one training step: {graph.num_nodes} ops on "
+    say(f"TinyGPT ({args.layers} layers), one training step: {graph.num_nodes} ops on "
           f"{args.devices}xgpu-nvlink; default placement {env.unwrapped.core.initial_runtime * 1e3:.2f} ms")
     results = {"default": env.unwrapped.core.initial_runtime}
     for method in ("heft", "best-heuristic"):
         r = goenv.baselines.solve(env, method)
         results[method] = r["runtime"]
-        print(f"  {method:<34} {r['runtime'] * 1e3:8.2f} ms  ({r['simulator_calls']} simulator calls)")
+        say(f"  {method:<34} {r['runtime'] * 1e3:8.2f} ms  ({r['simulator_calls']} simulator calls)")
     placer = goenv.agents.pretrained("go-placement", num_devices=args.devices)
     # Zero-shot: the greedy decision alone, then policy-guided search from the best heuristic
     # (its calls included: every simulation is charged).
@@ -81,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
         r = placer.optimize(env, budget=budget, start=start)
         value = r["greedy_runtime"] if budget == 1 else r["runtime"]
         results[name] = value
-        print(f"  {name:<34} {value * 1e3:8.2f} ms  ({r['simulator_calls']} simulator calls)")
+        say(f"  {name:<34} {value * 1e3:8.2f} ms  ({r['simulator_calls']} simulator calls)")
     if args.finetune:
         placer.imitate(env, steps=50, progress=False)
         spent = placer.teacher(env)["simulator_calls"]
@@ -89,8 +98,34 @@ def main(argv: list[str] | None = None) -> dict:
         r = placer.optimize(env, budget=1)
         name = f"GO fine-tuned ({args.finetune} calls)"
         results[name] = r["runtime"]
-        print(f"  {name:<34} {r['runtime'] * 1e3:8.2f} ms  (best found; source: {r['source']})")
+        say(f"  {name:<34} {r['runtime'] * 1e3:8.2f} ms  (best found; source: {r['source']})")
+    if args.readme:
+        write_readme(args.readme, lines, results, args)
     return results
+
+
+def write_readme(readme: str, lines: list[str], results: dict, args) -> None:
+    """The run's output and what it says, against the best heuristic (the numbers are this run's)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from readme_tables import replace_section, results_commit
+
+    best = results["best-heuristic"]
+
+    def versus(value: float) -> str:
+        change = (value / best - 1) * 100
+        return "equal to" if abs(change) < 0.05 else f"{abs(change):.1f}% {'below' if change < 0 else 'above'}"
+
+    greedy, searched = results["GO zero-shot (greedy)"], results[f"GO zero-shot ({args.samples}-call search)"]
+    reading = (f"Zero-shot, the shipped placer's greedy decision from the default is "
+               f"{'the default itself' if greedy == results['default'] else versus(greedy) + ' the best heuristic'}; "
+               f"its {args.samples}-call search from the best heuristic ends {versus(searched)} it")
+    tuned = [v for k, v in results.items() if k.startswith("GO fine-tuned")]
+    if tuned:
+        reading += f"; fine-tuned for {args.finetune} simulator calls it ends {versus(tuned[0])} it"
+    body = "```\n" + "\n".join(lines) + "\n```\n\n" + reading + \
+        f" (`python examples/place_your_model.py --readme README.md`, commit {results_commit()['commit'][:10]})."
+    path = Path(readme)
+    goenv.files.write_atomic(path, replace_section(path.read_text(), "place-your-model", body).encode())
 
 
 if __name__ == "__main__":
