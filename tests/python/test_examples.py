@@ -77,10 +77,16 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
     assert not {"inception", "amoebanet", "transformer-xl", "wavenet", "bert", "gpt2"} & \
         {goenv.datasets.lineage(f) for f in generated}
     assert require_agents().load(tmp_path / "go-placement.agent").config["device_head"] == "pairs"
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n<!-- place-your-model:begin -->\nold\n<!-- place-your-model:end -->\nafter\n")
     done = subprocess.run([sys.executable, str(EXAMPLES / "place_your_model.py"), "--layers", "1",
-                           "--finetune", "32"], capture_output=True, text=True, timeout=600)
+                           "--finetune", "32", "--readme", str(readme)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "GO zero-shot (16-call search)" in done.stdout and "heft" in done.stdout
+    # --readme: the run's own output between the markers, then what it says; the rest kept.
+    text = readme.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    assert done.stdout.strip().splitlines()[-1] in text and "fine-tuned for 32 simulator calls" in text
 
 
 # The library examples (sb3_ppo, sb3_maskable_ppo, rllib_ppo, cleanrl_gnn_ppo) learn: test_integrations.py.
