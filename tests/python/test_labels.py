@@ -257,24 +257,24 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
     assert replaced.config["seed"] == 1
 
 
-@pytest.mark.parametrize("failing", ["labelling", "writing"])
+@pytest.mark.parametrize("failing", ["preparing", "writing"])
 def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_file(graphs, tmp_path, monkeypatch,
                                                                                    failing):
-    """label_shard writes each graph on a writer thread while the next is labelled: an error
-    on either thread stops both, leaves no temporary or partial file, and the same call again
-    finishes the folder byte-identical to a clean run."""
+    """label_shard prepares the next graph and writes the last one on threads of their own
+    while it labels one: an error on any of them stops all, leaves no temporary or partial
+    file, and the same call again finishes the folder byte-identical to a clean run."""
     from goenv.labels import tables
 
     out = tmp_path / "l"
-    if failing == "labelling":
-        original = folder.label_graph
+    if failing == "preparing":
+        original = folder.prepare_graph  # on the thread that prepares the next graph
 
-        def label_graph(graph, info, graph_id, *args):
+        def prepare_graph(graph, info, graph_id, *args):
             if graph_id == 3:
                 raise RuntimeError("boom")
             return original(graph, info, graph_id, *args)
 
-        monkeypatch.setattr(folder, "label_graph", label_graph)
+        monkeypatch.setattr(folder, "prepare_graph", prepare_graph)
     else:
         original = tables.ShardWriter.append
 

@@ -26,6 +26,7 @@ import re
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -34,7 +35,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
 from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
-from goenv.labels.labeller import label_graph
+from goenv.labels.labeller import label_prepared, prepare_graph
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
@@ -66,9 +67,11 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
                 root: str | None = None) -> dict:
     """Labels graphs [first, first + count) as shard `index`: {"index", "rows", "graphs", "labels"}.
 
-    Each graph's rows go to a writer thread as soon as the graph is labelled, which encodes them
-    into Parquet (one row group per graph) and writes them out while the next graph is simulated
-    (Arrow, Parquet, hashing and file writes release the GIL, as the simulator does). With
+    Three threads in a pipeline: while this thread simulates graph i's decisions, another
+    prepares graph i + 1 (prepare_graph: its env and heuristics) and a writer encodes graph
+    i - 1's rows into Parquet (one row group per graph) and writes them out (the simulator,
+    the heuristics, Arrow, Parquet, hashing and file writes release the GIL). Every graph's
+    decisions are drawn on this thread from its own generator, in order. With
     `root`, both files are written there (atomically, hashed as they are written) and "graphs"
     and "labels" are their manifest entries {"file", "bytes", "sha256"}; without (a Ray
     actor), they are the files' bytes as pyarrow.Buffers. The bytes are the same either way."""
@@ -131,14 +134,24 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     writer = threading.Thread(target=guarded, name=f"goenv-labels-shard-{index}", daemon=True)
     writer.start()
     rows = 0
+
+    def prepare(graph_id: int) -> dict:
+        graph, info = source.graph(graph_id)
+        return prepare_graph(graph, info, graph_id, config)
+
     try:
-        for graph_id in range(first, first + count):
-            if failure:
-                break
-            graph, info = source.graph(graph_id)
-            item = label_graph(graph, info, graph_id, config, agent_bytes)
-            rows += len(item["runtime"])
-            pending.put(item)
+        # the next graph is prepared (read, its env built, its heuristics solved) while this one is simulated
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
+            upcoming = ahead.submit(prepare, first)
+            for graph_id in range(first, first + count):
+                if failure:
+                    break
+                prepared = upcoming.result()
+                if graph_id + 1 < first + count:
+                    upcoming = ahead.submit(prepare, graph_id + 1)
+                item = label_prepared(prepared, config, agent_bytes)
+                rows += len(item["runtime"])
+                pending.put(item)
         pending.put(None)
     except BaseException:
         pending.put(_ABORT)  # the writer stops and removes its temporary files
