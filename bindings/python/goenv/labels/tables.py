@@ -162,15 +162,6 @@ class ShardWriter:
         self.writer.close()
 
 
-def to_parquet(table):
-    """The Parquet file's bytes, as a pyarrow.Buffer (no copy into a bytes object; it is
-    written, hashed and pickled for Ray through the buffer protocol)."""
-    pa = pyarrow()
-    sink = pa.BufferOutputStream()
-    pa.parquet.write_table(table, sink, **PARQUET_OPTIONS)
-    return sink.getvalue()
-
-
 def from_parquet(data: bytes):
     pa = pyarrow()
     return pa.parquet.read_table(pa.BufferReader(data))
