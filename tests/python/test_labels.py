@@ -294,6 +294,23 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
     assert _files(out) == _files(tmp_path / "clean")
 
 
+def test_pyarrow_imports_what_it_imports_lazily_before_the_writer_thread_starts():
+    """pyarrow imports pandas, and with it numpy.ma, on its first conversion from numpy. Done
+    first on the writer thread, that import raced with goenv._core.simulate on the labelling
+    thread, which looks numpy.ma up in sys.modules: "AttributeError: partially initialized
+    module 'numpy.ma'". tables.pyarrow(), which label_shard calls before starting its threads,
+    does the imports; a fresh interpreter shows it."""
+    script = """
+import importlib.util, sys
+import goenv.labels.tables as tables
+assert "numpy.ma" not in sys.modules or "pandas" not in sys.modules
+tables.pyarrow()
+assert "numpy.ma" in sys.modules
+assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
+"""
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
 def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
     """Version 2 writes a row group per graph; a version 1 folder (one per shard, the same
     columns) still reads, but labelling into it is refused (its bytes would mix two layouts)
