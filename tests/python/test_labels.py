@@ -294,6 +294,27 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
     assert _files(out) == _files(tmp_path / "clean")
 
 
+def test_one_core_labels_on_one_thread_and_writes_the_same_bytes(graphs, tmp_path, monkeypatch):
+    """With a spare core label_shard runs a pipeline of three threads and streams the files;
+    without (or on a Ray actor) it does the same calls on one thread: the same bytes."""
+    import threading
+
+    writing = []  # per labelled graph: is a writer thread running beside?
+    original = folder.label_prepared
+
+    def label_prepared(*args):
+        writing.append(any(t.name.startswith("goenv-labels-shard") for t in threading.enumerate()))
+        return original(*args)
+
+    monkeypatch.setattr(folder, "label_prepared", label_prepared)
+    monkeypatch.setattr(folder, "_spare_core", lambda: True)  # whatever the machine running the test has
+    _label(graphs, tmp_path / "pipelined")
+    monkeypatch.setattr(folder, "_spare_core", lambda: False)
+    _label(graphs, tmp_path / "one")
+    assert _files(tmp_path / "one") == _files(tmp_path / "pipelined")
+    assert writing == [True] * 5 + [False] * 5
+
+
 def test_pyarrow_imports_what_it_imports_lazily_before_the_writer_thread_starts():
     """pyarrow imports pandas, and with it numpy.ma, on its first conversion from numpy. Done
     first on the writer thread, that import raced with goenv._core.simulate on the labelling

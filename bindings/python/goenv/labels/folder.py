@@ -67,15 +67,35 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
                 root: str | None = None) -> dict:
     """Labels graphs [first, first + count) as shard `index`: {"index", "rows", "graphs", "labels"}.
 
-    Three threads in a pipeline: while this thread simulates graph i's decisions, another
-    prepares graph i + 1 (prepare_graph: its env and heuristics) and a writer encodes graph
-    i - 1's rows into Parquet (one row group per graph) and writes them out (the simulator,
-    the heuristics, Arrow, Parquet, hashing and file writes release the GIL). Every graph's
-    decisions are drawn on this thread from its own generator, in order. With
-    `root`, both files are written there (atomically, hashed as they are written) and "graphs"
-    and "labels" are their manifest entries {"file", "bytes", "sha256"}; without (a Ray
-    actor), they are the files' bytes as pyarrow.Buffers. The bytes are the same either way."""
-    pa = tables.pyarrow()  # its lazy imports on this thread, before the writer starts
+    With `root` (labelling in this process) and a spare core, three threads in a pipeline:
+    while this thread simulates graph i's decisions, another prepares graph i + 1
+    (prepare_graph: its env and heuristics) and a writer encodes graph i - 1's rows into
+    Parquet (one row group per graph) and streams them into both files there (atomically,
+    hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
+    file writes release the GIL); "graphs" and "labels" are then the files' manifest entries
+    {"file", "bytes", "sha256"}. Otherwise (a Ray actor, whose workers have the cores, or a
+    single core) all on this thread, and they are the files' bytes as pyarrow.Buffers. Every
+    graph's decisions are drawn on this thread from its own generator, in order, and the
+    files are written by the same calls either way: the bytes are the same."""
+    pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
+
+    def prepare(graph_id: int) -> dict:
+        graph, info = source.graph(graph_id)
+        return prepare_graph(graph, info, graph_id, config)
+
+    if root is None or not _spare_core():
+        buffers = {kind: pa.BufferOutputStream() for kind in KINDS}
+        writers = {kind: tables.ShardWriter(kind, buffers[kind]) for kind in KINDS}
+        rows = 0
+        for graph_id in range(first, first + count):
+            item = label_prepared(prepare(graph_id), config, agent_bytes)
+            rows += len(item["runtime"])
+            for kind in KINDS:
+                writers[kind].append(item)
+        for kind in KINDS:
+            writers[kind].close()
+        return {"index": index, "rows": rows, **{kind: buffers[kind].getvalue() for kind in KINDS}}
+
     pending: queue.SimpleQueue = queue.SimpleQueue()  # labelled graphs, then None (done) or _ABORT
     failure: list[BaseException] = []
     entries: dict[str, dict] = {}
@@ -100,28 +120,22 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
         for kind in KINDS:
             writers[kind].close()
 
-    if root is None:
-        buffers = {kind: pa.BufferOutputStream() for kind in KINDS}
+    def run() -> None:
+        hashed = {}
 
-        def run() -> None:
-            write(buffers)
-    else:
-        def run() -> None:
-            hashed = {}
+        def nested(kinds: list[str]) -> None:  # write_atomic for each file, the writing innermost
+            if not kinds:
+                return write(hashed)
+            kind, name = kinds[0], shard_file(kinds[0], index)
 
-            def nested(kinds: list[str]) -> None:  # write_atomic for each file, the writing innermost
-                if not kinds:
-                    return write(hashed)
-                kind, name = kinds[0], shard_file(kinds[0], index)
+            def into(file) -> None:
+                hashed[kind] = _HashingFile(file)
+                nested(kinds[1:])
 
-                def into(file) -> None:
-                    hashed[kind] = _HashingFile(file)
-                    nested(kinds[1:])
+            write_atomic(_inside(root, name), into, what="labels shard")
+            entries[kind] = {"file": name, "bytes": hashed[kind].size, "sha256": hashed[kind].sha256.hexdigest()}
 
-                write_atomic(_inside(root, name), into, what="labels shard")
-                entries[kind] = {"file": name, "bytes": hashed[kind].size, "sha256": hashed[kind].sha256.hexdigest()}
-
-            nested(list(KINDS))
+        nested(list(KINDS))
 
     def guarded() -> None:
         try:
@@ -134,11 +148,6 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     writer = threading.Thread(target=guarded, name=f"goenv-labels-shard-{index}", daemon=True)
     writer.start()
     rows = 0
-
-    def prepare(graph_id: int) -> dict:
-        graph, info = source.graph(graph_id)
-        return prepare_graph(graph, info, graph_id, config)
-
     try:
         # the next graph is prepared (read, its env built, its heuristics solved) while this one is simulated
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
@@ -160,9 +169,13 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     writer.join()
     if failure:
         raise failure[0]
-    if root is None:
-        return {"index": index, "rows": rows, **{kind: buffers[kind].getvalue() for kind in KINDS}}
     return {"index": index, "rows": rows, **entries}
+
+
+def _spare_core() -> bool:
+    """Whether this process may run on more than one core (the pipeline's threads need one)."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return len(cores) > 1
 
 
 def _next_graph(pending: queue.SimpleQueue):
@@ -353,7 +366,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         files = {}
         for kind in KINDS:
             name = shard_file(kind, shard["index"])
-            if isinstance(result[kind], dict):  # written by label_shard itself
+            if isinstance(result[kind], dict):  # written by label_shard's writer thread
                 files[kind] = result[kind]
                 continue
             data = memoryview(result[kind])
