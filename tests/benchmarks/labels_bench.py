@@ -8,6 +8,8 @@
     python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme README.md]
     python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme README.md
 
+With --no-ray, an existing --json file's Ray row is kept, marked with the commit it was measured at.
+
 --readme writes the table between README.md's <!-- labels-bench:begin/end --> markers.
 """
 
@@ -20,6 +22,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,48 +36,68 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
+IDLE = "writer thread waiting"  # not a part: left out of the table
 
 
 def files(root: str) -> dict[str, bytes]:
     return {name: Path(root, name).read_bytes() for name in sorted(os.listdir(root))}
 
 
-def bare_simulation_seconds(labels) -> float:
-    """The simulator alone on every labelled decision (the same calls label() made for them)."""
+def bare_simulation_seconds(labels) -> tuple[float, float]:
+    """The simulator alone on every labelled decision (the same calls label() made for them):
+    (wall seconds, CPU seconds of this thread)."""
     cluster = goenv.clusters.get(labels.config["cluster"])
-    total = 0.0
+    total = cpu = 0.0
     for i in range(len(labels)):
         graph, decisions = labels.graph(i)["goenv_graph"], labels.decisions(i)
         rows = [{head: decisions[head][k] for head in ("placement", "priority", "fusion")}
                 for k in range(len(decisions["runtime"]))]
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         for row in rows:
             simulate(graph, cluster, row, 16)
         total += time.perf_counter() - start
-    return total
+        cpu += time.thread_time() - start_cpu
+    return total, cpu
 
 
 @contextlib.contextmanager
 def stopwatch():
-    """Seconds spent in the labelling's parts (wrapped module functions), for the breakdown."""
+    """Seconds spent in the labelling's parts (wrapped functions, each part's time without the
+    parts it calls), on whichever thread: label_shard simulates on the calling thread while a
+    helper thread prepares the next graph and a writer thread encodes and writes the last, so
+    the parts add up to more than the wall time."""
     import goenv.labels.decisions as decisions
     import goenv.labels.folder as folder
     import goenv.labels.labeller as labeller
     import goenv.labels.tables as tables
 
-    spent = collections.Counter()
-    parts = [(labeller, "simulate", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++)"),
-             (tables, "to_parquet", "Parquet encoding"), (tables, "labels_table", "Arrow tables"),
-             (tables, "graphs_table", "Arrow tables"), (folder, "write_atomic", "writing files")]
+    spent, lock, local = collections.Counter(), threading.Lock(), threading.local()
+    parts = [(labeller, "simulate", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++, helper thread)"),
+             (decisions.Decider, "random", "drawing decisions"), (decisions.Decider, "perturb", "drawing decisions"),
+             (decisions.Decider, "moves", "drawing decisions"),
+             (tables, "labels_table", "Arrow tables (writer thread)"),
+             (tables, "graphs_table", "Arrow tables (writer thread)"),
+             (tables.ShardWriter, "append", "Parquet encoding (writer thread)"),
+             (tables.ShardWriter, "close", "Parquet encoding (writer thread)"),
+             (folder._HashingFile, "write", "hashing and writing files (writer thread)"),
+             (folder, "write_atomic", "hashing and writing files (writer thread)"),
+             (folder, "_next_graph", IDLE)]
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in parts]
 
     def timed(function, key):
         def wrapper(*args, **kwargs):
+            stack = local.__dict__.setdefault("stack", [])
+            stack.append(0.0)  # the time of the wrapped parts this one calls
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                spent[key] += time.perf_counter() - start
+                elapsed = time.perf_counter() - start
+                nested = stack.pop()
+                if stack:
+                    stack[-1] += elapsed
+                with lock:
+                    spent[key] += elapsed - nested
         return wrapper
 
     for (owner, name, key), (_, _, function) in zip(parts, originals):
@@ -92,10 +115,10 @@ def throughput(folder: str, nodes: int, count: int) -> dict:
     goenv.datasets.label(source, os.path.join(folder, "warm"), task=TASK, cluster=CLUSTER, decisions_per_graph=2,
                          progress=False, overwrite=True)  # imports and first calls out of the timing
     out = os.path.join(folder, f"labels-{nodes}")
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     labels = goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, progress=False)
-    seconds = time.perf_counter() - start
-    bare = bare_simulation_seconds(labels)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
+    bare, bare_cpu = bare_simulation_seconds(labels)
     samples = labels.num_decisions
     with stopwatch() as spent:  # a second run, timed by part (the wrappers cost a little)
         goenv.datasets.label(source, out + "-parts", task=TASK, cluster=CLUSTER, decisions_per_graph=K,
@@ -103,6 +126,7 @@ def throughput(folder: str, nodes: int, count: int) -> dict:
     return {"parts_seconds": dict(spent), "nodes": nodes, "graphs": count, "samples": samples,
             "label_seconds": seconds, "bare_seconds": bare,
             "label_samples_per_s": samples / seconds, "bare_samples_per_s": samples / bare, "ratio": seconds / bare,
+            "label_cpu_seconds": cpu_seconds, "bare_cpu_seconds": bare_cpu, "cpu_ratio": cpu_seconds / bare_cpu,
             "mean_nodes": float(np.mean([labels.graph(i)["num_nodes"] for i in range(len(labels))]))}
 
 
@@ -153,14 +177,15 @@ def table(results: dict) -> str:
     for row in results["throughput"]:
         parts = row.get("parts_seconds", {})
         split = ", ".join(f"{key} {value / row['samples'] * 1e3:.2f}" for key, value in
-                          sorted(parts.items(), key=lambda item: -item[1]))
+                          sorted(parts.items(), key=lambda item: -item[1]) if key != IDLE)
+        cpu = f"; CPU time {row['cpu_ratio']:.2f}x, all threads" if "cpu_ratio" in row else ""
         lines.append(f"| labelling, {row['nodes']:,}-node graphs ({row['graphs']} graphs, {row['samples']:,} samples) "
                      f"| {row['label_samples_per_s']:,.0f} samples/s; bare simulation of the same decisions "
-                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time (ms per sample: {split}) "
-                     "| <= 1.5x |")
+                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time{cpu} (ms per sample: "
+                     f"{split}) | <= 1.5x |")
     ray_row = results.get("ray")
     if ray_row:
-        when = (f"; a later run at `{ray_row['commit'][:10]}`, load average {ray_row['load']:.1f}"
+        when = (f"; measured at `{ray_row['commit'][:10]}`, load average {ray_row['load']:.1f}"
                 if "commit" in ray_row else "")
         lines.append(f"| Ray, 2 workers vs 1 ({ray_row['graphs']} graphs of {ray_row['nodes']:,} nodes, "
                      f"{ray_row['samples']:,} samples{when}) | **{ray_row['speedup']:.2f}x** end to end, actors' start "
@@ -206,6 +231,10 @@ def main(argv=None) -> None:
         if not args.no_ray:
             results["ray"] = ray_scaling(folder, 10000, 4 if args.quick else 48)
             print(json.dumps(results["ray"]), flush=True)
+        elif args.json and Path(args.json).exists():  # the Ray row of the earlier run, marked with its commit
+            earlier = json.loads(Path(args.json).read_text())
+            if "ray" in earlier:
+                results["ray"] = {"commit": earlier["commit"], "load": earlier["load"], **earlier["ray"]}
     print(table(results))
     if args.json:
         goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())

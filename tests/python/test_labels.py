@@ -257,6 +257,105 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
     assert replaced.config["seed"] == 1
 
 
+@pytest.mark.parametrize("failing", ["preparing", "writing"])
+def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_file(graphs, tmp_path, monkeypatch,
+                                                                                   failing):
+    """label_shard prepares the next graph and writes the last one on threads of their own
+    while it labels one: an error on any of them stops all, leaves no temporary or partial
+    file, and the same call again finishes the folder byte-identical to a clean run."""
+    from goenv.labels import tables
+
+    out = tmp_path / "l"
+    if failing == "preparing":
+        original = folder.prepare_graph  # on the thread that prepares the next graph
+
+        def prepare_graph(graph, info, graph_id, *args):
+            if graph_id == 3:
+                raise RuntimeError("boom")
+            return original(graph, info, graph_id, *args)
+
+        monkeypatch.setattr(folder, "prepare_graph", prepare_graph)
+    else:
+        original = tables.ShardWriter.append
+
+        def append(self, item):
+            if item["graph"]["graph_id"] == 3:
+                raise RuntimeError("boom")
+            return original(self, item)
+
+        monkeypatch.setattr(tables.ShardWriter, "append", append)
+    with pytest.raises(RuntimeError, match="boom"):
+        _label(graphs, out)
+    assert sorted(os.listdir(out)) == ["graphs-00000.parquet", "labels-00000.parquet", "manifest.json"]
+    assert [record["index"] for record in json.loads((out / "manifest.json").read_text())["shards"]] == [0]
+    monkeypatch.undo()
+    _label(graphs, out)
+    _label(graphs, tmp_path / "clean")
+    assert _files(out) == _files(tmp_path / "clean")
+
+
+def test_one_core_labels_on_one_thread_and_writes_the_same_bytes(graphs, tmp_path, monkeypatch):
+    """With a spare core label_shard runs a pipeline of three threads and streams the files;
+    without (or on a Ray actor) it does the same calls on one thread: the same bytes."""
+    import threading
+
+    writing = []  # per labelled graph: is a writer thread running beside?
+    original = folder.label_prepared
+
+    def label_prepared(*args):
+        writing.append(any(t.name.startswith("goenv-labels-shard") for t in threading.enumerate()))
+        return original(*args)
+
+    monkeypatch.setattr(folder, "label_prepared", label_prepared)
+    monkeypatch.setattr(folder, "_spare_core", lambda: True)  # whatever the machine running the test has
+    _label(graphs, tmp_path / "pipelined")
+    monkeypatch.setattr(folder, "_spare_core", lambda: False)
+    _label(graphs, tmp_path / "one")
+    assert _files(tmp_path / "one") == _files(tmp_path / "pipelined")
+    assert writing == [True] * 5 + [False] * 5
+
+
+def test_pyarrow_imports_what_it_imports_lazily_before_the_writer_thread_starts():
+    """pyarrow imports pandas, and with it numpy.ma, on its first conversion from numpy. Done
+    first on the writer thread, that import raced with goenv._core.simulate on the labelling
+    thread, which looks numpy.ma up in sys.modules: "AttributeError: partially initialized
+    module 'numpy.ma'". tables.pyarrow(), which label_shard calls before starting its threads,
+    does the imports; a fresh interpreter shows it."""
+    script = """
+import importlib.util, sys
+import goenv.labels.tables as tables
+assert "numpy.ma" not in sys.modules or "pandas" not in sys.modules
+tables.pyarrow()
+assert "numpy.ma" in sys.modules
+assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
+"""
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
+    """Version 2 writes a row group per graph; a version 1 folder (one per shard, the same
+    columns) still reads, but labelling into it is refused (its bytes would mix two layouts)
+    unless overwrite=True; an unknown version is refused on read."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "l"
+    labels = _label(graphs, out)
+    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 2
+    assert [pq.ParquetFile(f).num_row_groups for f in labels.files()] == [2, 2, 1]  # shard_size 2, 5 graphs
+    expected = labels.decisions(3)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 1}))
+    np.testing.assert_array_equal(goenv.datasets.open_labels(out).decisions(3)["runtime"], expected["runtime"])
+    before = _files(out)
+    with pytest.raises(goenv.InvalidArgument, match="format version 1.*nothing was changed"):
+        _label(graphs, out)
+    assert _files(out) == before
+    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 2
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 3}))
+    with pytest.raises(goenv.InvalidGraph, match="format version 3"):
+        goenv.datasets.open_labels(out)
+
+
 def test_label_and_export_commands(graphs, tmp_path, capsys):
     from goenv.cli import main
 

@@ -48,6 +48,7 @@ class Decider:
                          "fusion": np.asarray(core.fusion, dtype=np.int8)}
         masks = np.split(np.asarray(observation["action_mask"], dtype=bool), np.cumsum(core.head_choices)[:-1], axis=1)
         self.units = {}  # head -> (unit of each node, allowed choices per unit, a node of each unit); None: nodes
+        self._base_units: dict[str, tuple] = {}
         for head, mask in zip(self.heads, masks):
             self.units[head] = _placement_units(self.graph.colocation, mask) if head == "placement" else \
                 (None, mask, None)
@@ -76,7 +77,7 @@ class Decider:
     def _node_values(self, head: str, unit_values: np.ndarray) -> np.ndarray:
         unit_of_node = self.units[head][0]
         values = unit_values if unit_of_node is None else unit_values[unit_of_node]
-        return values.astype(self.defaults[head].dtype)
+        return values.astype(self.defaults[head].dtype, copy=False)
 
     def random(self) -> dict:
         chosen = {}
@@ -90,17 +91,29 @@ class Decider:
         """1..max_moves, log-uniform: as many one-move neighbours as far ones."""
         return min(self.max_moves, int(math.exp(self.rng.uniform(0.0, math.log(self.max_moves + 1)))))
 
+    def _unit_values(self, base: dict, head: str) -> np.ndarray:
+        """The base decision's value per decision unit of `head` (int64; cached for the last base)."""
+        values = base[head]
+        cached = self._base_units.get(head)
+        if cached is None or cached[0] is not values:
+            unit_of_node, _, first_node = self.units[head]
+            cached = (values, (values if unit_of_node is None else values[first_node]).astype(np.int64))
+            self._base_units[head] = cached
+        return cached[1].copy()
+
     def perturb(self, base: dict, moves: int) -> dict:
-        chosen = {head: base[head].copy() for head in self.heads}
-        per_head = np.bincount(self.rng.integers(len(self.heads), size=moves), minlength=len(self.heads))
+        if len(self.heads) == 1:
+            per_head = [moves]  # what the draw below gives with one head (integers(1) consumes nothing)
+        else:
+            per_head = np.bincount(self.rng.integers(len(self.heads), size=moves), minlength=len(self.heads))
+        chosen = {head: base[head] for head in self.heads}  # (decisions are never written to)
         for head, count in zip(self.heads, per_head):
-            unit_of_node, allowed, first_node = self.units[head]
+            allowed = self.units[head][1]
             count = min(int(count), allowed.shape[0])
             if count == 0:
                 continue
             units = self.rng.choice(allowed.shape[0], size=count, replace=False)
-            unit_values = chosen[head].astype(np.int64) if unit_of_node is None else \
-                chosen[head][first_node].astype(np.int64)
+            unit_values = self._unit_values(base, head)
             current = unit_values[units]
             keys = self.rng.random((count, allowed.shape[1])) * allowed[units]
             keys[np.arange(count), current] = 0.0  # another choice than the current one, when one is allowed

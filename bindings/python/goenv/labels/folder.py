@@ -21,9 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import re
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -32,11 +35,12 @@ import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
 from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
-from goenv.labels.labeller import label_graph
+from goenv.labels.labeller import label_prepared, prepare_graph
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: one row group per graph (1: one per shard; same columns, still read)
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 KINDS = ("graphs", "labels")
 MAX_MANIFEST_BYTES = 256 << 20
@@ -59,17 +63,151 @@ def _goenv_version() -> str:
 # ---------------------------------------------------------------------------
 # Labelling one shard: what a process or a Ray worker runs.
 
-def label_shard(source: Source, config: dict, index: int, first: int, count: int,
-                agent_bytes: bytes | None) -> dict:
-    """{"index", "rows", "graphs": Parquet file, "labels": Parquet file} of graphs [first, first + count)
-    (each file a pyarrow.Buffer of its bytes)."""
-    labelled = []
-    for graph_id in range(first, first + count):
+def label_shard(source: Source, config: dict, index: int, first: int, count: int, agent_bytes: bytes | None,
+                root: str | None = None) -> dict:
+    """Labels graphs [first, first + count) as shard `index`: {"index", "rows", "graphs", "labels"}.
+
+    With `root` (labelling in this process) and a spare core, three threads in a pipeline:
+    while this thread simulates graph i's decisions, another prepares graph i + 1
+    (prepare_graph: its env and heuristics) and a writer encodes graph i - 1's rows into
+    Parquet (one row group per graph) and streams them into both files there (atomically,
+    hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
+    file writes release the GIL); "graphs" and "labels" are then the files' manifest entries
+    {"file", "bytes", "sha256"}. Otherwise (a Ray actor, whose workers have the cores, or a
+    single core) all on this thread, and they are the files' bytes as pyarrow.Buffers. Every
+    graph's decisions are drawn on this thread from its own generator, in order, and the
+    files are written by the same calls either way: the bytes are the same."""
+    pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
+
+    def prepare(graph_id: int) -> dict:
         graph, info = source.graph(graph_id)
-        labelled.append(label_graph(graph, info, graph_id, config, agent_bytes))
-    return {"index": index, "rows": int(sum(len(item["runtime"]) for item in labelled)),
-            "graphs": tables.to_parquet(tables.graphs_table(labelled)),
-            "labels": tables.to_parquet(tables.labels_table(labelled))}
+        return prepare_graph(graph, info, graph_id, config)
+
+    if root is None or not _spare_core():
+        buffers = {kind: pa.BufferOutputStream() for kind in KINDS}
+        writers = {kind: tables.ShardWriter(kind, buffers[kind]) for kind in KINDS}
+        rows = 0
+        for graph_id in range(first, first + count):
+            item = label_prepared(prepare(graph_id), config, agent_bytes)
+            rows += len(item["runtime"])
+            for kind in KINDS:
+                writers[kind].append(item)
+        for kind in KINDS:
+            writers[kind].close()
+        return {"index": index, "rows": rows, **{kind: buffers[kind].getvalue() for kind in KINDS}}
+
+    pending: queue.SimpleQueue = queue.SimpleQueue()  # labelled graphs, then None (done) or _ABORT
+    failure: list[BaseException] = []
+    entries: dict[str, dict] = {}
+
+    def write(sinks: dict) -> None:
+        writers = {kind: tables.ShardWriter(kind, sinks[kind]) for kind in KINDS}
+        try:
+            while (item := _next_graph(pending)) is not None:
+                if item is _ABORT:
+                    raise _Aborted()
+                for kind in KINDS:
+                    writers[kind].append(item)
+        except BaseException:
+            for kind in KINDS:  # the files are dropped: their footers go nowhere
+                if isinstance(sinks[kind], _HashingFile):
+                    sinks[kind].file = None
+                try:
+                    writers[kind].close()
+                except Exception:  # noqa: BLE001 (the first error is the one raised)
+                    pass
+            raise
+        for kind in KINDS:
+            writers[kind].close()
+
+    def run() -> None:
+        hashed = {}
+
+        def nested(kinds: list[str]) -> None:  # write_atomic for each file, the writing innermost
+            if not kinds:
+                return write(hashed)
+            kind, name = kinds[0], shard_file(kinds[0], index)
+
+            def into(file) -> None:
+                hashed[kind] = _HashingFile(file)
+                nested(kinds[1:])
+
+            write_atomic(_inside(root, name), into, what="labels shard")
+            entries[kind] = {"file": name, "bytes": hashed[kind].size, "sha256": hashed[kind].sha256.hexdigest()}
+
+        nested(list(KINDS))
+
+    def guarded() -> None:
+        try:
+            run()
+        except _Aborted:
+            pass
+        except BaseException as error:  # noqa: BLE001 (handed to the labelling thread)
+            failure.append(error)
+
+    writer = threading.Thread(target=guarded, name=f"goenv-labels-shard-{index}", daemon=True)
+    writer.start()
+    rows = 0
+    try:
+        # the next graph is prepared (read, its env built, its heuristics solved) while this one is simulated
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
+            upcoming = ahead.submit(prepare, first)
+            for graph_id in range(first, first + count):
+                if failure:
+                    break
+                prepared = upcoming.result()
+                if graph_id + 1 < first + count:
+                    upcoming = ahead.submit(prepare, graph_id + 1)
+                item = label_prepared(prepared, config, agent_bytes)
+                rows += len(item["runtime"])
+                pending.put(item)
+        pending.put(None)
+    except BaseException:
+        pending.put(_ABORT)  # the writer stops and removes its temporary files
+        writer.join()
+        raise
+    writer.join()
+    if failure:
+        raise failure[0]
+    return {"index": index, "rows": rows, **entries}
+
+
+def _spare_core() -> bool:
+    """Whether this process may run on more than one core (the pipeline's threads need one)."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return len(cores) > 1
+
+
+def _next_graph(pending: queue.SimpleQueue):
+    """The writer thread's wait for the next labelled graph (a function of its own so that
+    tests/benchmarks/labels_bench.py can leave the waiting out of the writing time)."""
+    return pending.get()
+
+
+class _Aborted(Exception):
+    """The labelling thread failed: the writer thread stops (its files are not kept)."""
+
+
+_ABORT = object()
+
+
+class _HashingFile:
+    """A binary sink that hashes and counts the bytes it passes on to `file` (None: drops them)."""
+
+    closed = False
+
+    def __init__(self, file):
+        self.file, self.sha256, self.size = file, hashlib.sha256(), 0
+
+    def write(self, data) -> int:
+        view = memoryview(data)
+        self.sha256.update(view)
+        self.size += view.nbytes
+        return view.nbytes if self.file is None else self.file.write(view)
+
+    def flush(self) -> None:
+        if self.file is not None:
+            self.file.flush()
 
 
 # ---------------------------------------------------------------------------
@@ -91,9 +229,9 @@ def read_manifest(root: str) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None
         raise InvalidGraph(f"{path}: not a goenv labelled dataset (format {found!r}, expected {FORMAT!r})")
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") not in READABLE_VERSIONS:
         raise InvalidGraph(f"{path}: labels format version {manifest.get('format_version')!r}, this goenv reads "
-                           f"version {FORMAT_VERSION}")
+                           f"versions {', '.join(map(str, READABLE_VERSIONS))}")
 
     def bad(what: str) -> InvalidGraph:
         return InvalidGraph(f"{path}: {what}")
@@ -228,6 +366,9 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         files = {}
         for kind in KINDS:
             name = shard_file(kind, shard["index"])
+            if isinstance(result[kind], dict):  # written by label_shard's writer thread
+                files[kind] = result[kind]
+                continue
             data = memoryview(result[kind])
             write_atomic(_inside(root, name), lambda file, data=data: file.write(data), what="labels shard")
             files[kind] = {"file": name, "bytes": data.nbytes, "sha256": hashlib.sha256(data).hexdigest()}
@@ -243,7 +384,8 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
               dynamic_ncols=True) as bar:
         if workers == 0:
             for shard in todo:
-                finished(label_shard(resolved, config, shard["index"], shard["first"], shard["count"], agent_bytes))
+                finished(label_shard(resolved, config, shard["index"], shard["first"], shard["count"], agent_bytes,
+                                     root))
                 bar.update(shard["count"])
         else:
             from goenv.labels.ray_workers import label_on_ray
@@ -271,6 +413,13 @@ def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:
         if not overwrite:
             raise InvalidArgument(f"{error}; nothing was changed. Use another folder, or overwrite=True "
                                   f"(--overwrite) to replace it") from None
+        return {}
+    if previous["format_version"] != FORMAT_VERSION:  # readable, but its shards' bytes are not this version's
+        if not overwrite:
+            raise InvalidArgument(f"{root} holds labels of format version {previous['format_version']} (an older "
+                                  f"goenv); this goenv writes version {FORMAT_VERSION}, whose files differ in bytes, "
+                                  f"so it does not add to them; nothing was changed. They still read as they are; "
+                                  f"use another folder, or overwrite=True (--overwrite) to relabel them")
         return {}
     theirs = {key: previous[key] for key in identity}
     if theirs != identity:

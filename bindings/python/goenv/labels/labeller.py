@@ -28,14 +28,38 @@ def simulate(graph, cluster, decision: dict, max_fusion_size: int):
 
 def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: bytes | None = None) -> dict:
     """The graph's row and its K labelled decisions, as numpy arrays (tables.py lays them out)."""
+    return label_prepared(prepare_graph(graph, info, graph_id, config), config, agent_bytes)
+
+
+def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
+    """What label_prepared needs of a graph before it draws anything: its env, the heuristics
+    of the mix (C++, the GIL released) and the graph's row. Draws nothing from the graph's
+    generator, so it may run on another thread, ahead of the labelling of the graphs before."""
     cluster = get_cluster(info["cluster"])
     core = _core.make_env_on_graph(config["task"], graph, cluster, max_fusion_size=config["max_fusion_size"])
     observation, _ = core.reset(0)
     rng = np.random.default_rng([config["seed"], graph_id])
     decider = Decider(core, observation, rng, config["max_moves"])
+    needs_heuristics = config["sampler"] in ("mix", "perturb")
+    return {
+        "graph": graph, "cluster": cluster, "observation": observation, "decider": decider,
+        "heuristics": decider.heuristics() if needs_heuristics else [],
+        "row": {
+            "graph_id": graph_id, "name": info["name"], "family": info["family"], "params": info["params"],
+            "split": info["split"], "cluster": cluster.name, "num_devices": cluster.num_devices,
+            "lower_bound": _core.lower_bound(graph, cluster)["value"],
+            "default_runtime": float(core.initial_runtime),
+            "node_features": np.asarray(observation["node_features"], dtype=np.float32),
+            "graph": graph,
+        },
+    }
+
+
+def label_prepared(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict:
+    """label_graph's result from prepare_graph's."""
+    graph, cluster, decider = prepared["graph"], prepared["cluster"], prepared["decider"]
+    heuristics, observation = prepared["heuristics"], prepared["observation"]
     k, sampler = config["decisions_per_graph"], config["sampler"]
-    needs_heuristics = sampler in ("mix", "perturb")
-    heuristics = decider.heuristics() if needs_heuristics else []
     counts = plan(sampler, k, len(heuristics), agent_bytes is not None)
 
     decisions = heuristics[:counts["heuristics"]]
@@ -58,22 +82,15 @@ def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: byt
     results += [simulate(graph, cluster, d, config["max_fusion_size"]) for _, d in decisions[len(results):]]
 
     return {
-        "graph": {
-            "graph_id": graph_id, "name": info["name"], "family": info["family"], "params": info["params"],
-            "split": info["split"], "cluster": cluster.name, "num_devices": cluster.num_devices,
-            "lower_bound": _core.lower_bound(graph, cluster)["value"],
-            "default_runtime": float(core.initial_runtime),
-            "node_features": np.asarray(observation["node_features"], dtype=np.float32),
-            "graph": graph,
-        },
+        "graph": prepared["row"],
         "source": [name for name, _ in decisions],
         **{head: np.stack([d[head] for _, d in decisions]) for head in HEADS},
         "runtime": np.array([r.runtime for r in results], dtype=np.float64),
         "oom": np.array([r.oom for r in results], dtype=bool),
         "invalid": np.array([r.invalid for r in results], dtype=bool),
         "bytes_moved": np.array([r.bytes_moved for r in results], dtype=np.float64),
-        "peak_memory": np.stack([np.asarray(r.peak_memory, dtype=np.float64) for r in results]),
-        "device_busy": np.stack([np.asarray(r.device_busy, dtype=np.float64) for r in results]),
-        "start": np.stack([np.asarray(r.start, dtype=np.float32) for r in results]),
-        "finish": np.stack([np.asarray(r.finish, dtype=np.float32) for r in results]),
+        "peak_memory": np.array([r.peak_memory for r in results], dtype=np.float64),
+        "device_busy": np.array([r.device_busy for r in results], dtype=np.float64),
+        "start": np.array([r.start for r in results], dtype=np.float32),
+        "finish": np.array([r.finish for r in results], dtype=np.float32),
     }

@@ -17,7 +17,8 @@ labels-NNNNN.parquet, one row per (graph, decision):
     placement list<int16> (device), priority list<int16> (level), fusion list<int8> (level)
     per node; start, finish list<float32> per node (s: to ~1e-7 of the runtime, half the
     bytes of float64, which the writing time follows; runtime itself is float64, exact).
-Rows are in (graph_id, decision) order; files are written with fixed options, so equal
+Rows are in (graph_id, decision) order, one row group per graph in both files (ShardWriter
+writes each graph as soon as it is labelled); files are written with fixed options, so equal
 labels give equal bytes.
 """
 
@@ -34,13 +35,26 @@ PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_stat
 
 
 def pyarrow():
+    """The pyarrow module, with everything it imports lazily already imported: call it on the
+    labelling thread before the writer thread starts (see below)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet  # noqa: F401 (the submodule)
     except ImportError as error:
         raise ImportError("labelled datasets are Parquet files and need pyarrow: pip install 'goenv[parquet]'") \
             from error
+    if not _warm:
+        # pyarrow imports pandas (and with it numpy.ma) on its first conversion from numpy. On the
+        # writer thread, that import would race with goenv._core.simulate on the labelling thread,
+        # which looks numpy.ma up in sys.modules and can find it half-initialized.
+        import numpy.ma  # noqa: F401
+
+        pa.array(np.zeros(1))
+        _warm.append(True)
     return pa
+
+
+_warm: list[bool] = []
 
 
 def _lists(pa, arrays: list[np.ndarray], dtype) -> "pa.Array":
@@ -125,13 +139,27 @@ def labels_table(labelled: list[dict]):
     return pa.table(columns)
 
 
-def to_parquet(table):
-    """The Parquet file's bytes, as a pyarrow.Buffer (no copy into a bytes object; it is
-    written, hashed and pickled for Ray through the buffer protocol)."""
-    pa = pyarrow()
-    sink = pa.BufferOutputStream()
-    pa.parquet.write_table(table, sink, **PARQUET_OPTIONS)
-    return sink.getvalue()
+class ShardWriter:
+    """One Parquet file of a shard written graph by graph: append(item) adds the graph's rows
+    (graphs_table or labels_table of [item], by `kind`) as one row group. `sink` is a binary
+    file-like object (write(), flush()) or a pyarrow.NativeFile; close() writes the footer."""
+
+    def __init__(self, kind: str, sink):
+        self.pa = pyarrow()
+        self.build = {"graphs": graphs_table, "labels": labels_table}[kind]
+        self.sink = sink if isinstance(sink, self.pa.NativeFile) else self.pa.PythonFile(sink, mode="w")
+        self.writer = None
+
+    def append(self, item: dict) -> None:
+        table = self.build([item])
+        if self.writer is None:  # the first graph's schema: every graph's columns have the same types
+            self.writer = self.pa.parquet.ParquetWriter(self.sink, table.schema, **PARQUET_OPTIONS)
+        self.writer.write_table(table, row_group_size=table.num_rows)
+
+    def close(self) -> None:
+        if self.writer is None:
+            raise ValueError("a shard has at least one graph")
+        self.writer.close()
 
 
 def from_parquet(data: bytes):
