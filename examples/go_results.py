@@ -227,6 +227,9 @@ def transfer(args) -> None:
 # -- part 4: searches at equal budget, several seeds ----------------------------------------------
 
 SEARCHES = ("go-search", "local-search", "genetic")
+# The ablation: the same policy-guided search with the placer's network untrained (what the
+# learned weights add to the search's own moves).
+ABLATION = "untrained-search"
 WIN, TIE = 0.01, 0.005  # a win: a median better by more than 1%; within 0.5%: a tie
 
 
@@ -247,7 +250,9 @@ def verdict(ours: float, theirs: float) -> str:
 def search_one(env, method: str, budget: int, seed: int, agent) -> dict:
     """One seeded run of a search from the best heuristic: runtime (ms), calls, seconds, curve."""
     start = time.perf_counter()
-    if method == "go-search":
+    if method in ("go-search", ABLATION):
+        if method == ABLATION:  # the same architecture and options, freshly initialised
+            agent = goenv.agents.GO(**agent.config)
         result = agent.optimize(env, budget=budget, start="best-heuristic", seed=seed)
         calls, curve = result["simulator_calls"] - result["start_calls"], result["curve"]
     else:  # the baselines start from the env's current decisions: the best heuristic's
@@ -267,6 +272,18 @@ def searches(args) -> None:
     saved = read_json(path) or {}
     rows = {row["label"]: row for row in saved.get("rows", [])}
     order = suite_order()
+    if args.untrained:  # only the ablation, into the rows made before
+        for name, env in suite_envs(args, {}):
+            if name in rows:
+                agent = goenv.agents.pretrained("go-placement") if not args.agent else goenv.agents.load(args.agent)
+                budget = rows[name]["budget"]
+                rows[name][ABLATION] = summary([search_one(env, ABLATION, budget, seed, agent)["runtime"]
+                                                for seed in args.seeds])
+                rows[name][ABLATION + "_commit"] = made_at["commit"]
+                write_json(path, {**saved, "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
+                print(f"{name}: untrained-policy search {rows[name][ABLATION]['median']:.2f} ms "
+                      f"(GO search {rows[name]['go-search']['median']:.2f})", flush=True)
+        return
     for name, env in suite_envs(args, rows):
         devices = env.unwrapped.cluster.num_devices
         agent = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
@@ -340,6 +357,16 @@ def fmt(ms) -> str:
     return "—" if ms is None or not np.isfinite(ms) else f"{ms:,.1f}"
 
 
+def made_by(rows: list[dict], part: str) -> str:
+    """Which code a table's rows were made with (rows older than the commit field say so)."""
+    commits = sorted({(r.get("commit") or "")[:10] + (" (uncommitted changes)" if r.get("dirty") else "")
+                      for r in rows})
+    if commits == [""]:
+        return (f"Made by `python examples/go_results.py {part}` before results recorded their commit "
+                f"(an earlier placer and agents; not re-run since).")
+    return f"Made at commit {', '.join(f'`{c}`' for c in commits if c)} by `python examples/go_results.py {part}`."
+
+
 def readme(args) -> None:
 
     out = ROOT / args.out
@@ -370,7 +397,7 @@ def readme(args) -> None:
                   + ["local search", "GO (best found)", "GO (greedy)", "GO + local search",
                      "GO calls to reach local search", "local search at GO's wall time", "lower bound"])
         parts.append(markdown_table(header, rows))
-        parts.append(f"\nAt an equal simulator budget (teacher charged), GO (imitation + PPO, no local-search "
+        parts.append(f"\n{made_by(per, 'per-graph')} At an equal simulator budget (teacher charged), GO (imitation + PPO, no local-search "
                      f"polish) beats the best of the heuristics and local search on **{wins} of {len(per)}** "
                      f"graphs, GO + local search on {wins_ls} of {len(per)}. At equal wall time local search "
                      f"gets {np.median([r['local_search_wall_budget'] / r['budget'] for r in per]):.0f}x "
@@ -404,7 +431,7 @@ def readme(args) -> None:
         how = (f"{tra[0]['zero_shot_samples']} calls of policy-guided search from the best heuristic "
                f"(median of {len(tra[0]['zero_shot_runs']['runs'])} seeds; never worse than the start by "
                f"construction)" if searched else f"the best of {tra[0]['zero_shot_samples']}")
-        parts.append(f"\nThe shipped placer (`goenv.agents.pretrained(\"go-placement\")`) zero-shot beats the best "
+        parts.append(f"\n{made_by(tra + own, 'transfer')} The shipped placer (`goenv.agents.pretrained(\"go-placement\")`) zero-shot beats the best "
                      f"heuristic on **{beat_greedy} of {len(tra)}** held-out graphs with one greedy decision and "
                      f"by more than {WIN:.0%} on **{beat} of {len(tra)}** with {how}; fine-tuned for "
                      f"{tra[0]['finetune_steps']} simulator calls it is within 2% of per-graph GO on "
@@ -419,7 +446,7 @@ def readme(args) -> None:
         parts.append("\n" + markdown_table(
             ["graph (joint task)", "budget", "default", "sequential (placement → scheduling → fusion)",
              "joint policy"], rows))
-        parts.append(f"\nThe joint policy beats the three tasks optimized in turn (same total budget) on "
+        parts.append(f"\n{made_by(joi, 'joint')} The joint policy beats the three tasks optimized in turn (same total budget) on "
                      f"**{sum(r['joint'] < r['sequential'] for r in joi)} of {len(joi)}** graphs.")
     readme_path = ROOT / args.readme
     text = replace_section(readme_path.read_text(), "go-results", "\n".join(parts) if parts else "(no results yet)")
@@ -444,18 +471,40 @@ def search_table(results: dict) -> str:
                      fmt(r["best_heuristic"]), cell(r["go-search"]), cell(r["local-search"]), cell(r["genetic"]), v,
                      f"{cell(r['local-search_wall'])} ({r['local_search_wall_budget']:,} calls)",
                      "—" if "reference_calls" not in r else
-                     (f"{reach:,}" if reach else f"not within {r['budget']:,}")])
+                     (f"{reach:,}" if reach else f"not within {r['budget']:,}"),
+                     cell(r[ABLATION]) if ABLATION in r else "—"])
     seeds = len(results["rows"][0]["seeds"])
     commit = (results.get("commit") or "unknown")[:10] + (" (uncommitted changes)" if results.get("dirty") else "")
     table = markdown_table(["graph", "devices", "budget (calls)", "default", "best heuristic",
                             "GO search", "local search", "genetic", "GO search vs the better search",
-                            "local search at GO search's wall time", "GO calls to local search's reference"], rows)
+                            "local search at GO search's wall time", "GO calls to local search's reference",
+                            "the same search, untrained policy"], rows)
     counts = {k: verdicts.count(k) for k in ("win", "tie", "within noise", "loss")}
+    at_wall = [verdict(r["go-search"]["median"], r["local-search_wall"]["median"]) for r in results["rows"]]
+    referenced = [r for r in results["rows"] if "reference_calls" in r]
+    reached = [r["label"] for r in referenced if r.get("go_calls_to_reference")]
+    reference = (f" Sample efficiency: GO search reaches local search's {referenced[0]['reference_calls']:,}-call "
+                 f"result within its budget on {len(reached)} of {len(referenced)} graphs "
+                 f"({', '.join(f'`{x}`' for x in reached) or 'none'})." if referenced else "")
+    ablated = [r for r in results["rows"] if ABLATION in r]
+    same = sum(abs(r[ABLATION]["median"] / r["go-search"]["median"] - 1) <= TIE for r in ablated)
+    better = sum(verdict(r["go-search"]["median"], r[ABLATION]["median"]) == "win" for r in ablated)
+    reference += (f" Ablation: with the placer's network untrained (the same architecture, freshly initialised) "
+                  f"the same search is within {TIE:.1%} of GO search on {same} of {len(ablated)} graphs and GO "
+                  f"search is better by more than {WIN:.0%} on {better}: the learned weights add little, the "
+                  f"search's critical-path moves on the schedule it observes do the work."
+                  if ablated and better * 3 < len(ablated) else
+                  f" Ablation: with the placer's network untrained the same search is within {TIE:.1%} of GO "
+                  f"search on {same} of {len(ablated)} graphs, and GO search is better by more than {WIN:.0%} on "
+                  f"{better}." if ablated else "")
     return (table + f"\n\nMedian [range] over {seeds} seeds, ms; every search starts from the best heuristic and "
             f"spends the same simulator calls. A win is a median better than the better of local search and "
             f"genetic by more than {WIN:.0%}, a tie within {TIE:.1%}: GO search wins {counts['win']}, ties "
             f"{counts['tie']}, is within noise on {counts['within noise']} and loses {counts['loss']} of "
-            f"{len(verdicts)}. Made at commit `{commit}` by `python examples/go_results.py search readme`.\n")
+            f"{len(verdicts)}. At equal wall time (local search with the calls that fit in GO search's seconds on "
+            f"this CPU) GO search wins {at_wall.count('win')} and loses {at_wall.count('loss')} of "
+            f"{len(at_wall)}.{reference} Made at commit `{commit}` by `python examples/go_results.py search "
+            f"readme`.\n")
 
 
 def plot_curves(rows: list[dict], path: Path) -> None:
@@ -511,6 +560,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference-calls", type=int, default=0,
                         help="search: local search's reference budget (the paper's 200,000; 0 = skip)")
     parser.add_argument("--agent", default=None, help="search: a checkpoint (default: the shipped placer)")
+    parser.add_argument("--untrained", action="store_true",
+                        help="search: run only the ablation (the same search, the placer's network untrained) "
+                             "and add it to the saved rows")
     parser.add_argument("--resume", action="store_true", help="per-graph, search: skip graphs already in the results")
     parser.add_argument("--progress", action="store_true", help="progress bars")
     parser.add_argument("--readme", default="README.md", help="readme: the file whose go-results section is rewritten")

@@ -53,6 +53,15 @@ def test_go_results_script_end_to_end(tmp_path):
         assert row[method]["max"] <= row["best_heuristic"] * (1 + 1e-9)  # never worse than the start
     assert len(row["go-search_curve"]) == 12 and row["local_search_wall_budget"] >= 12
     assert "GO search vs the better search" in text and "median" in text.lower()
+    assert "Made at commit" in text  # every table says which code made it
+    # The ablation: the same search with the network untrained, added to the rows made before.
+    done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", "readme", "--untrained",
+                           *common], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    ablated = json.loads((tmp_path / "results" / "go_search.json").read_text())["rows"][0]
+    assert ablated["go-search"] == row["go-search"] and len(ablated["untrained-search"]["runs"]) == 3
+    assert ablated["untrained-search"]["max"] <= row["best_heuristic"] * (1 + 1e-9)
+    assert "untrained policy" in readme.read_text()
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
