@@ -324,6 +324,7 @@ def searches(args) -> None:
 def joint(args) -> None:
     path = ROOT / args.out / "go_joint.json"
     rows = []
+    made_at = results_commit()  # each row records the code it was made with
     for graph in args.joint_graphs:
         reference = goenv.make(f"joint-{graph}")
         reference.reset(seed=0)
@@ -345,7 +346,7 @@ def joint(args) -> None:
         info = reference.step(decisions)[4]
         row["sequential"] = info["runtime"] * 1e3 if not (info["oom"] or info["invalid"]) else float("inf")
         row["sequential_stages"] = stage
-        rows.append(row)
+        rows.append({**row, **made_at})
         write_json(path, rows)
         print(f"{graph}: joint {row['joint']:.2f} ms, sequential {row['sequential']:.2f} ms "
               f"(default {row['default']:.2f})", flush=True)

@@ -54,6 +54,8 @@ def test_go_results_script_end_to_end(tmp_path):
     assert len(row["go-search_curve"]) == 12 and row["local_search_wall_budget"] >= 12
     assert "GO search vs the better search" in text and "median" in text.lower()
     assert "Made at commit" in text  # every table says which code made it
+    joint = json.loads((tmp_path / "results" / "go_joint.json").read_text())
+    assert all(len(r["commit"]) == 40 for r in joint + transfer)
     # The ablation: the same search with the network untrained, added to the rows made before.
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", "readme", "--untrained",
                            *common], capture_output=True, text=True, timeout=600)
