@@ -165,6 +165,37 @@ def test_from_torch_costs_diff_as_subtractions():
     assert g.op_type_names[diff] == "Sub" and g.flops[diff] == 2 * 3 * 3  # n=2, output (3, 3)
 
 
+class CachingDecoder(nn.Module):
+    """A Hugging Face style block: `config.use_cache` makes forward also return the keys and
+    values (as GPT-2's past_key_values), computed by ops of their own."""
+
+    def __init__(self, use_cache: bool):
+        super().__init__()
+        self.config = types.SimpleNamespace(use_cache=use_cache)
+        self.query, self.key, self.value = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        attention = torch.softmax(self.query(x) @ self.key(x).transpose(-1, -2), -1) @ self.value(x)
+        if self.config.use_cache:
+            return attention, (self.key(x).contiguous() * 1.0, self.value(x).contiguous() * 1.0)
+        return attention
+
+
+def test_from_torch_imports_a_training_step_without_the_kv_cache_whatever_the_setting():
+    """A training step keeps no key/value cache: Hugging Face models give one graph whatever
+    config.use_cache says (the setting is restored); a forward-only import keeps the cache's ops."""
+    graphs = {}
+    for training in (True, False):
+        for cache in (False, True):
+            torch.manual_seed(0)
+            model, x = CachingDecoder(cache), torch.randn(2, 4, 8)
+            graphs[training, cache] = datasets.from_torch(model, x, training=training)
+            assert model.config.use_cache is cache
+    assert graphs[True, True].names == graphs[True, False].names
+    assert graphs[True, True].num_edges == graphs[True, False].num_edges
+    assert graphs[False, True].num_nodes > graphs[False, False].num_nodes
+
+
 def test_from_torch_op_without_cost_rule_warns_once_per_op_type():
     class Bessel(nn.Module):
         def forward(self, x):

@@ -281,23 +281,41 @@ def from_torch(module, example_inputs, *, training: bool = True, name: str | Non
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     graph_name = name or type(module).__name__
     assembler = GraphAssembler(graph_name, "torch")
-    try:
-        program = _export_quietly(torch, module, args)
-    except Exception as error:  # noqa: BLE001 - any tracing failure falls back to an eager recording
-        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        warnings.warn(f"goenv torch importer: torch.export could not trace {graph_name} ({type(error).__name__}: "
-                      f"{message[:200]}); recording the ATen ops of one eager run instead", UserWarning,
-                      stacklevel=caller_stacklevel())
-        assembler = GraphAssembler(graph_name, "torch")
-        _record_eager(assembler, module, args)
-    else:
-        _walk_exported(assembler, program, module)
+    with _no_kv_cache(module, training):
+        try:
+            program = _export_quietly(torch, module, args)
+        except Exception as error:  # noqa: BLE001 - any tracing failure falls back to an eager recording
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            warnings.warn(f"goenv torch importer: torch.export could not trace {graph_name} ({type(error).__name__}: "
+                          f"{message[:200]}); recording the ATen ops of one eager run instead", UserWarning,
+                          stacklevel=caller_stacklevel())
+            assembler = GraphAssembler(graph_name, "torch")
+            _record_eager(assembler, module, args)
+        else:
+            _walk_exported(assembler, program, module)
     if not any(not op.is_input for op in assembler.ops):
         raise InvalidArgument(f"from_torch: {graph_name} runs no ATen ops on the example inputs")
     if training and not any(p.trainable and p.consumers for p in assembler.params):
         warnings.warn(f"goenv torch importer: {graph_name} has no trainable parameters; training=True adds no "
                       f"backward pass", UserWarning, stacklevel=caller_stacklevel())
     return assembler.build(training=training)
+
+
+@contextlib.contextmanager
+def _no_kv_cache(module, training: bool):
+    """A training step keeps no key/value cache (the cache serves generation), so a Hugging Face
+    style model (`module.config.use_cache`) is imported with it off whatever its setting: one
+    graph per model. On for a forward-only import (training=False) it stays: inference with a
+    cache is a different graph. The setting is restored afterwards."""
+    config = getattr(module, "config", None)
+    if not training or not getattr(config, "use_cache", False):
+        yield
+        return
+    config.use_cache = False
+    try:
+        yield
+    finally:
+        config.use_cache = True
 
 
 def _export_quietly(torch, module, args: tuple):
