@@ -7,18 +7,21 @@
 
 namespace goenv::agents::proposals {
 
+std::int64_t critical_column(std::int64_t state_dim) {
+  const auto& names = node_state_names(kPolicyObservationVersion);
+  return state_dim - static_cast<std::int64_t>(names.size()) +
+         (std::find(names.begin(), names.end(), "critical") - names.begin());
+}
+
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim) {
-  // node_state ends with the version's named columns; "critical" is one of them.
   const auto& names = node_state_names(kPolicyObservationVersion);
   GOENV_CHECK(state_dim >= static_cast<std::int64_t>(names.size()) &&
                   static_cast<std::int64_t>(observation.node_state.size()) == graph.num_nodes * state_dim,
               InvalidArgument, "focus_of: node_state has " << observation.node_state.size() << " values, not "
                                                            << graph.num_nodes << " nodes x " << state_dim << " columns");
-  const std::int64_t column = state_dim - static_cast<std::int64_t>(names.size()) +
-                              (std::find(names.begin(), names.end(), "critical") - names.begin());
   const torch::Tensor critical =
       torch::from_blob(const_cast<float*>(observation.node_state.data()), {graph.num_nodes, state_dim}, torch::kFloat32)
-          .select(1, column)
+          .select(1, critical_column(state_dim))
           .to(torch::kFloat64);
   Focus f;
   f.nodes = critical * (1.0 - 1e-3) + 1e-3;

@@ -22,8 +22,12 @@ struct Focus {
   const torch::Tensor& of(std::int64_t count) const { return units.defined() && units.size(0) == count ? units : nodes; }
 };
 
-// From an observation at the policies' version (kPolicyObservationVersion)
-// with `state_dim` node_state columns: its "critical" column.
+// The index of the "critical" column in a node_state row of `state_dim` columns
+// at the policies' version (kPolicyObservationVersion): the named columns end it.
+std::int64_t critical_column(std::int64_t state_dim);
+
+// From an observation at the policies' version with `state_dim` node_state
+// columns: its "critical" column.
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim);
 
 // Proposal k from the policy's masked logits of the best decisions' observation

@@ -250,9 +250,7 @@ def verdict(ours: float, theirs: float) -> str:
 def search_one(env, method: str, budget: int, seed: int, agent) -> dict:
     """One seeded run of a search from the best heuristic: runtime (ms), calls, seconds, curve."""
     start = time.perf_counter()
-    if method in ("go-search", ABLATION):
-        if method == ABLATION:  # the same architecture and options, freshly initialised
-            agent = goenv.agents.GO(**agent.config)
+    if method == "go-search":
         result = agent.optimize(env, budget=budget, start="best-heuristic", seed=seed)
         calls, curve = result["simulator_calls"] - result["start_calls"], result["curve"]
     else:  # the baselines start from the env's current decisions: the best heuristic's
@@ -273,11 +271,12 @@ def searches(args) -> None:
     rows = {row["label"]: row for row in saved.get("rows", [])}
     order = suite_order()
     if args.untrained:  # only the ablation, into the rows made before
+        placer = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement")
+        untrained = goenv.agents.GO(**placer.config)  # the same architecture and options, freshly initialised
         for name, env in suite_envs(args, {}):
             if name in rows:
-                agent = goenv.agents.pretrained("go-placement") if not args.agent else goenv.agents.load(args.agent)
                 budget = rows[name]["budget"]
-                rows[name][ABLATION] = summary([search_one(env, ABLATION, budget, seed, agent)["runtime"]
+                rows[name][ABLATION] = summary([search_one(env, "go-search", budget, seed, untrained)["runtime"]
                                                 for seed in args.seeds])
                 rows[name][ABLATION + "_commit"] = made_at["commit"]
                 write_json(path, {**saved, "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
@@ -358,10 +357,14 @@ def fmt(ms) -> str:
     return "—" if ms is None or not np.isfinite(ms) else f"{ms:,.1f}"
 
 
+def commit_label(record: dict) -> str:
+    """A results record's commit, short, marked when the code had uncommitted changes ("" without one)."""
+    return (record.get("commit") or "")[:10] + (" (uncommitted changes)" if record.get("dirty") else "")
+
+
 def made_by(rows: list[dict], part: str) -> str:
     """Which code a table's rows were made with (rows older than the commit field say so)."""
-    commits = sorted({(r.get("commit") or "")[:10] + (" (uncommitted changes)" if r.get("dirty") else "")
-                      for r in rows})
+    commits = sorted({commit_label(r) for r in rows})
     if commits == [""]:
         return (f"Made by `python examples/go_results.py {part}` before results recorded their commit "
                 f"(an earlier placer and agents; not re-run since).")
@@ -475,7 +478,7 @@ def search_table(results: dict) -> str:
                      (f"{reach:,}" if reach else f"not within {r['budget']:,}"),
                      cell(r[ABLATION]) if ABLATION in r else "—"])
     seeds = len(results["rows"][0]["seeds"])
-    commit = (results.get("commit") or "unknown")[:10] + (" (uncommitted changes)" if results.get("dirty") else "")
+    commit = commit_label(results) or "unknown"
     table = markdown_table(["graph", "devices", "budget (calls)", "default", "best heuristic",
                             "GO search", "local search", "genetic", "GO search vs the better search",
                             "local search at GO search's wall time", "GO calls to local search's reference",

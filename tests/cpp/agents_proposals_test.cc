@@ -2,7 +2,6 @@
 // critical path of the best decisions' schedule, in a ruler sequence of sizes.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
 #include <set>
 
@@ -45,9 +44,7 @@ TEST(Proposals, MovesTakeCriticalOpsAndChangeExactlyTheirSize) {
   Case c = placement_case();
   const std::int64_t n = c.graph.num_nodes;
   // Every third op on the critical path (from the default start every op is: one device).
-  const auto& names = node_state_names(kPolicyObservationVersion);
-  const std::int64_t column = c.state_dim - static_cast<std::int64_t>(names.size()) +
-                              (std::find(names.begin(), names.end(), "critical") - names.begin());
+  const std::int64_t column = proposals::critical_column(c.state_dim);
   std::set<std::int64_t> critical;
   for (std::int64_t v = 0; v < n; ++v) {
     c.observation.node_state[v * c.state_dim + column] = v % 3 == 0 ? 1.f : 0.f;
