@@ -139,6 +139,7 @@ struct OptimizeResult {
   std::string source;          // "start", "greedy", "policy", "training" or "local-search"
   std::int64_t start_calls = 0;      // simulations to find and measure the start
   std::int64_t simulator_calls = 0;  // every simulation made: start, budget, local search
+  std::int64_t policy_reads = 0;     // forwards of the policy: at most 1 + 16 per search
   std::vector<double> curve;   // best runtime after each of the budget's calls
 };
 

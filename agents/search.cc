@@ -1,5 +1,6 @@
 #include "agents/search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -214,7 +215,14 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> logits, best_units;
   proposals::Focus focus;
-  bool stale = true;  // the logits and units belong to an older best
+  // A new best changes the units and focus at once (cheap), the logits at most
+  // once per 1/16 of the budget: the forward costs hundreds of simulations on a
+  // CPU, and re-reading the policy after every improvement made it most of the
+  // search's wall time. Budgets up to 16 re-read it after every improvement.
+  const std::int64_t refresh_gap = std::max<std::int64_t>(1, budget / 16);
+  std::int64_t read_at = -refresh_gap;  // the call count at the last forward
+  bool stale = true;                    // the units and focus belong to an older best
+  bool logits_stale = true;             // the logits do
   torch::Generator own;
   if (seed_of_run >= 0)
     own = at::detail::createCPUGenerator(
@@ -227,8 +235,13 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   constexpr int kMaxRepeats = 64;
   int repeats = 0;
   for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
-    if (stale) {
+    if (logits_stale && k - read_at >= refresh_gap) {
       logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
+      read_at = k;
+      logits_stale = false;
+      ++result.policy_reads;
+    }
+    if (stale) {
       Teacher as_units;
       as_units.actions = result.actions;
       best_units.clear();
@@ -256,7 +269,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       result.actions = decisions_of(*env);  // as adopted (colocation "follow" applied)
       result.source = proposal == 0 ? "greedy" : "policy";
       best_obs = std::move(r.observation);
-      stale = true;
+      stale = logits_stale = true;
     }
     result.curve.push_back(result.runtime);
     ++k;

@@ -3,7 +3,7 @@
     python examples/go_results.py per-graph    # GO per graph vs the heuristics and local search
     python examples/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
     python examples/go_results.py joint        # one joint policy vs the three tasks one after another
-    python examples/go_results.py search       # the honest protocol: searches at equal budget, 3 seeds
+    python examples/go_results.py search       # the honest protocol: searches at equal budget, 5 seeds
     python examples/go_results.py readme       # tables + figures from the saved results into README.md
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-imitation-steps", type=int, default=50)
     parser.add_argument("--joint-graphs", nargs="*", default=["transformer-xl-2", "wavenet-2", "inception"])
     parser.add_argument("--joint-budget", type=int, default=1536)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="search: seeds per method")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="search: seeds per method")
     parser.add_argument("--search-budget", type=int, default=1024, help="search: simulator calls per method")
     parser.add_argument("--reference-calls", type=int, default=0,
                         help="search: local search's reference budget (the paper's 200,000; 0 = skip)")

@@ -439,6 +439,7 @@ PYBIND11_MODULE(_agents, m) {
         d["start_calls"] = r.start_calls;
         d["source"] = r.source;
         d["simulator_calls"] = r.simulator_calls;
+        d["policy_reads"] = r.policy_reads;
         const auto k = static_cast<py::ssize_t>(r.curve.size());
         d["curve"] = to_numpy(std::move(r.curve), {k});
         return d;

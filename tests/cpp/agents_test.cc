@@ -340,6 +340,28 @@ TEST(Imitation, GreedyEqualsTeacherAndCheckpointsResumeExactly) {
   EXPECT_THROW(agent.optimize(*env, 4, "no-such-start"), NotFound);
 }
 
+// search::optimize re-reads the policy after a new best (the observation of the
+// best schedule changed), but at most once per 1/16 of the budget: a forward
+// costs hundreds of simulations on a CPU.
+TEST(Search, ThePolicyIsReadAgainAfterANewBestAtMostSixteenTimes) {
+  auto env = env_on("placement", 120, 8);
+  Agent agent(small_config("go"));
+  agent.train({env.get()}, 8);  // ready, and no teacher kept: every new best is a proposal's
+  auto improvements = [](const OptimizeResult& r, std::size_t calls) {
+    std::int64_t count = 0;
+    for (std::size_t k = 0; k < calls; ++k) count += r.curve[k] < (k == 0 ? r.start_runtime : r.curve[k - 1]);
+    return count;
+  };
+  const OptimizeResult short_run = agent.optimize(*env, 16, "default", 0, 3);
+  ASSERT_EQ(short_run.curve.size(), 16u);
+  EXPECT_EQ(short_run.policy_reads, 1 + improvements(short_run, 15));  // after every new best but the last call's
+  const OptimizeResult long_run = agent.optimize(*env, 320, "default", 0, 3);
+  ASSERT_EQ(long_run.curve.size(), 320u);
+  EXPECT_GT(improvements(long_run, 320), 16);  // so the cap is what binds
+  EXPECT_GE(long_run.policy_reads, 2);
+  EXPECT_LE(long_run.policy_reads, 16);
+}
+
 // DESIGN §6: train() is collect() then update(); a sampler and a learner that
 // exchange the flat weight buffer reproduce it bit for bit (GO, with a horizon of 2).
 TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {
