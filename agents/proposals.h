@@ -18,8 +18,13 @@ namespace goenv::agents::proposals {
 // rarely shortens the run; GiPH's features say the same).
 struct Focus {
   torch::Tensor nodes, units;  // (N,) and (U,) float64 on the CPU; units undefined without groups
+  // The critical path's nodes and units in topological order ((P,) int64 on the CPU).
+  torch::Tensor path_nodes, path_units;
   // The weights of a head's units: (U,) for placement, (N,) for node heads.
   const torch::Tensor& of(std::int64_t count) const { return units.defined() && units.size(0) == count ? units : nodes; }
+  const torch::Tensor& path_of(std::int64_t count) const {
+    return units.defined() && units.size(0) == count ? path_units : path_nodes;
+  }
 };
 
 // The index of the "critical" column in a node_state row of `state_dim` columns
@@ -36,11 +41,13 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
 //  * k = 0: the policy's greedy decision, as one-shot GO would take it;
 //  * every 8th: a whole decision sampled from the policy;
 //  * otherwise a move of 1, 2, 1, 4, 1, 2, 1, 8, ... units of one head (joint:
-//    the heads in turn; small moves most often, as an annealer's), drawn with
-//    weight (1 - p(their current choice)) x focus (the units the policy most
-//    wants to change, on the critical path), each to a choice sampled from the
-//    policy among the others (GiPH and Placeto relocate; REGAL lets a policy
-//    guide a search's moves).
+//    the heads in turn; small moves most often, as an annealer's). A unit is
+//    drawn with weight (1 - p(its current choice)) x focus (the units the
+//    policy most wants to change, on the critical path) and goes to a choice
+//    sampled from the policy among the others (GiPH and Placeto relocate;
+//    REGAL lets a policy guide a search's moves). A move of m >= 2 units is a
+//    segment: the m units of the critical path around the drawn one (in
+//    topological order) all go to its new choice, where allowed.
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
                                    const Focus& focus, std::int64_t k, torch::Generator& generator);
 

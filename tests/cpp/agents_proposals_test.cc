@@ -2,6 +2,7 @@
 // critical path of the best decisions' schedule, in a ruler sequence of sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -64,6 +65,43 @@ TEST(Proposals, MovesTakeCriticalOpsAndChangeExactlyTheirSize) {
     }
   // Weight 1e-3 against 1: a few picks in a thousand (two thirds if the focus were ignored).
   EXPECT_LE(off_path * 100, picks);
+}
+
+// A move of m >= 2 units is a segment: m consecutive ops of the critical path
+// (in topological order) around the drawn one, all to one new choice.
+TEST(Proposals, MovesOfSeveralUnitsAreSegmentsOfTheCriticalPathToOneChoice) {
+  Case c = placement_case();
+  const std::int64_t n = c.graph.num_nodes;
+  const std::int64_t column = proposals::critical_column(c.state_dim);
+  for (std::int64_t v = 0; v < n; ++v) c.observation.node_state[v * c.state_dim + column] = v % 3 == 0 ? 1.f : 0.f;
+  const proposals::Focus focus = proposals::focus_of(c.graph, c.observation, c.state_dim);
+  std::vector<std::int64_t> path;  // the critical ops in topological order
+  const torch::Tensor order = c.graph.order;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (order[i].item<std::int64_t>() % 3 == 0) path.push_back(order[i].item<std::int64_t>());
+  ASSERT_EQ(focus.path_nodes.size(0), static_cast<std::int64_t>(path.size()));
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, n, 4})};  // 4 choices, no preference
+  const std::vector<torch::Tensor> best = {torch::zeros({1, n}, torch::kInt64)};
+  torch::Generator generator = at::detail::createCPUGenerator(5);
+  std::set<std::int64_t> starts;
+  for (int trial = 0; trial < 100; ++trial)
+    for (std::int64_t k : {2, 4, 9}) {
+      const torch::Tensor proposal = proposals::propose(logits, best, focus, k, generator)[0][0];
+      const torch::Tensor moved = proposal.nonzero().view(-1);
+      const std::int64_t m = proposals::units_moved(k);
+      ASSERT_EQ(moved.size(0), m);
+      std::set<std::int64_t> at;
+      for (std::int64_t i = 0; i < m; ++i) {
+        const std::int64_t v = moved[i].item<std::int64_t>();
+        EXPECT_EQ(proposal[v].item<std::int64_t>(), proposal[moved[0]].item<std::int64_t>());  // one choice
+        const auto where = std::find(path.begin(), path.end(), v);
+        ASSERT_NE(where, path.end()) << "op " << v << " is off the critical path";
+        at.insert(where - path.begin());
+      }
+      EXPECT_EQ(*at.rbegin() - *at.begin(), m - 1);  // consecutive on the path
+      starts.insert(*at.begin());
+    }
+  EXPECT_GT(starts.size(), 10u);  // anywhere on the path
 }
 
 TEST(Proposals, TheGreedyDecisionOfAStayingPolicyIsTheBestAgain) {
