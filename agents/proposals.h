@@ -40,7 +40,7 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
 // head (1, U) choices on the CPU:
 //  * k = 0: the policy's greedy decision, as one-shot GO would take it;
 //  * every 8th: a whole decision sampled from the policy;
-//  * otherwise a move of 1, 2, 1, 4, 1, 2, 1, 8, ... units of one head (joint:
+//  * otherwise a move of 1, 2, 1, 4, 1, 2, 1, 8, ..., 16 units of one head (joint:
 //    the heads in turn; small moves most often, as an annealer's). A unit is
 //    drawn with weight (1 - p(its current choice)) x focus (the units the
 //    policy most wants to change, on the critical path) and goes to a choice

@@ -16,7 +16,7 @@ namespace goenv::agents {
 namespace {
 
 TEST(Proposals, MoveSizesFollowARulerSequenceAndSamplesComeEveryEighth) {
-  const std::vector<std::int64_t> expected = {0, 1, 2, 1, 4, 1, 2, 0, 1, 8, 1, 2, 1, 4, 1, 0, 2, 1};
+  const std::vector<std::int64_t> expected = {0, 1, 2, 1, 4, 1, 2, 0, 1, 8, 1, 2, 1, 4, 1, 0, 2, 1, 16, 1};
   for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(proposals::units_moved(k), expected[k]) << "k = " << k;
 }
 
