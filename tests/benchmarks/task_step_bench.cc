@@ -7,7 +7,7 @@
 //
 //   build/dev/goenv_bench --benchmark_filter=BM_TaskStep
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*measured_task_step*' \
-//       build/dev/goenv_bench --benchmark_filter='BM_TaskStep/fusion/inception' --benchmark_min_time=1x
+//       build/dev/goenv_bench --benchmark_filter='BM_TaskStep/fusion/inception' --benchmark_min_time=0.01
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
