@@ -1,5 +1,6 @@
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "bindings/numpy_helpers.h"
@@ -131,6 +132,94 @@ void bind_simulator(py::module_& m) {
         "Simulates the graph on the cluster. placement: device per node (default all on 0);\n"
         "priority: higher runs first among ready ops on a device (default FIFO);\n"
         "fusion: fusion priority per node (0 = alone; default: no fusion), greedy pass as in DESIGN §2.");
+
+  m.def("simulate_batch",
+        [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority, py::handle fusion,
+           int max_fusion_size) {
+          // K decisions of one graph in one call (the labeller's): one conversion, the GIL released
+          // over the whole loop, the outcomes written straight into stacked arrays.
+          auto g = as_graph(graph);
+          const py::ssize_t n = g->num_nodes(), devices = cluster.num_devices();
+          auto rows = [&](py::handle value, const char* what) {
+            refuse_masked(value, what);
+            py::array array = py::array::ensure(value);
+            GOENV_CHECK(array && array.ndim() == 2 && array.shape(1) == n, InvalidAction,
+                        what << " must be an array of shape (K, " << n << ")");
+            return array;
+          };
+          const py::array placements = rows(placement, "placement");
+          const py::ssize_t k = placements.shape(0);
+          std::vector<std::int32_t> p;
+          try {
+            const auto ints = integer_values(placements, "placement");
+            p.assign(ints.data(), ints.data() + k * n);
+          } catch (const InvalidArgument& e) {
+            throw InvalidAction(e.what());
+          }
+          std::vector<double> q;
+          if (!priority.is_none()) {
+            auto values = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(rows(priority, "priority"));
+            GOENV_CHECK(values.shape(0) == k, InvalidAction, "priority must have as many rows as placement");
+            q.assign(values.data(), values.data() + k * n);
+          }
+          std::vector<std::int32_t> f;
+          if (!fusion.is_none()) {
+            const py::array levels = rows(fusion, "fusion");
+            GOENV_CHECK(levels.shape(0) == k, InvalidAction, "fusion must have as many rows as placement");
+            try {
+              const auto ints = integer_values(levels, "fusion");
+              f.assign(ints.data(), ints.data() + k * n);
+            } catch (const InvalidArgument& e) {
+              throw InvalidAction(e.what());
+            }
+          }
+          py::array_t<double> runtime(k), bytes_moved(k), peak({k, devices}), busy({k, devices});
+          py::array_t<bool> oom(k), invalid(k);
+          py::array_t<float> start({k, n}), finish({k, n});
+          double *runtime_out = runtime.mutable_data(), *bytes_out = bytes_moved.mutable_data(),
+                 *peak_out = peak.mutable_data(), *busy_out = busy.mutable_data();
+          bool *oom_out = oom.mutable_data(), *invalid_out = invalid.mutable_data();
+          float *start_out = start.mutable_data(), *finish_out = finish.mutable_data();
+          {
+            py::gil_scoped_release release;
+            auto any = [n](const auto* row) { return std::any_of(row, row + n, [](auto x) { return x != 0; }); };
+            for (py::ssize_t i = 0; i < k; ++i) {
+              // A row of zeros is the default, as goenv.simulate's None: FIFO, no fusion.
+              const double* q_row = q.empty() || !any(q.data() + i * n) ? nullptr : q.data() + i * n;
+              const std::int32_t* f_row = f.empty() || !any(f.data() + i * n) ? nullptr : f.data() + i * n;
+              const Decisions decisions{p.data() + i * n, q_row};
+              const SimulationResult& r = f_row ? cached_fused_simulator(g, cluster).run(decisions, f_row, max_fusion_size)
+                                                : cached_simulator(g, cluster).run(decisions);
+              GOENV_CHECK(static_cast<py::ssize_t>(r.start.size()) == n && r.finish.size() == r.start.size() &&
+                              static_cast<py::ssize_t>(r.peak_memory.size()) == devices &&
+                              r.device_busy.size() == r.peak_memory.size(),
+                          Error, "simulate_batch: a result of unexpected size");
+              runtime_out[i] = r.runtime;
+              bytes_out[i] = r.bytes_moved;
+              oom_out[i] = r.oom;
+              invalid_out[i] = r.invalid;
+              std::copy(r.peak_memory.begin(), r.peak_memory.end(), peak_out + i * devices);
+              std::copy(r.device_busy.begin(), r.device_busy.end(), busy_out + i * devices);
+              std::copy(r.start.begin(), r.start.end(), start_out + i * n);  // float64 -> float32, rounded
+              std::copy(r.finish.begin(), r.finish.end(), finish_out + i * n);
+            }
+          }
+          py::dict out;
+          out["runtime"] = runtime;
+          out["oom"] = oom;
+          out["invalid"] = invalid;
+          out["bytes_moved"] = bytes_moved;
+          out["peak_memory"] = peak;
+          out["device_busy"] = busy;
+          out["start"] = start;
+          out["finish"] = finish;
+          return out;
+        },
+        py::arg("graph"), py::arg("cluster"), py::arg("placement"), py::arg("priority") = py::none(),
+        py::arg("fusion") = py::none(), py::arg("max_fusion_size") = 16,
+        "Simulates K decisions of one graph: placement (K, N); priority and fusion (K, N) or None,\n"
+        "a row of zeros being the default (FIFO; no fusion). Returns stacked arrays: runtime, oom,\n"
+        "invalid, bytes_moved (K,), peak_memory, device_busy (K, devices), start, finish (K, N) float32.");
 
   m.def("lower_bound", [](py::handle graph, const Cluster& cluster) {
     auto g = as_graph(graph);

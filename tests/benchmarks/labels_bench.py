@@ -30,7 +30,7 @@ import numpy as np
 
 import goenv
 import goenv._core as _core
-from goenv.labels.labeller import simulate
+from goenv.labels.labeller import HEADS, simulate_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
@@ -44,17 +44,16 @@ def files(root: str) -> dict[str, bytes]:
 
 
 def bare_simulation_seconds(labels) -> tuple[float, float]:
-    """The simulator alone on every labelled decision (the same calls label() made for them):
-    (wall seconds, CPU seconds of this thread)."""
+    """The simulator alone on every labelled decision, the way label() calls it (one
+    simulate_all per graph: the C++ loop with nothing around it, which is faster than
+    goenv.simulate per decision): (wall seconds, CPU seconds of this thread)."""
     cluster = goenv.clusters.get(labels.config["cluster"])
     total = cpu = 0.0
     for i in range(len(labels)):
         graph, decisions = labels.graph(i)["goenv_graph"], labels.decisions(i)
-        rows = [{head: decisions[head][k] for head in ("placement", "priority", "fusion")}
-                for k in range(len(decisions["runtime"]))]
+        stacked = {head: np.stack(decisions[head]) for head in HEADS}
         start, start_cpu = time.perf_counter(), time.thread_time()
-        for row in rows:
-            simulate(graph, cluster, row, 16)
+        simulate_all(graph, cluster, stacked, labels.config["max_fusion_size"])
         total += time.perf_counter() - start
         cpu += time.thread_time() - start_cpu
     return total, cpu
@@ -72,7 +71,7 @@ def stopwatch():
     import goenv.labels.tables as tables
 
     spent, lock, local = collections.Counter(), threading.Lock(), threading.local()
-    parts = [(labeller, "simulate", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++, helper thread)"),
+    parts = [(labeller, "simulate_all", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++, helper thread)"),
              (decisions.Decider, "random", "drawing decisions"), (decisions.Decider, "perturb", "drawing decisions"),
              (decisions.Decider, "moves", "drawing decisions"),
              (tables, "labels_table", "Arrow tables (writer thread)"),

@@ -76,10 +76,73 @@ def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp
         graph = labels.graph(0)
         groups = graph["colocation"]
         units = len(set(groups[changed][groups[changed] >= 0])) + int(np.sum(changed & (groups < 0)))
-        assert 1 <= units <= m  # m moves change at most m units, and at least one
+        assert units == m  # m distinct units, each given another device (every unit has several)
     for k in range(40):  # no decision splits a colocation group
         for group in set(groups[groups >= 0]):
             assert len(set(decisions["placement"][k][groups == group])) == 1
+
+
+def test_simulate_batch_is_simulate_row_by_row(graphs):
+    """The labeller's one call per graph gives what goenv.simulate gives per decision: a row of
+    zeros is the default (FIFO, no fusion), start and finish rounded to float32."""
+    import goenv._core as _core
+
+    graph = goenv.datasets.load("random-layered", **SMALL, seed=2)
+    cluster = goenv.clusters.get("4xgpu-nvlink")
+    n, rng = graph.num_nodes, np.random.default_rng(0)
+    placement = rng.integers(4, size=(6, n))
+    priority = rng.integers(3, size=(6, n)).astype(np.int16)
+    fusion = rng.integers(2, size=(6, n)).astype(np.int8)
+    priority[1] = 0
+    fusion[2] = 0
+    batch = _core.simulate_batch(graph, cluster, placement, priority, fusion, 4)
+    assert batch["start"].dtype == np.float32 and batch["peak_memory"].shape == (6, 4)
+    for k in range(6):
+        one = goenv.simulate(graph, cluster, placement[k], priority[k].astype(float) if priority[k].any() else None,
+                             fusion[k] if fusion[k].any() else None, max_fusion_size=4)
+        assert batch["runtime"][k] == one.runtime and batch["bytes_moved"][k] == one.bytes_moved
+        assert batch["oom"][k] == one.oom and batch["invalid"][k] == one.invalid
+        np.testing.assert_array_equal(batch["peak_memory"][k], one.peak_memory)
+        np.testing.assert_array_equal(batch["device_busy"][k], one.device_busy)
+        np.testing.assert_array_equal(batch["start"][k], one.start.astype(np.float32))
+        np.testing.assert_array_equal(batch["finish"][k], one.finish.astype(np.float32))
+    with pytest.raises(goenv.InvalidAction, match="shape"):
+        _core.simulate_batch(graph, cluster, placement[:, 1:])
+    with pytest.raises(goenv.InvalidAction, match="as many rows"):
+        _core.simulate_batch(graph, cluster, placement, priority[:2])
+    with pytest.raises(goenv.InvalidAction):
+        _core.simulate_batch(graph, cluster, placement + 4)  # no device 4
+    with pytest.raises(goenv.InvalidAction, match="integer"):
+        _core.simulate_batch(graph, cluster, placement + 0.5)
+
+
+def test_perturbations_move_distinct_units_drawn_uniformly():
+    from goenv.labels.decisions import _distinct
+
+    rng, counts = np.random.default_rng(0), np.array([1, 3, 5, 2, 5])
+    for units in (6, 40):  # a permutation's head (most moves >= half the units), and draws with redraws
+        tally = np.zeros(units)
+        for _ in range(3000):
+            drawn = _distinct(rng, units, counts)
+            for row, count in zip(drawn, counts):
+                assert len(set(row[:count])) == count and 0 <= row[:count].min() and row[:count].max() < units
+            np.add.at(tally, drawn[2, :5], 1)
+        expected = 3000 * 5 / units
+        assert np.all(np.abs(tally - expected) < 5 * np.sqrt(expected))  # uniform over the units
+
+
+def test_random_decisions_are_uniform_over_each_units_allowed_choices():
+    from goenv.labels.decisions import Decider
+
+    allowed = np.array([[1, 1, 1, 1], [0, 1, 0, 1], [0, 0, 1, 0], [1, 0, 1, 1]], bool)
+    decider = Decider.__new__(Decider)  # a Decider over these units alone, without an env
+    decider.rng, decider.heads, decider.units = np.random.default_rng(0), ["placement"], {"placement": (None, allowed, None)}
+    decider.defaults = {"placement": np.zeros(4, np.int16), "priority": np.zeros(4, np.int16),
+                        "fusion": np.zeros(4, np.int8)}
+    drawn = decider.random(8000)["placement"]
+    for unit, row in enumerate(allowed):
+        share = np.bincount(drawn[:, unit], minlength=4) / 8000
+        np.testing.assert_allclose(share, row / row.sum(), atol=0.03)
 
 
 def test_same_call_same_bytes_and_the_samplers_draw_one_kind(graphs, tmp_path):

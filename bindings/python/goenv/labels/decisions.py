@@ -48,13 +48,12 @@ class Decider:
                          "fusion": np.asarray(core.fusion, dtype=np.int8)}
         masks = np.split(np.asarray(observation["action_mask"], dtype=bool), np.cumsum(core.head_choices)[:-1], axis=1)
         self.units = {}  # head -> (unit of each node, allowed choices per unit, a node of each unit); None: nodes
-        self._base_units: dict[str, tuple] = {}
         for head, mask in zip(self.heads, masks):
             self.units[head] = _placement_units(self.graph.colocation, mask) if head == "placement" else \
                 (None, mask, None)
 
     def decision(self, **heads) -> dict:
-        """A full decision: the given heads, the env's defaults for the others."""
+        """One full decision: the given heads, the env's defaults for the others."""
         return {head: heads.get(head, self.defaults[head]) for head in HEADS}
 
     def heuristics(self) -> list[tuple[str, dict]]:
@@ -75,51 +74,64 @@ class Decider:
         return out
 
     def _node_values(self, head: str, unit_values: np.ndarray) -> np.ndarray:
+        """(count, units) values per decision unit -> (count, nodes) values per node."""
         unit_of_node = self.units[head][0]
-        values = unit_values if unit_of_node is None else unit_values[unit_of_node]
+        values = unit_values if unit_of_node is None else unit_values[:, unit_of_node]
         return values.astype(self.defaults[head].dtype, copy=False)
 
-    def random(self) -> dict:
+    def _stacked(self, count: int, chosen: dict) -> dict:
+        """`count` full decisions as {head: (count, nodes) array}: the chosen heads, the env's
+        defaults for the others."""
+        return {head: chosen[head] if head in chosen else
+                np.broadcast_to(self.defaults[head], (count, len(self.defaults[head]))) for head in HEADS}
+
+    def random(self, count: int) -> dict:
+        """`count` uniformly random decisions, drawn at once (stacked: {head: (count, nodes)})."""
         chosen = {}
         for head in self.heads:
             allowed = self.units[head][1]
-            # argmax of random keys over the allowed choices: uniform among them
-            chosen[head] = self._node_values(head, np.argmax(self.rng.random(allowed.shape) * allowed, axis=1))
-        return self.decision(**chosen)
+            # the r-th allowed choice of each unit, r uniform below the unit's number of them
+            # (a unit that allows none keeps choice 0)
+            listed = np.argsort(~allowed, axis=1, kind="stable")  # the allowed choices first, in order
+            drawn = self.rng.integers(np.maximum(allowed.sum(axis=1), 1), size=(count, allowed.shape[0]))
+            chosen[head] = self._node_values(head, np.take_along_axis(listed[None], drawn[..., None], 2)[..., 0])
+        return self._stacked(count, chosen)
 
-    def moves(self) -> int:
-        """1..max_moves, log-uniform: as many one-move neighbours as far ones."""
-        return min(self.max_moves, int(math.exp(self.rng.uniform(0.0, math.log(self.max_moves + 1)))))
+    def moves(self, count: int) -> np.ndarray:
+        """`count` move counts in 1..max_moves, log-uniform: as many one-move neighbours as far ones."""
+        drawn = np.exp(self.rng.uniform(0.0, math.log(self.max_moves + 1), size=count)).astype(np.int64)
+        return np.minimum(self.max_moves, drawn)
 
-    def _unit_values(self, base: dict, head: str) -> np.ndarray:
-        """The base decision's value per decision unit of `head` (int64; cached for the last base)."""
-        values = base[head]
-        cached = self._base_units.get(head)
-        if cached is None or cached[0] is not values:
-            unit_of_node, _, first_node = self.units[head]
-            cached = (values, (values if unit_of_node is None else values[first_node]).astype(np.int64))
-            self._base_units[head] = cached
-        return cached[1].copy()
-
-    def perturb(self, base: dict, moves: int) -> dict:
+    def perturb(self, base: dict, moves: np.ndarray) -> dict:
+        """One decision per entry of `moves`: `base` with that many units given another allowed
+        choice (each move picks a head at random when there are several), drawn at once (stacked)."""
+        count = len(moves)
         if len(self.heads) == 1:
-            per_head = [moves]  # what the draw below gives with one head (integers(1) consumes nothing)
+            per_head = moves[None, :]
         else:
-            per_head = np.bincount(self.rng.integers(len(self.heads), size=moves), minlength=len(self.heads))
-        chosen = {head: base[head] for head in self.heads}  # (decisions are never written to)
-        for head, count in zip(self.heads, per_head):
-            allowed = self.units[head][1]
-            count = min(int(count), allowed.shape[0])
-            if count == 0:
+            head_of_move = self.rng.integers(len(self.heads), size=int(moves.sum()))
+            decision_of_move = np.repeat(np.arange(count), moves)
+            per_head = np.zeros((len(self.heads), count), np.int64)
+            np.add.at(per_head, (head_of_move, decision_of_move), 1)
+        chosen = {}
+        for head, counts in zip(self.heads, per_head):
+            if not counts.any():
                 continue
-            units = self.rng.choice(allowed.shape[0], size=count, replace=False)
-            unit_values = self._unit_values(base, head)
-            current = unit_values[units]
-            keys = self.rng.random((count, allowed.shape[1])) * allowed[units]
-            keys[np.arange(count), current] = 0.0  # another choice than the current one, when one is allowed
-            unit_values[units] = np.where(keys.max(axis=1) > 0, np.argmax(keys, axis=1), current)
+            unit_of_node, allowed, first_node = self.units[head]
+            units = allowed.shape[0]
+            counts = np.minimum(counts, units)
+            order = _distinct(self.rng, units, counts)
+            rows, ranks = np.nonzero(np.arange(order.shape[1])[None, :] < counts[:, None])
+            moved = order[rows, ranks]
+            base_units = (base[head] if unit_of_node is None else base[head][first_node]).astype(np.int64)
+            unit_values = np.tile(base_units, (count, 1))
+            current = unit_values[rows, moved]
+            keys = self.rng.random((len(moved), allowed.shape[1])) * allowed[moved]
+            keys[np.arange(len(moved)), current] = 0.0  # another choice than the current one, when one is allowed
+            unit_values[rows, moved] = np.where(keys.max(axis=1) > 0, np.argmax(keys, axis=1), current)
             chosen[head] = self._node_values(head, unit_values)
-        return self.decision(**chosen)
+        return self._stacked(count, {head: chosen.get(head, np.broadcast_to(base[head], (count, len(base[head]))))
+                                     for head in self.heads})
 
     def policy(self, agent, observation: dict) -> dict:
         action = agent.act(observation, deterministic=False, colocation=self.graph.colocation)
@@ -149,6 +161,23 @@ def check(sampler: str, k, max_moves, with_agent: bool) -> None:
         raise InvalidArgument(f"max_moves must be an integer >= 1, got {max_moves!r}")
     if sampler == "policy" and not with_agent:
         raise InvalidArgument("sampler 'policy' needs an agent (agent=..., --agent PATH)")
+
+
+def _distinct(rng: np.random.Generator, units: int, counts: np.ndarray) -> np.ndarray:
+    """Row i's first counts[i] entries: distinct units drawn uniformly (a random subset in random
+    order). Drawn with replacement and a row redrawn while it repeats one: moves are few against
+    the units, so a redraw is rare and no row pays for all the units (as a permutation would)."""
+    most = int(counts.max())
+    if 2 * most > units:  # many of the units: the first entries of a permutation
+        return np.argsort(rng.random((len(counts), units)), axis=1)[:, :most]
+    drawn = rng.integers(units, size=(len(counts), most))
+    unused = -1 - np.arange(most)  # distinct values no unit has, in the entries past counts[i]
+    first = np.arange(most)[None, :] < counts[:, None]
+    while True:
+        repeated = (np.diff(np.sort(np.where(first, drawn, unused), axis=1), axis=1) == 0).any(axis=1)
+        if not repeated.any():
+            return drawn
+        drawn[repeated] = rng.integers(units, size=(int(repeated.sum()), most))
 
 
 def _levels(priority) -> np.ndarray:

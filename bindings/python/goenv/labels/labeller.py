@@ -16,14 +16,19 @@ from goenv.clusters import get as get_cluster
 from goenv.labels.decisions import HEADS, Decider, plan
 
 
-def simulate(graph, cluster, decision: dict, max_fusion_size: int):
-    """goenv.simulate on a decision of env actions: priority levels as priorities; all-zero
-    priorities (FIFO) and fusion levels (no fusion) as the simulator's defaults."""
-    priority = decision["priority"]
-    fusion = decision["fusion"]
-    return _core.simulate(graph, cluster, decision["placement"].astype(np.int64),
-                          priority.astype(np.float64) if priority.any() else None,
-                          fusion.astype(np.int64) if fusion.any() else None, max_fusion_size)
+def stack(decisions: list[dict]) -> dict:
+    """Decisions as {head: (count, nodes) array}."""
+    return {head: np.stack([d[head] for d in decisions]) for head in HEADS}
+
+
+def simulate_all(graph, cluster, decisions: dict, max_fusion_size: int) -> dict:
+    """goenv's simulator on each of the stacked decisions (env actions), in one C++ call with the
+    GIL released: priority levels as priorities, a row of zero priorities (FIFO) or fusion levels
+    (no fusion) as the simulator's default. The outcomes as stacked arrays, start and finish
+    rounded to float32 as label rows store them."""
+    priority, fusion = decisions["priority"], decisions["fusion"]
+    return _core.simulate_batch(graph, cluster, decisions["placement"], priority if priority.any() else None,
+                                fusion if fusion.any() else None, max_fusion_size)
 
 
 def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: bytes | None = None) -> dict:
@@ -62,35 +67,38 @@ def label_prepared(prepared: dict, config: dict, agent_bytes: bytes | None = Non
     k, sampler = config["decisions_per_graph"], config["sampler"]
     counts = plan(sampler, k, len(heuristics), agent_bytes is not None)
 
-    decisions = heuristics[:counts["heuristics"]]
-    results = [simulate(graph, cluster, d, config["max_fusion_size"]) for _, d in decisions]
+    def simulated(decisions: dict) -> dict:
+        return simulate_all(graph, cluster, decisions, config["max_fusion_size"])
+
+    # The heuristics first; past K they are simulated only to find the base of the perturbations.
+    first = counts["heuristics"]
+    scored = heuristics if counts["perturb"] else heuristics[:first]
+    outcomes = simulated(stack([d for _, d in scored])) if scored else None
+    groups = [([name for name, _ in heuristics[:first]], stack([d for _, d in heuristics[:first]]))] if first else []
     if counts["perturb"]:
-        # the best feasible heuristic; those past K are simulated here only to find it
-        scored = results + [simulate(graph, cluster, d, config["max_fusion_size"])
-                            for _, d in heuristics[len(decisions):]]
-        feasible = [(r.runtime, i) for i, r in enumerate(scored) if not (r.oom or r.invalid)]
+        feasible = [(runtime, i) for i, (runtime, oom, invalid) in
+                    enumerate(zip(outcomes["runtime"], outcomes["oom"], outcomes["invalid"])) if not (oom or invalid)]
         base = heuristics[min(feasible)[1] if feasible else 0][1]
-    decisions += [("random", decider.random()) for _ in range(counts["random"])]
+    drawn = []  # (sources, stacked decisions)
+    if counts["random"]:
+        drawn.append((["random"] * counts["random"], decider.random(counts["random"])))
     if counts["policy"]:
         from goenv.agents import load_bytes
 
         agent = load_bytes(agent_bytes)  # a fresh generator per graph: samples independent of the order
-        decisions += [("policy", decider.policy(agent, observation)) for _ in range(counts["policy"])]
-    for _ in range(counts["perturb"]):
-        moves = decider.moves()
-        decisions.append((f"perturb:{moves}", decider.perturb(base, moves)))
-    results += [simulate(graph, cluster, d, config["max_fusion_size"]) for _, d in decisions[len(results):]]
+        drawn.append((["policy"] * counts["policy"],
+                      stack([decider.policy(agent, observation) for _ in range(counts["policy"])])))
+    if counts["perturb"]:
+        moves = decider.moves(counts["perturb"])
+        drawn.append(([f"perturb:{m}" for m in moves], decider.perturb(base, moves)))
 
+    parts = [{key: value[:first] for key, value in outcomes.items()}] if first else []
+    if drawn:
+        parts.append(simulated({head: np.concatenate([d[head] for _, d in drawn]) for head in HEADS}))
+    groups += drawn
     return {
         "graph": prepared["row"],
-        "source": [name for name, _ in decisions],
-        **{head: np.stack([d[head] for _, d in decisions]) for head in HEADS},
-        "runtime": np.array([r.runtime for r in results], dtype=np.float64),
-        "oom": np.array([r.oom for r in results], dtype=bool),
-        "invalid": np.array([r.invalid for r in results], dtype=bool),
-        "bytes_moved": np.array([r.bytes_moved for r in results], dtype=np.float64),
-        "peak_memory": np.array([r.peak_memory for r in results], dtype=np.float64),
-        "device_busy": np.array([r.device_busy for r in results], dtype=np.float64),
-        "start": np.array([r.start for r in results], dtype=np.float32),
-        "finish": np.array([r.finish for r in results], dtype=np.float32),
+        "source": [name for names, _ in groups for name in names],
+        **{head: np.concatenate([d[head] for _, d in groups]) for head in HEADS},
+        **{key: np.concatenate([part[key] for part in parts]) for key in parts[0]},
     }
