@@ -120,6 +120,21 @@ def test_training_goes_on_from_an_imitated_agent_as_agent_train_would():
         goenv.distributed.Trainer([env], "ppo", 1, agent=agent)
 
 
+def test_a_workers_next_rollout_is_asked_for_before_the_update_unless_training_is_synchronous():
+    """With max_lag > 0 the answering worker samples again while the learner updates (asked after
+    the update, it idled through it, and 2 queued requests per worker made a third of the README
+    run's rollouts stale); with max_lag=0 the request waits for the update's weights."""
+    env = placement_env(seed=0)
+    for max_lag, in_flight in ((2, 1), (0, 0)):
+        trainer = goenv.distributed.Trainer([env], "ppo", 1, max_lag=max_lag, seed=0, hidden=32, envs_per_graph=8,
+                                            num_threads=1)
+        assert trainer.requests_per_worker == 1  # the default: a second queued request only adds lag
+        seen = []
+        result = trainer.run(total_steps=4 * 8, callback=lambda metrics: seen.append(len(trainer._pending)),
+                             progress=False)
+        assert seen == [in_flight] * len(result.history) and result.dropped_rollouts == 0
+
+
 def test_killed_and_crashed_workers_are_replaced_and_training_finishes():
     env = placement_env(seed=0)
     trainer = goenv.distributed.Trainer([env], "ppo", 2, max_lag=2, seed=0, hidden=32, envs_per_graph=8,

@@ -55,7 +55,7 @@ class Trainer:
 
     def __init__(self, envs, algorithm: str | None = None, num_workers: int = 2, *, agent=None,
                  address: str | None = None,
-                 max_lag: int = 2, requests_per_worker: int = 2, batches_per_update: int | None = None,
+                 max_lag: int = 2, requests_per_worker: int = 1, batches_per_update: int | None = None,
                  cpus_per_worker: float = 1.0, num_cpus: float | None = None, max_worker_restarts: int = 8,
                  connect_timeout: float = 25.0, **options) -> None:
         from goenv.agents import make_agent
@@ -182,6 +182,10 @@ class Trainer:
                 result.samples += answer["samples"]
                 batch.extend(learner.accept(answer["rollouts"]))
                 answers += 1
+                if self.max_lag > 0:
+                    # The worker's next rollout starts now, on the newest weights it has, while the
+                    # learner updates: asked after the update, it would idle through it.
+                    self._request(index)
                 if answers >= self.batches_per_update and batch:
                     metrics = learner.update(batch)
                     now = time.perf_counter()
@@ -200,7 +204,8 @@ class Trainer:
                         learner.save(checkpoint)
                     if callback is not None and callback(metrics) is False:
                         break
-                self._request(index)
+                if self.max_lag == 0:  # synchronous: the next rollout waits for this update's weights
+                    self._request(index)
         finally:
             bar.close()
             if log is not None:
@@ -229,7 +234,7 @@ class Trainer:
 
 
 def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_steps: int = 10_000,
-          address: str | None = None, *, agent=None, max_lag: int = 2, requests_per_worker: int = 2,
+          address: str | None = None, *, agent=None, max_lag: int = 2, requests_per_worker: int = 1,
           batches_per_update: int | None = None, cpus_per_worker: float = 1.0, num_cpus: float | None = None,
           max_worker_restarts: int = 8, connect_timeout: float = 25.0, log_dir=None, checkpoint=None,
           checkpoint_every: int = 0, callback=None, progress: bool = True, **options) -> TrainingResult:
@@ -237,9 +242,12 @@ def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_ste
     `agent` is the trained learner agent. `address=None` starts a local Ray on this
     machine (num_cpus: its CPUs, default all); otherwise joins the cluster at `address`
     (`ray start --head` prints it). `max_lag`: rollouts older than this many versions are
-    dropped; a worker answers a request from a queue of `requests_per_worker`, so lags reach
-    requests_per_worker when the learner is slower than sampling (keep max_lag >= it;
-    max_lag=0 makes training synchronous). Other keywords are agent options (seed, hidden, envs_per_graph, ...)
+    dropped. A worker's next request is sent as its answer arrives, so it samples while the learner
+    updates (its rollout comes back one version old, or two when another worker's answer
+    completed an update meanwhile); `requests_per_worker` > 1 queues more requests per worker, and
+    each queued one adds up to a version of lag (keep max_lag above it; on the README's run, 2
+    queued requests made a third of the rollouts stale). max_lag=0 makes training synchronous:
+    the next request waits for the update. Other keywords are agent options (seed, hidden, envs_per_graph, ...)
     for a new agent of `algorithm` (default "go"); `agent=` instead goes on training that agent (one
     that imitated a teacher, or was loaded from a checkpoint) with its own options, teachers kept."""
     trainer = Trainer(env_ids, algorithm, num_workers, agent=agent, address=address, max_lag=max_lag,
