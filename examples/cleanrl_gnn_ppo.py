@@ -30,7 +30,7 @@ from torch import nn
 import goenv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import add_report_arguments, report  # noqa: E402
+from learning_report import add_report_arguments, describe_run, report  # noqa: E402
 
 
 class GraphPolicy(nn.Module):
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> dict:
             (policy_loss + 0.5 * value_loss).backward()
             nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
             optimizer.step()
-    return report("CleanRL-style GNN PPO", args.env, runtimes, time.perf_counter() - start, args.json)
+    return report("CleanRL-style GNN PPO", args.env, runtimes, time.perf_counter() - start, args.json,
+                  describe_run(parser, args))
 
 
 if __name__ == "__main__":

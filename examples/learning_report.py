@@ -3,9 +3,12 @@ cleanrl_gnn_ppo.py) report: the best runtime the agent found next to the compile
 default and HEFT, and whether it learned (the mean runtime of its first quarter of
 episodes against its last quarter's). `--json PATH` writes the same numbers, in ms:
 
-    {"env", "default_ms", "heft_ms", "first_quarter_ms", "last_quarter_ms", "best_ms", "episodes", "seconds"}
+    {"env", "default_ms", "heft_ms", "first_quarter_ms", "last_quarter_ms", "best_ms", "episodes", "seconds",
+     "seed", "flags", "commit", "dirty"}
 
-(readme_tables.py turns these files into the README's library-results table).
+"flags" are the options the run changed from the example's defaults (besides --env, --seed and
+--json), so runs of one configuration with several seeds are grouped (readme_tables.py turns
+these files into the README's library-results table: median and range over seeds).
 """
 
 from __future__ import annotations
@@ -30,11 +33,30 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the summary there (JSON, runtimes in ms)")
 
 
+def describe_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """{"seed", "flags"}: the run's seed and the options it changed from the parser's defaults
+    (--env, --seed and --json left out), as one command-line string."""
+    flags = []
+    for action in parser._actions:  # argparse keeps no public list of them
+        if action.dest in ("help", "env", "seed", "json") or not action.option_strings:
+            continue
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        name = action.option_strings[-1]
+        if isinstance(value, bool):
+            flags.append(name if value else "--no-" + name.removeprefix("--"))
+        else:
+            flags.append(f"{name} {value}")
+    return {"seed": args.seed, "flags": " ".join(flags)}
+
+
 def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_path: Path | None = None,
-           **options) -> dict:
+           run: dict | None = None, **options) -> dict:
     """Prints, returns and (with `json_path`) writes the summary of one training run.
     `runtimes`: the simulated runtime (seconds) of every episode's final decisions, in
-    order; `seconds`: the training's wall time; `options`: the env's (a cluster)."""
+    order; `seconds`: the training's wall time; `run`: describe_run's seed and flags;
+    `options`: the env's (a cluster)."""
     if len(runtimes) < 8:
         raise ValueError(f"{len(runtimes)} episodes are too few to compare a first and a last quarter; "
                          "train for more steps")
@@ -44,7 +66,8 @@ def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_
     result = {"env": env_id, "default_ms": reference["default"] * ms, "heft_ms": reference["heft"] * ms,
               "first_quarter_ms": float(np.mean(runtimes[:quarter])) * ms,
               "last_quarter_ms": float(np.mean(runtimes[-quarter:])) * ms,
-              "best_ms": float(min(runtimes)) * ms, "episodes": len(runtimes), "seconds": round(seconds, 1)}
+              "best_ms": float(min(runtimes)) * ms, "episodes": len(runtimes), "seconds": round(seconds, 1),
+              **(run or {})}
     print(f"{title} on {env_id}, {len(runtimes):,} episodes in {seconds:.0f} s")
     print(f"  compiler default   {result['default_ms']:8.2f} ms")
     print(f"  HEFT               {result['heft_ms']:8.2f} ms")
@@ -53,5 +76,8 @@ def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_
     print(f"  mean runtime, first quarter {result['first_quarter_ms']:8.2f} ms -> last quarter "
           f"{result['last_quarter_ms']:8.2f} ms ({'learned' if learned else 'did not improve'})")
     if json_path is not None:
+        from readme_tables import results_commit  # the commit the run was made at
+
+        result.update(results_commit())
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
     return result

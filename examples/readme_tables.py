@@ -6,8 +6,8 @@
     python examples/readme_tables.py library-results   # the library examples' table, from their JSON
 
 The library-results table reads what the library examples wrote with `--json` into
-docs/results/library_<example>.json, and library_<example>--<env>.json for other envs
-(the commands are in the README); it runs none.
+docs/results/library_<example>--<env>--seed<k>.json (the commands are in the README), one
+row per example, env and options, median and range over the seeds; it runs none.
 """
 
 from __future__ import annotations
@@ -68,33 +68,65 @@ def baselines_table(budget: int = 1000) -> str:
     return markdown_table(["graph", "devices"] + methods + ["lower bound"], rows)
 
 
-def library_results_table() -> str:
-    """One row per JSON file: docs/results/library_<example>.json (the README's env) and
-    library_<example>--<env>.json (other envs), grouped by env."""
-    runs = []
+def library_runs() -> dict[tuple, list[dict]]:
+    """The library examples' runs grouped by configuration: (example, env, flags) -> the results
+    of its seeds. Files: docs/results/library_<example>[--<env>][--seed<k>].json; a file without
+    "flags" (written before runs recorded them) is a group of its own."""
+    groups: dict[tuple, list[dict]] = {}
     for path in sorted(RESULTS.glob("library_*.json")):
         example = path.stem.removeprefix("library_").split("--")[0]
         if example not in LIBRARY_EXAMPLES:
             raise SystemExit(f"{path}: {example!r} is none of the library examples {sorted(LIBRARY_EXAMPLES)}")
-        runs.append((example, json.loads(path.read_text()), "--" in path.stem))
-    missing = set(LIBRARY_EXAMPLES) - {example for example, _, _ in runs}
+        result = json.loads(path.read_text())
+        flags = result.get("flags", f"not recorded ({path.name})")
+        groups.setdefault((example, result["env"], flags), []).append(result)
+    missing = set(LIBRARY_EXAMPLES) - {example for example, _, _ in groups}
     if missing:
         raise SystemExit(f"no results of {sorted(missing)}: run python examples/<example>.py --json "
                          "docs/results/library_<example>.json")
+    return groups
+
+
+def median_and_range(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:,.1f}"
+    return f"{statistics.median(values):,.1f} [{min(values):,.1f}–{max(values):,.1f}]"
+
+
+def library_results_table() -> str:
+    """One row per configuration (example, env, flags): median [min–max] over its seeds."""
+    groups = library_runs()
     order = list(LIBRARY_EXAMPLES)
-    runs.sort(key=lambda run: (run[2], run[1]["env"], order.index(run[0])))  # the README's env first
+    readme_env = "placement-transformer-xl-2"
+    keys = sorted(groups, key=lambda key: (key[1] != readme_env, key[1], order.index(key[0]), key[2]))
     rows = []
-    for example, r, _ in runs:
+    for example, env, flags in keys:
+        runs = sorted(groups[(example, env, flags)], key=lambda r: r.get("seed", 0))
+        r = runs[0]
         label, model = LIBRARY_EXAMPLES[example]
+        seeds = ", ".join(str(run["seed"]) for run in runs) if "seed" in r else "0"
         rows.append([f"[{label}](examples/{example}.py)", model,
-                     f"`{r['env']}` ({r['default_ms']:.1f} / {r['heft_ms']:.1f})", f"{r['episodes']:,}",
-                     f"{r['seconds']:,.0f}", f"{r['first_quarter_ms']:.1f} → {r['last_quarter_ms']:.1f}",
-                     f"{r['best_ms']:.1f}"])
-    intro = ("Each example at its default budget (seed 0, one run each, 2 shared CPU cores), runtimes in ms of "
-             "one training step; written by `examples/readme_tables.py library-results` from the examples' "
+                     f"`{env}` ({r['default_ms']:.1f} / {r['heft_ms']:.1f})",
+                     "not recorded" if flags.startswith("not recorded") else f"`{flags}`" if flags else "—",
+                     seeds, f"{r['episodes']:,}", f"{statistics.median(run['seconds'] for run in runs):,.0f}",
+                     median_and_range([run["first_quarter_ms"] for run in runs]) + " → " +
+                     median_and_range([run["last_quarter_ms"] for run in runs]),
+                     median_and_range([run["best_ms"] for run in runs]), commits(runs)])
+    intro = ("Each example at its default budget, runtimes in ms of one training step: median [min–max] over "
+             "the seeds listed (runs two at a time on 2 shared CPU cores, one torch thread each; seconds: the "
+             "median run's wall time). Written by `examples/readme_tables.py library-results` from the examples' "
              "`--json` files:\n\n")
-    return intro + markdown_table(["example", "model", "env (default / HEFT)", "episodes", "seconds",
-                                   "mean runtime, first quarter → last quarter", "best found"], rows)
+    return intro + markdown_table(["example", "model", "env (default / HEFT)", "options", "seeds", "episodes",
+                                   "seconds", "mean runtime, first quarter → last quarter", "best found", "commit"],
+                                  rows)
+
+
+def commits(runs: list[dict]) -> str:
+    """The commits the runs were made at (a + where the code differed from it; — before runs
+    recorded it)."""
+    made = sorted({run["commit"][:10] + ("+" if run.get("dirty") else "") if run.get("commit") else "—"
+                   for run in runs})
+    return ", ".join(f"`{c}`" if c != "—" else c for c in made)
 
 
 SEARCH_ENVS = ["placement-rnnlm-2", "placement-transformer-xl-2", "placement-inception"]

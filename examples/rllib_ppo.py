@@ -29,7 +29,7 @@ import goenv
 import goenv.integrations.rllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import add_report_arguments, report  # noqa: E402
+from learning_report import add_report_arguments, describe_run, report  # noqa: E402
 
 RUNTIME = "goenv_episode_runtime"
 
@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> dict:
         algo.stop()
         if own_session:
             ray.shutdown()
-    return report("RLlib PPO", args.env, runtimes, time.perf_counter() - start, args.json)
+    return report("RLlib PPO", args.env, runtimes, time.perf_counter() - start, args.json,
+                  describe_run(parser, args))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from sb3_contrib import MaskablePPO
 import goenv.integrations.sb3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learning_report import describe_run  # noqa: E402
 from sb3_ppo import add_common_arguments, train  # noqa: E402
 
 
@@ -34,7 +35,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cluster", default=None, help="a cluster preset (default: the graph's)")
     args = parser.parse_args(argv)
     options = {"cluster": args.cluster} if args.cluster else {}
-    return train(MaskablePPO, goenv.integrations.sb3.MaskableGraphPolicy, "sb3-contrib MaskablePPO", args, **options)
+    return train(MaskablePPO, goenv.integrations.sb3.MaskableGraphPolicy, "sb3-contrib MaskablePPO", args,
+                 describe_run(parser, args), **options)
 
 
 if __name__ == "__main__":

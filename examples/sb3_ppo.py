@@ -33,7 +33,7 @@ import goenv.integrations.sb3
 from goenv.wrappers import GroupedPlacement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import add_report_arguments, report  # noqa: E402
+from learning_report import add_report_arguments, describe_run, report  # noqa: E402
 
 
 class EpisodeRuntimes(BaseCallback):
@@ -76,7 +76,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_arguments(parser)
 
 
-def train(algorithm, policy, title: str, args, **options) -> dict:
+def train(algorithm, policy, title: str, args, run: dict | None = None, **options) -> dict:
     """Builds the vectorized env, trains `algorithm` (PPO or MaskablePPO) and reports."""
     torch.set_num_threads(1)
     check_env(make_env(args.env, args.mode, args.grouped, **options), warn=False)  # SB3's own checker
@@ -93,14 +93,14 @@ def train(algorithm, policy, title: str, args, **options) -> dict:
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=log)
     return report(f"{title} ({args.mode} mode)", args.env, log.runtimes, time.perf_counter() - start, args.json,
-                  **options)
+                  run, **options)
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    return train(PPO, goenv.integrations.sb3.GraphPolicy, "Stable-Baselines3 PPO", args)
+    return train(PPO, goenv.integrations.sb3.GraphPolicy, "Stable-Baselines3 PPO", args, describe_run(parser, args))
 
 
 if __name__ == "__main__":
