@@ -83,7 +83,7 @@ def library_runs() -> dict[tuple, list[dict]]:
     missing = set(LIBRARY_EXAMPLES) - {example for example, _, _ in groups}
     if missing:
         raise SystemExit(f"no results of {sorted(missing)}: run python examples/<example>.py --json "
-                         "docs/results/library_<example>.json")
+                         "docs/results/library_<example>--<env>--seed<k>.json")
     return groups
 
 
