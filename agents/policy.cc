@@ -146,16 +146,35 @@ SegmentAttentionImpl::SegmentAttentionImpl(int hidden, int heads) : heads_(heads
 }
 
 torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& segments, const torch::Tensor& memory,
-                                            const torch::Tensor& key_mask) {
+                                            std::int64_t num_segments, std::int64_t last_real) {
   const std::int64_t m = segments.size(0), length = segments.size(1), hidden = segments.size(2);
-  const std::int64_t head_dim = hidden / heads_;
+  const std::int64_t head_dim = hidden / heads_, b = m / num_segments, s = num_segments;
   const torch::Tensor context = torch::cat({memory, segments}, 1);  // (M, 2L, H)
-  const torch::Tensor q = query_(segments).view({m, length, heads_, head_dim}).transpose(1, 2);
-  const torch::Tensor kv = key_value_(context).view({m, 2 * length, 2, heads_, head_dim});
-  const torch::Tensor k = kv.select(2, 0).transpose(1, 2);
-  const torch::Tensor v = kv.select(2, 1).transpose(1, 2);
+  const torch::Tensor q = query_(segments).view({b, s, length, heads_, head_dim}).transpose(2, 3);
+  const torch::Tensor kv = key_value_(context).view({b, s, 2 * length, 2, heads_, head_dim});
+  const torch::Tensor k = kv.select(3, 0).transpose(2, 3);  // (B, S, heads, 2L, head_dim)
+  const torch::Tensor v = kv.select(3, 1).transpose(2, 3);
+  // Keys that are never attended to are left out instead of masked (the same
+  // result without computing them): the first segment's (empty) memory and the
+  // last segment's padding; a quarter of the work on a graph of two segments.
+  auto attend = [&](std::int64_t first, std::int64_t count, std::int64_t key_from, std::int64_t key_to) {
+    const auto part = [&](const torch::Tensor& t, std::int64_t from, std::int64_t to) {
+      return t.narrow(1, first, count).narrow(3, from, to - from).reshape({b * count, heads_, to - from, head_dim});
+    };
+    return at::scaled_dot_product_attention(part(q, 0, length), part(k, key_from, key_to), part(v, key_from, key_to))
+        .view({b, count, heads_, length, head_dim});
+  };
+  const std::int64_t last_keys = length + last_real;  // the last segment's: its memory, its real nodes
+  std::vector<torch::Tensor> parts;
+  if (s == 1) {
+    parts.push_back(attend(0, 1, length, last_keys));
+  } else {
+    parts.push_back(attend(0, 1, length, 2 * length));
+    if (s > 2) parts.push_back(attend(1, s - 2, 0, 2 * length));
+    parts.push_back(attend(s - 1, 1, 0, last_keys));
+  }
   const torch::Tensor attended =
-      at::scaled_dot_product_attention(q, k, v, key_mask).transpose(1, 2).reshape({m, length, hidden});
+      (parts.size() == 1 ? parts[0] : torch::cat(parts, 1)).transpose(2, 3).reshape({m, length, hidden});
   torch::Tensor z = norm1_(segments + output_(attended));
   return norm2_(z + feed_forward2_(torch::relu(feed_forward1_(z))));
 }
@@ -262,21 +281,13 @@ PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& n
     const std::int64_t length = std::min<std::int64_t>(segment_length_, n);
     const std::int64_t segments = (n + length - 1) / length, padded = segments * length;
     if (padded > n) z = torch::cat({z, z.new_zeros({b, padded - n, h})}, 1);
-    // Keys a segment may attend to: the previous segment's real nodes (none
-    // for the first segment), then its own real nodes.
-    const auto options = torch::TensorOptions().dtype(torch::kBool).device(z.device());
-    const torch::Tensor real = (torch::arange(padded, z.options().dtype(torch::kInt64)) < n).view({segments, length});
-    const torch::Tensor memory_real = torch::cat({torch::zeros({1, length}, options), real.narrow(0, 0, segments - 1)}, 0);
-    const torch::Tensor key_mask = torch::cat({memory_real, real}, 1)
-                                       .view({1, segments, 1, 1, 2 * length})
-                                       .expand({b, segments, 1, 1, 2 * length})
-                                       .reshape({b * segments, 1, 1, 2 * length});
     const torch::Tensor film = film_(graph_embedding).view({b, static_cast<std::int64_t>(attention_.size()), 2, 1, 1, h});
     z = z.view({b, segments, length, h});
     for (std::size_t l = 0; l < attention_.size(); ++l) {
       const torch::Tensor memory =
           torch::cat({z.new_zeros({b, 1, length, h}), z.narrow(1, 0, segments - 1)}, 1).detach();
-      z = attention_[l](z.reshape({b * segments, length, h}), memory.reshape({b * segments, length, h}), key_mask)
+      z = attention_[l](z.reshape({b * segments, length, h}), memory.reshape({b * segments, length, h}), segments,
+                        n - (segments - 1) * length)
               .view({b, segments, length, h});
       const torch::Tensor gamma = film.select(1, static_cast<std::int64_t>(l)).select(1, 0);  // (B, 1, 1, H)
       const torch::Tensor beta = film.select(1, static_cast<std::int64_t>(l)).select(1, 1);

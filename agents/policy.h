@@ -84,8 +84,11 @@ TORCH_MODULE(GraphSage);
 class SegmentAttentionImpl : public torch::nn::Module {
  public:
   SegmentAttentionImpl(int hidden, int heads);
-  // segments, memory (M, L, H); key_mask (M, 1, 1, 2L) bool, true = attend.
-  torch::Tensor forward(const torch::Tensor& segments, const torch::Tensor& memory, const torch::Tensor& key_mask);
+  // segments, memory (M, L, H), M = B x S segments of L nodes each; the last segment
+  // holds `last_real` real nodes (the rest is padding). A segment attends to the
+  // previous segment's nodes (its memory; the first has none) and its own real nodes.
+  torch::Tensor forward(const torch::Tensor& segments, const torch::Tensor& memory, std::int64_t num_segments,
+                        std::int64_t last_real);
 
  private:
   int heads_;

@@ -420,6 +420,12 @@ FusedSimulator::Scratch::Scratch(const Graph& graph) : planner(graph) {
 
 namespace {
 
+// Devices whose roofline_cost() agrees on every kernel.
+bool same_cost_rule(const Device& a, const Device& b) {
+  return a.kind == b.kind && a.peak_flops == b.peak_flops && a.memory_bandwidth == b.memory_bandwidth &&
+         a.launch_overhead == b.launch_overhead;
+}
+
 // A kernel's destinations are a handful: insertion sort.
 void sort_small(std::int32_t* first, std::int32_t* last) {
   if (last - first > 32) {
@@ -458,8 +464,10 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
   std::int32_t* __restrict by_node = seen_by_node.data();
   std::int32_t* __restrict node_to = node_targets.data();
   std::int32_t* __restrict kernel_to = kernel_targets.data();
+  std::int32_t* __restrict in_degree = f.in_degree.data();  // counted as edges are written
   std::fill(by_kernel, by_kernel + k, -1);
   std::fill(by_node, by_node + k, -1);
+  std::fill(in_degree, in_degree + k, 0);
   if (measured_costs) std::fill(measured.begin(), measured.begin() + static_cast<std::size_t>(k) * kNumDeviceKinds, 0.0);
   const std::int32_t* out_offsets = g.out_offsets().data();
   const std::int64_t* edge_dst = g.edge_dst().data();
@@ -517,16 +525,15 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
     outputs[kernel] = output_sum;
     sort_small(kernel_to, kernel_to + kernel_count);  // CSR order: by source, then destination
     for (int t = 0; t < kernel_count; ++t) {
-      out_target[m] = kernel_to[t];
-      edge_out_bytes[m++] = static_cast<double>(sum[kernel_to[t]]);
+      const std::int32_t to = kernel_to[t];
+      out_target[m] = to;
+      edge_out_bytes[m++] = static_cast<double>(sum[to]);
+      ++in_degree[to];
     }
     out_offset[kernel + 1] = m;
   }
   // In-edges grouped by consumer, producers increasing (a Graph's in_edges() order).
-  std::int32_t* __restrict in_degree = f.in_degree.data();
   std::int32_t* __restrict in_offset = f.in_offsets.data();
-  std::fill(in_degree, in_degree + k, 0);
-  for (int e = 0; e < m; ++e) ++in_degree[out_target[e]];
   in_offset[0] = 0;
   for (int i = 0; i < k; ++i) in_offset[i + 1] = in_offset[i] + in_degree[i];
   std::copy(in_offset, in_offset + k, next_free);
@@ -554,6 +561,13 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
     const Device& device = cluster.device(d);
     const int kind = static_cast<int>(device.kind);
     double* cost = f.cost.data() + static_cast<std::size_t>(d) * k;
+    // Identical devices (the usual N x gpu) have identical columns: copy, skip the divisions.
+    int same = 0;
+    while (same < d && !same_cost_rule(cluster.device(same), device)) ++same;
+    if (same < d) {
+      std::copy_n(f.cost.data() + static_cast<std::size_t>(same) * k, k, cost);
+      continue;
+    }
     for (int kernel = 0; kernel < k; ++kernel)
       cost[kernel] = roofline_cost(kernel_flops[kernel], kernel_touched[kernel],
                                    measured_costs ? measured[kernel * kNumDeviceKinds + kind] : not_measured, device);

@@ -115,6 +115,55 @@ TEST(GoPolicy, GradientsReachEveryLayerThroughSegments) {
   }
 }
 
+// Segment attention leaves out the keys it never attends to (the first segment's
+// memory, the last segment's padding): the real nodes' outputs are those of full
+// attention over [memory, segment] with those keys masked, computed here from the
+// module's own weights; and what is left out cannot change them.
+TEST(GoPolicy, SegmentAttentionEqualsMaskedFullAttention) {
+  namespace F = torch::nn::functional;
+  const std::int64_t b = 2, length = 8, hidden = 16, heads = 4, head_dim = hidden / heads;
+  torch::manual_seed(3);
+  SegmentAttention attention(static_cast<int>(hidden), static_cast<int>(heads));
+  auto p = attention->named_parameters();
+  auto linear = [&](const std::string& name, const torch::Tensor& x) {
+    return F::linear(x, p[name + ".weight"], p[name + ".bias"]);
+  };
+  auto norm = [&](const std::string& name, const torch::Tensor& x) {
+    return F::layer_norm(x, F::LayerNormFuncOptions({hidden}).weight(p[name + ".weight"]).bias(p[name + ".bias"]));
+  };
+  for (const std::int64_t segments : {1, 2, 3, 5}) {
+    const std::int64_t last_real = segments == 1 ? length : 5, m = b * segments;
+    const torch::Tensor x = torch::randn({m, length, hidden});
+    const torch::Tensor memory = torch::randn({m, length, hidden});  // the first segment's must not matter
+    // The reference: every segment over all 2L keys, the masked ones excluded by the mask.
+    const torch::Tensor real = torch::arange(segments * length).lt(segments * length - (length - last_real))
+                                   .view({segments, length});
+    const torch::Tensor memory_real = torch::cat({torch::zeros({1, length}, torch::kBool), real.narrow(0, 0, segments - 1)});
+    const torch::Tensor mask = torch::cat({memory_real, real}, 1).repeat({b, 1}).view({m, 1, 1, 2 * length});
+    const torch::Tensor q = linear("query", x).view({m, length, heads, head_dim}).transpose(1, 2);
+    const torch::Tensor kv = linear("key_value", torch::cat({memory, x}, 1)).view({m, 2 * length, 2, heads, head_dim});
+    const torch::Tensor attended = at::scaled_dot_product_attention(q, kv.select(2, 0).transpose(1, 2),
+                                                                    kv.select(2, 1).transpose(1, 2), mask)
+                                       .transpose(1, 2).reshape({m, length, hidden});
+    const torch::Tensor z = norm("norm1", x + linear("output", attended));
+    const torch::Tensor want =
+        norm("norm2", z + linear("feed_forward2", torch::relu(linear("feed_forward1", z)))).view({b, segments, length, hidden});
+    torch::Tensor got = attention(x, memory, segments, last_real).view({b, segments, length, hidden});
+    EXPECT_TRUE(torch::allclose(got.narrow(2, 0, last_real), want.narrow(2, 0, last_real), 1e-5, 1e-6)) << segments;
+    if (segments > 1) EXPECT_TRUE(torch::allclose(got.narrow(1, 0, segments - 1), want.narrow(1, 0, segments - 1), 1e-5, 1e-6));
+    // Changing what is left out (the first segment's memory, the last segment's padding
+    // nodes as keys) changes no real node's output.
+    torch::Tensor other_memory = memory.clone(), other_x = x.clone();
+    other_memory.view({b, segments, length, hidden}).select(1, 0).normal_();
+    if (last_real < length)
+      other_x.view({b, segments, length, hidden}).select(1, segments - 1).narrow(1, last_real, length - last_real).normal_();
+    const torch::Tensor again = attention(other_x, other_memory, segments, last_real).view({b, segments, length, hidden});
+    EXPECT_TRUE(torch::equal(again.narrow(2, 0, last_real).narrow(1, segments - 1, 1),
+                             got.narrow(2, 0, last_real).narrow(1, segments - 1, 1))) << segments;
+    EXPECT_TRUE(torch::equal(again.narrow(1, 0, segments - 1), got.narrow(1, 0, segments - 1))) << segments;
+  }
+}
+
 // device_head "pairs": one set of weights for any cluster; relabelling the
 // devices permutes the placement logits and leaves the value unchanged.
 TEST(PairsPolicy, RelabellingDevicesPermutesTheLogitsAndAnyDeviceCountFits) {

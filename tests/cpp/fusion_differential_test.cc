@@ -153,6 +153,14 @@ TEST(FusionDifferential, BigGraphsMatchTheDigestsOfThePassBeforeTheRewrite) {
 // Random DAGs (ids a random permutation of a topological order, every op kind),
 // random placements, fusion levels, size limits and windows down to 1 slot, so
 // that every refusal (size, window, opaque, reduction, convexity) happens often.
+Cluster mixed_cluster() {
+  Device cpu = test::test_device(DeviceKind::kCpu), faster = test::test_device(), wider = test::test_device();
+  faster.peak_flops *= 3;
+  wider.memory_bandwidth *= 2;
+  wider.launch_overhead = 1e-3;
+  return test::test_cluster({test::test_device(), cpu, faster, test::test_device(), wider});
+}
+
 TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
   std::mt19937 rng(2024);
   int merges = 0;
@@ -160,8 +168,10 @@ TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
     const int n = 2 + static_cast<int>(rng() % 120);
     const double edge_prob = std::uniform_real_distribution<double>(0.01, 0.3)(rng);
     const GraphPtr g = test::random_dag(rng, n, edge_prob, /*rich=*/trial % 3 == 0);
-    const int devices = 1 + static_cast<int>(rng() % 3);
-    const Cluster cluster = test::test_cluster(devices);
+    const int devices = trial % 4 == 3 ? 5 : 1 + static_cast<int>(rng() % 3);
+    // Every 4th trial: devices that differ in each cost parameter, two identical ones apart
+    // (the kernel costs of identical devices are shared, the others computed).
+    const Cluster cluster = trial % 4 == 3 ? mixed_cluster() : test::test_cluster(devices);
     std::vector<std::int32_t> placement(n);
     for (auto& p : placement) p = static_cast<std::int32_t>(rng() % devices);
     const std::vector<std::int32_t> fusion = random_levels(rng, n, 2 + static_cast<int>(rng() % 6));
