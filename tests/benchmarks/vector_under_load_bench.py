@@ -4,8 +4,9 @@ busy — the case where spinning OpenMP threads used to make the default 5-30x s
 
     python tests/benchmarks/vector_under_load_bench.py [--seconds 3] [--busy 2]
 
-goenv sets OMP_WAIT_POLICY=PASSIVE when it is imported (unless you set it): idle OpenMP
-threads sleep instead of spinning. Run with OMP_WAIT_POLICY=ACTIVE to see the old behaviour.
+goenv sets GOMP_SPINCOUNT=3000 when it is imported (unless you set it or OMP_WAIT_POLICY):
+idle OpenMP threads spin briefly, then sleep. Run with OMP_WAIT_POLICY=ACTIVE (or
+GOMP_SPINCOUNT=300000, libgomp's default) to see the old behaviour, PASSIVE for sleeping at once.
 The load is `--busy` processes spinning for the duration of the measurement only.
 """
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> dict:
         r = results[label]
         print(f"{label:5s} machine: default ({default.num_threads} threads) {r['default']:9.0f} steps/s, "
               f"1 thread {r['one_thread']:9.0f} steps/s, ratio {r['default'] / r['one_thread']:.2f}x "
-              f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')})")
+              f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')})")
     return results
 
 

@@ -8,7 +8,7 @@
 Units everywhere: seconds, bytes, and FLOPs with a multiply-accumulate counted as 2.
 """
 
-# _openmp comes first (it sorts first too): it sets OMP_WAIT_POLICY before goenv._core loads OpenMP.
+# _openmp comes first (it sorts first too): it sets GOMP_SPINCOUNT before goenv._core loads OpenMP.
 from goenv import _openmp, agents, baselines, clusters, datasets, wrappers
 from goenv._core import (
     Cluster,
