@@ -165,14 +165,9 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& segments, const
         .view({b, count, heads_, length, head_dim});
   };
   const std::int64_t last_keys = length + last_real;  // the last segment's: its memory, its real nodes
-  std::vector<torch::Tensor> parts;
-  if (s == 1) {
-    parts.push_back(attend(0, 1, length, last_keys));
-  } else {
-    parts.push_back(attend(0, 1, length, 2 * length));
-    if (s > 2) parts.push_back(attend(1, s - 2, 0, 2 * length));
-    parts.push_back(attend(s - 1, 1, 0, last_keys));
-  }
+  std::vector<torch::Tensor> parts{attend(0, 1, length, s == 1 ? last_keys : 2 * length)};  // no memory
+  if (s > 2) parts.push_back(attend(1, s - 2, 0, 2 * length));
+  if (s > 1) parts.push_back(attend(s - 1, 1, 0, last_keys));
   const torch::Tensor attended =
       (parts.size() == 1 ? parts[0] : torch::cat(parts, 1)).transpose(2, 3).reshape({m, length, hidden});
   torch::Tensor z = norm1_(segments + output_(attended));

@@ -150,9 +150,8 @@ TEST(FusionDifferential, BigGraphsMatchTheDigestsOfThePassBeforeTheRewrite) {
   EXPECT_TRUE(all_same) << "fused results differ from the pass before the rewrite (lines marked above)";
 }
 
-// Random DAGs (ids a random permutation of a topological order, every op kind),
-// random placements, fusion levels, size limits and windows down to 1 slot, so
-// that every refusal (size, window, opaque, reduction, convexity) happens often.
+// Devices that differ in each cost parameter, two identical ones apart (the kernel
+// costs of identical devices are shared, the others computed).
 Cluster mixed_cluster() {
   Device cpu = test::test_device(DeviceKind::kCpu), faster = test::test_device(), wider = test::test_device();
   faster.peak_flops *= 3;
@@ -161,6 +160,9 @@ Cluster mixed_cluster() {
   return test::test_cluster({test::test_device(), cpu, faster, test::test_device(), wider});
 }
 
+// Random DAGs (ids a random permutation of a topological order, every op kind),
+// random placements, fusion levels, size limits and windows down to 1 slot, so
+// that every refusal (size, window, opaque, reduction, convexity) happens often.
 TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
   std::mt19937 rng(2024);
   int merges = 0;
@@ -168,10 +170,8 @@ TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
     const int n = 2 + static_cast<int>(rng() % 120);
     const double edge_prob = std::uniform_real_distribution<double>(0.01, 0.3)(rng);
     const GraphPtr g = test::random_dag(rng, n, edge_prob, /*rich=*/trial % 3 == 0);
-    const int devices = trial % 4 == 3 ? 5 : 1 + static_cast<int>(rng() % 3);
-    // Every 4th trial: devices that differ in each cost parameter, two identical ones apart
-    // (the kernel costs of identical devices are shared, the others computed).
-    const Cluster cluster = trial % 4 == 3 ? mixed_cluster() : test::test_cluster(devices);
+    const Cluster cluster = trial % 4 == 3 ? mixed_cluster() : test::test_cluster(1 + static_cast<int>(rng() % 3));
+    const int devices = cluster.num_devices();
     std::vector<std::int32_t> placement(n);
     for (auto& p : placement) p = static_cast<std::int32_t>(rng() % devices);
     const std::vector<std::int32_t> fusion = random_levels(rng, n, 2 + static_cast<int>(rng() % 6));
