@@ -363,13 +363,13 @@ def test_one_core_labels_on_one_thread_and_writes_the_same_bytes(graphs, tmp_pat
     import threading
 
     writing = []  # per labelled graph: is a writer thread running beside?
-    original = folder.label_prepared
+    original = folder.label_drawn
 
-    def label_prepared(*args):
+    def label_drawn(*args):
         writing.append(any(t.name.startswith("goenv-labels-shard") for t in threading.enumerate()))
         return original(*args)
 
-    monkeypatch.setattr(folder, "label_prepared", label_prepared)
+    monkeypatch.setattr(folder, "label_drawn", label_drawn)
     monkeypatch.setattr(folder, "_spare_core", lambda: True)  # whatever the machine running the test has
     _label(graphs, tmp_path / "pipelined")
     monkeypatch.setattr(folder, "_spare_core", lambda: False)

@@ -51,3 +51,27 @@ def test_a_resumed_ray_run_labels_only_what_is_missing(tmp_path):
     assert rewritten == ["graphs-00002.parquet", "labels-00002.parquet", "manifest.json"]
     assert len(full) == 4
     goenv.datasets.open_labels(tmp_path / "full").verify()
+
+
+def test_an_actor_on_this_machine_writes_its_files_and_one_elsewhere_returns_them(tmp_path):
+    """Actors beside the folder write their shards themselves (the caller only records them);
+    an actor on another node sends the bytes back. Both are the same bytes."""
+    from goenv.labels import folder
+    from goenv.labels.ray_workers import ShardLabeller
+    from goenv.labels.sources import resolve
+
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 2, source, params={"num_nodes": 30}, progress=False)
+    resolved = resolve(str(source), None)
+    config = {"task": "placement", "cluster": resolved.cluster, "decisions_per_graph": 5, "sampler": "mix", "seed": 0,
+              "max_moves": 4, "max_fusion_size": 16, "agent_sha256": None}
+    shard = {"index": 0, "first": 0, "count": 2}
+    root = str(tmp_path / "out")
+    os.makedirs(root)
+    here = ray.get_runtime_context().get_node_id()
+    written = ShardLabeller(resolved, config, None, root, here).label(shard)
+    returned = ShardLabeller(resolved, config, None, root, "another-node").label(shard)
+    for kind in folder.KINDS:
+        entry, data = written[kind], bytes(returned[kind])
+        assert entry["file"] == folder.shard_file(kind, 0) and entry["bytes"] == len(data)
+        assert (tmp_path / "out" / entry["file"]).read_bytes() == data

@@ -35,7 +35,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
 from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
-from goenv.labels.labeller import label_prepared, prepare_graph
+from goenv.labels.labeller import draw, label_drawn, prepare_graph
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
@@ -64,37 +64,46 @@ def _goenv_version() -> str:
 # Labelling one shard: what a process or a Ray worker runs.
 
 def label_shard(source: Source, config: dict, index: int, first: int, count: int, agent_bytes: bytes | None,
-                root: str | None = None) -> dict:
+                root: str | None = None, pipelined: bool | None = None) -> dict:
     """Labels graphs [first, first + count) as shard `index`: {"index", "rows", "graphs", "labels"}.
 
-    With `root` (labelling in this process) and a spare core, three threads in a pipeline:
-    while this thread simulates graph i's decisions, another prepares graph i + 1
-    (prepare_graph: its env and heuristics) and a writer encodes graph i - 1's rows into
-    Parquet (one row group per graph) and streams them into both files there (atomically,
-    hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
-    file writes release the GIL); "graphs" and "labels" are then the files' manifest entries
-    {"file", "bytes", "sha256"}. Otherwise (a Ray actor, whose workers have the cores, or a
-    single core) all on this thread, and they are the files' bytes as pyarrow.Buffers. Every
-    graph's decisions are drawn on this thread from its own generator, in order, and the
-    files are written by the same calls either way: the bytes are the same."""
+    With `root`, the shard's two files are written there (atomically) and "graphs" and
+    "labels" are their manifest entries {"file", "bytes", "sha256"}; without, they are the
+    files' bytes as pyarrow.Buffers (a Ray actor on another machine than the folder's).
+    `pipelined` (default: with `root` and a spare core) runs three threads: while this thread
+    simulates graph i's drawn decisions, another prepares graph i + 1 (prepare_graph and draw:
+    its env, its heuristics solved and simulated, its decisions drawn) and a writer encodes
+    graph i - 1's rows into Parquet (one row group per graph) and streams them into both files
+    (hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
+    file writes release the GIL). Otherwise (a Ray actor, whose workers have the cores, or a
+    single core) all on this thread. Every graph's decisions come from its own generator and
+    the files are written by the same calls either way: the bytes are the same."""
     pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
 
     def prepare(graph_id: int) -> dict:
         graph, info = source.graph(graph_id)
         return prepare_graph(graph, info, graph_id, config)
 
-    if root is None or not _spare_core():
+    def drawn(graph_id: int) -> dict:
+        return draw(prepare(graph_id), config, agent_bytes)
+
+    if not (root is not None and _spare_core() if pipelined is None else pipelined):
         buffers = {kind: pa.BufferOutputStream() for kind in KINDS}
         writers = {kind: tables.ShardWriter(kind, buffers[kind]) for kind in KINDS}
         rows = 0
         for graph_id in range(first, first + count):
-            item = label_prepared(prepare(graph_id), config, agent_bytes)
+            item = label_drawn(drawn(graph_id), config)
             rows += len(item["runtime"])
             for kind in KINDS:
                 writers[kind].append(item)
         for kind in KINDS:
             writers[kind].close()
-        return {"index": index, "rows": rows, **{kind: buffers[kind].getvalue() for kind in KINDS}}
+        files = {kind: buffers[kind].getvalue() for kind in KINDS}
+        if root is not None:
+            files = {kind: store_shard_file(root, shard_file(kind, index), data) for kind, data in files.items()}
+        return {"index": index, "rows": rows, **files}
+    if root is None:
+        raise ValueError("a pipelined shard streams into its files: it needs the folder (root)")
 
     pending: queue.SimpleQueue = queue.SimpleQueue()  # labelled graphs, then None (done) or _ABORT
     failure: list[BaseException] = []
@@ -149,16 +158,17 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     writer.start()
     rows = 0
     try:
-        # the next graph is prepared (read, its env built, its heuristics solved) while this one is simulated
+        # the next graph is prepared (read, its env built, its heuristics solved and simulated, its
+        # decisions drawn) while this one's drawn decisions are simulated
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
-            upcoming = ahead.submit(prepare, first)
+            upcoming = ahead.submit(drawn, first)
             for graph_id in range(first, first + count):
                 if failure:
                     break
-                prepared = upcoming.result()
+                ready = upcoming.result()
                 if graph_id + 1 < first + count:
-                    upcoming = ahead.submit(prepare, graph_id + 1)
-                item = label_prepared(prepared, config, agent_bytes)
+                    upcoming = ahead.submit(drawn, graph_id + 1)
+                item = label_drawn(ready, config)
                 rows += len(item["runtime"])
                 pending.put(item)
         pending.put(None)
@@ -170,6 +180,13 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     if failure:
         raise failure[0]
     return {"index": index, "rows": rows, **entries}
+
+
+def store_shard_file(root: str, name: str, data) -> dict:
+    """Writes a shard file's bytes into the folder (atomically): its manifest entry."""
+    view = memoryview(data)
+    write_atomic(_inside(root, name), lambda file: file.write(view), what="labels shard")
+    return {"file": name, "bytes": view.nbytes, "sha256": hashlib.sha256(view).hexdigest()}
 
 
 def _spare_core() -> bool:
@@ -369,9 +386,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
             if isinstance(result[kind], dict):  # written by label_shard's writer thread
                 files[kind] = result[kind]
                 continue
-            data = memoryview(result[kind])
-            write_atomic(_inside(root, name), lambda file, data=data: file.write(data), what="labels shard")
-            files[kind] = {"file": name, "bytes": data.nbytes, "sha256": hashlib.sha256(data).hexdigest()}
+            files[kind] = store_shard_file(root, name, result[kind])
         kept[shard["index"]] = {**shard, "rows": result["rows"], "files": files}
         save_manifest()
 
@@ -390,7 +405,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         else:
             from goenv.labels.ray_workers import label_on_ray
 
-            for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address):
+            for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address, os.path.abspath(root)):
                 finished(result)
                 bar.update(plan[result["index"]]["count"])
     return Labels(root)

@@ -33,11 +33,11 @@ def simulate_all(graph, cluster, decisions: dict, max_fusion_size: int) -> dict:
 
 def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: bytes | None = None) -> dict:
     """The graph's row and its K labelled decisions, as numpy arrays (tables.py lays them out)."""
-    return label_prepared(prepare_graph(graph, info, graph_id, config), config, agent_bytes)
+    return label_drawn(draw(prepare_graph(graph, info, graph_id, config), config, agent_bytes), config)
 
 
 def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
-    """What label_prepared needs of a graph before it draws anything: its env, the heuristics
+    """What draw needs of a graph: its env, the heuristics
     of the mix (C++, the GIL released) and the graph's row. Draws nothing from the graph's
     generator, so it may run on another thread, ahead of the labelling of the graphs before."""
     cluster = get_cluster(info["cluster"])
@@ -60,20 +60,20 @@ def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
     }
 
 
-def label_prepared(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict:
-    """label_graph's result from prepare_graph's."""
+def draw(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict:
+    """Everything of a graph's labelling but simulating the drawn decisions: its K decisions
+    (the heuristics simulated, to find the base of the perturbations) from the graph's own
+    generator, so it may run on another thread than label_drawn, ahead of it."""
     graph, cluster, decider = prepared["graph"], prepared["cluster"], prepared["decider"]
     heuristics, observation = prepared["heuristics"], prepared["observation"]
     k, sampler = config["decisions_per_graph"], config["sampler"]
     counts = plan(sampler, k, len(heuristics), agent_bytes is not None)
 
-    def simulated(decisions: dict) -> dict:
-        return simulate_all(graph, cluster, decisions, config["max_fusion_size"])
-
     # The heuristics first; past K they are simulated only to find the base of the perturbations.
     first = counts["heuristics"]
     scored = heuristics if counts["perturb"] else heuristics[:first]
-    outcomes = simulated(stack([d for _, d in scored])) if scored else None
+    outcomes = simulate_all(graph, cluster, stack([d for _, d in scored]), config["max_fusion_size"]) \
+        if scored else None
     groups = [([name for name, _ in heuristics[:first]], stack([d for _, d in heuristics[:first]]))] if first else []
     if counts["perturb"]:
         feasible = [(runtime, i) for i, (runtime, oom, invalid) in
@@ -91,11 +91,18 @@ def label_prepared(prepared: dict, config: dict, agent_bytes: bytes | None = Non
     if counts["perturb"]:
         moves = decider.moves(counts["perturb"])
         drawn.append(([f"perturb:{m}" for m in moves], decider.perturb(base, moves)))
+    return {"prepared": prepared, "groups": groups + drawn,
+            "known": {key: value[:first] for key, value in outcomes.items()} if first else None,
+            "drawn": {head: np.concatenate([d[head] for _, d in drawn]) for head in HEADS} if drawn else None}
 
-    parts = [{key: value[:first] for key, value in outcomes.items()}] if first else []
-    if drawn:
-        parts.append(simulated({head: np.concatenate([d[head] for _, d in drawn]) for head in HEADS}))
-    groups += drawn
+
+def label_drawn(drawn: dict, config: dict) -> dict:
+    """draw's decisions with their outcomes: the drawn ones simulated in one call, after the
+    heuristics' outcomes draw already has."""
+    prepared, groups = drawn["prepared"], drawn["groups"]
+    parts = [drawn["known"]] if drawn["known"] is not None else []
+    if drawn["drawn"] is not None:
+        parts.append(simulate_all(prepared["graph"], prepared["cluster"], drawn["drawn"], config["max_fusion_size"]))
     return {
         "graph": prepared["row"],
         "source": [name for names, _ in groups for name in names],

@@ -1,9 +1,12 @@
-"""Labelling on Ray: N actors label whole shards; the caller writes what they return.
+"""Labelling on Ray: N actors label whole shards; the caller records them in the manifest.
 
-Ray's own ActorPool hands the shards out (no scheduler of goenv's), each actor runs the same
-label_shard as a single process, and results come back as Parquet bytes, so the files are
-byte-identical whatever the worker count. A shard's work lives only in its actor until it
-returns: a run killed while N shards are in flight labels those N again when resumed.
+Ray's own ActorPool hands the shards out (no scheduler of goenv's) and each actor runs the
+same label_shard as a single process, on one thread: an actor on the caller's machine writes
+the shard's files into the folder itself (so the caller's process does not serialize the
+writing of N actors), one on another machine returns them as Parquet bytes for the caller to
+write. Either way the files are byte-identical whatever the worker count. A shard counts as
+done once the caller records it: a run killed while N shards are in flight labels those N
+again when resumed (their files, if written, are replaced).
 """
 
 from __future__ import annotations
@@ -16,21 +19,26 @@ from goenv.labels.sources import Source
 class ShardLabeller:
     """One Ray actor: labels shards of one source and configuration."""
 
-    def __init__(self, source: Source, config: dict, agent_bytes: bytes | None):
+    def __init__(self, source: Source, config: dict, agent_bytes: bytes | None, root: str, root_node: str):
+        import ray
+
         import goenv  # noqa: F401 (sets the OpenMP wait policy before anything runs)
 
         self.source, self.config, self.agent_bytes = source, config, agent_bytes
+        # the folder (absolute) where it is: on the caller's machine; elsewhere the files go back as bytes
+        self.root = root if ray.get_runtime_context().get_node_id() == root_node else None
 
     def label(self, shard: dict) -> dict:
         from goenv.labels.folder import label_shard
 
         return label_shard(self.source, self.config, shard["index"], shard["first"], shard["count"],
-                           self.agent_bytes)
+                           self.agent_bytes, self.root, pipelined=False)
 
 
 def label_on_ray(source: Source, config: dict, shards: list[dict], agent_bytes: bytes | None, workers: int,
-                 address: str | None) -> Iterator[dict]:
-    """Labels `shards` on `workers` actors, yielding each result as it finishes (any order)."""
+                 address: str | None, root: str) -> Iterator[dict]:
+    """Labels `shards` on `workers` actors, yielding each result as it finishes (any order);
+    actors on this machine write their files into `root` (an absolute path)."""
     import ray
     from ray.util import ActorPool
 
@@ -43,7 +51,8 @@ def label_on_ray(source: Source, config: dict, shards: list[dict], agent_bytes: 
     try:
         labeller = ray.remote(num_cpus=1)(ShardLabeller)
         agent_ref = ray.put(agent_bytes)
-        actors = [labeller.remote(source, config, agent_ref) for _ in range(min(workers, len(shards)))]
+        here = ray.get_runtime_context().get_node_id()
+        actors = [labeller.remote(source, config, agent_ref, root, here) for _ in range(min(workers, len(shards)))]
         yield from ActorPool(actors).map_unordered(lambda actor, shard: actor.label.remote(shard), shards)
     finally:
         for actor in actors:

@@ -147,7 +147,10 @@ class ShardWriter:
     def __init__(self, kind: str, sink):
         self.pa = pyarrow()
         self.build = {"graphs": graphs_table, "labels": labels_table}[kind]
-        self.sink = sink if isinstance(sink, self.pa.NativeFile) else self.pa.PythonFile(sink, mode="w")
+        # buffered: the Python sink is called once a megabyte, not once a page (each call takes the GIL)
+        self.given = sink
+        self.sink = sink if isinstance(sink, self.pa.NativeFile) else \
+            self.pa.output_stream(self.pa.PythonFile(sink, mode="w"), buffer_size=1 << 20)
         self.writer = None
 
     def append(self, item: dict) -> None:
@@ -160,6 +163,8 @@ class ShardWriter:
         if self.writer is None:
             raise ValueError("a shard has at least one graph")
         self.writer.close()
+        if self.sink is not self.given:
+            self.sink.flush()  # the buffer's rest into the given sink (which stays open: it is the caller's)
 
 
 def from_parquet(data: bytes):
