@@ -467,3 +467,27 @@ def test_labels_do_not_depend_on_other_threads_calling_libc_rand(tmp_path):
         stop.set()
         spinner.join()
     assert _files(tmp_path / "busy") == _files(tmp_path / "quiet")
+
+
+def test_a_shard_writer_leaves_the_callers_file_open_and_writes_what_a_buffer_gets(graphs, tmp_path):
+    """ShardWriter buffers a Python sink (one GIL-taking write a megabyte); pyarrow closes what it
+    wraps when done, but the sink is the caller's: write_atomic flushes and fsyncs it after."""
+    import gc
+    import io
+
+    from goenv.labels import tables
+
+    labels = _label(graphs, tmp_path / "labels")
+    item = {"graph": {**labels.graph(0), "graph": labels.graph(0)["goenv_graph"],
+                      "node_features": labels.graph(0)["node_features"]},
+            **{key: value for key, value in labels.decisions(0).items() if key not in ("graph_id", "decision")}}
+    for kind in ("graphs", "labels"):
+        sink, reference = io.BytesIO(), tables.pyarrow().BufferOutputStream()
+        for target in (sink, reference):
+            writer = tables.ShardWriter(kind, target)
+            writer.append(item)
+            writer.close()
+            del writer
+        gc.collect()
+        assert not sink.closed
+        assert sink.getvalue() == reference.getvalue().to_pybytes()

@@ -150,7 +150,7 @@ class ShardWriter:
         # buffered: the Python sink is called once a megabyte, not once a page (each call takes the GIL)
         self.given = sink
         self.sink = sink if isinstance(sink, self.pa.NativeFile) else \
-            self.pa.output_stream(self.pa.PythonFile(sink, mode="w"), buffer_size=1 << 20)
+            self.pa.output_stream(self.pa.PythonFile(_LeftOpen(sink), mode="w"), buffer_size=1 << 20)
         self.writer = None
 
     def append(self, item: dict) -> None:
@@ -165,6 +165,19 @@ class ShardWriter:
         self.writer.close()
         if self.sink is not self.given:
             self.sink.flush()  # the buffer's rest into the given sink (which stays open: it is the caller's)
+
+
+class _LeftOpen:
+    """The caller's sink as pyarrow sees it: pyarrow closes the file it wraps when it is done
+    with it, but the sink is the caller's to close (write_atomic still flushes and fsyncs it)."""
+
+    closed = False
+
+    def __init__(self, sink):
+        self.write, self.flush = sink.write, sink.flush
+
+    def close(self) -> None:
+        pass
 
 
 def from_parquet(data: bytes):
