@@ -2,8 +2,10 @@
 
 - samples/s of goenv.datasets.label on 1,000- and 10,000-node graphs against the bare
   simulation of the same decisions (goenv's simulator called in a loop on the labelled
-  decisions, nothing else): target label time <= 1.5x the bare simulation time;
-- Ray: the same labelling with 2 workers against 1 (target >= 1.7x), outputs byte-identical.
+  decisions, nothing else), 3 runs each, interleaved: target label time <= 1.5x the bare
+  simulation time (medians);
+- Ray: the same labelling with 2 workers against 1, 3 runs each (target >= 1.7x, medians),
+  outputs byte-identical.
 
     python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme README.md]
     python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme README.md
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
+REPEATS = 3  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
 IDLE = "writer thread waiting"  # not a part: left out of the table
 
 
@@ -114,10 +117,14 @@ def throughput(folder: str, nodes: int, count: int) -> dict:
     goenv.datasets.label(source, os.path.join(folder, "warm"), task=TASK, cluster=CLUSTER, decisions_per_graph=2,
                          progress=False, overwrite=True)  # imports and first calls out of the timing
     out = os.path.join(folder, f"labels-{nodes}")
-    start, start_cpu = time.perf_counter(), time.process_time()
-    labels = goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, progress=False)
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
-    bare, bare_cpu = bare_simulation_seconds(labels)
+    runs = []  # (label seconds, its CPU seconds, bare seconds, their CPU seconds): REPEATS runs, interleaved
+    for repeat in range(REPEATS):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        labels = goenv.datasets.label(source, f"{out}-{repeat}", task=TASK, cluster=CLUSTER, decisions_per_graph=K,
+                                      progress=False)
+        runs.append((time.perf_counter() - start, time.process_time() - start_cpu, *bare_simulation_seconds(labels)))
+    seconds, cpu_seconds, bare, bare_cpu = (float(np.median(column)) for column in zip(*runs))
+    ratios = [run[0] / run[2] for run in runs]
     samples = labels.num_decisions
     with stopwatch() as spent:  # a second run, timed by part (the wrappers cost a little)
         goenv.datasets.label(source, out + "-parts", task=TASK, cluster=CLUSTER, decisions_per_graph=K,
@@ -125,6 +132,7 @@ def throughput(folder: str, nodes: int, count: int) -> dict:
     return {"parts_seconds": dict(spent), "nodes": nodes, "graphs": count, "samples": samples,
             "label_seconds": seconds, "bare_seconds": bare,
             "label_samples_per_s": samples / seconds, "bare_samples_per_s": samples / bare, "ratio": seconds / bare,
+            "ratio_range": [min(ratios), max(ratios)], "repeats": REPEATS,
             "label_cpu_seconds": cpu_seconds, "bare_cpu_seconds": bare_cpu, "cpu_ratio": cpu_seconds / bare_cpu,
             "mean_nodes": float(np.mean([labels.graph(i)["num_nodes"] for i in range(len(labels))]))}
 
@@ -138,33 +146,38 @@ def ray_scaling(folder: str, nodes: int, count: int) -> dict:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     label_on_ray = ray_workers.label_on_ray
-    timings, steady = {}, {}
+    timings, steady = {1: [], 2: []}, {1: [], 2: []}  # per worker count, one entry a run
     try:
-        for workers in (1, 2):
-            out = os.path.join(folder, f"ray-{workers}")
-            finished = []
+        for repeat in range(REPEATS):
+            for workers in (1, 2):
+                out = os.path.join(folder, f"ray-{workers}-{repeat}")
+                finished = []
 
-            def stamped(*args, **kwargs):  # when each shard comes back: the actors' start is the first wait
-                for result in label_on_ray(*args, **kwargs):
-                    finished.append(time.perf_counter())
-                    yield result
+                def stamped(*args, **kwargs):  # when each shard comes back: the actors' start is the first wait
+                    for result in label_on_ray(*args, **kwargs):
+                        finished.append(time.perf_counter())
+                        yield result
 
-            ray_workers.label_on_ray = stamped
-            start = time.perf_counter()
-            goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, shard_size=2,
-                                 workers=workers, progress=False)
-            timings[workers] = time.perf_counter() - start
-            # shards per second once the first returned (every actor has started by then, or soon after)
-            steady[workers] = (len(finished) - 1) / (finished[-1] - finished[0])
+                ray_workers.label_on_ray = stamped
+                start = time.perf_counter()
+                goenv.datasets.label(source, out, task=TASK, cluster=CLUSTER, decisions_per_graph=K, shard_size=2,
+                                     workers=workers, progress=False)
+                timings[workers].append(time.perf_counter() - start)
+                # shards per second once the first returned (every actor has started by then, or soon after)
+                steady[workers].append((len(finished) - 1) / (finished[-1] - finished[0]))
     finally:
         ray_workers.label_on_ray = label_on_ray
         ray.shutdown()
     local = os.path.join(folder, "ray-0")
     goenv.datasets.label(source, local, task=TASK, cluster=CLUSTER, decisions_per_graph=K, shard_size=2,
                          progress=False)
-    identical = files(local) == files(os.path.join(folder, "ray-1")) == files(os.path.join(folder, "ray-2"))
-    return {"nodes": nodes, "graphs": count, "samples": count * K, "seconds_1": timings[1], "seconds_2": timings[2],
-            "speedup": timings[1] / timings[2], "steady_speedup": steady[2] / steady[1], "byte_identical": identical}
+    identical = all(files(local) == files(os.path.join(folder, f"ray-{workers}-{repeat}"))
+                    for workers in (1, 2) for repeat in range(REPEATS))
+    seconds = {workers: float(np.median(timings[workers])) for workers in (1, 2)}
+    ratios = [one / two for one, two in zip(timings[1], timings[2])]
+    return {"nodes": nodes, "graphs": count, "samples": count * K, "seconds_1": seconds[1], "seconds_2": seconds[2],
+            "speedup": seconds[1] / seconds[2], "speedup_range": [min(ratios), max(ratios)], "repeats": REPEATS,
+            "steady_speedup": float(np.median(steady[2]) / np.median(steady[1])), "byte_identical": identical}
 
 
 def table(results: dict) -> str:
@@ -178,17 +191,21 @@ def table(results: dict) -> str:
         split = ", ".join(f"{key} {value / row['samples'] * 1e3:.2f}" for key, value in
                           sorted(parts.items(), key=lambda item: -item[1]) if key != IDLE)
         cpu = f"; CPU time {row['cpu_ratio']:.2f}x, all threads" if "cpu_ratio" in row else ""
+        spread = (f" (median of {row['repeats']} runs, each {row['ratio_range'][0]:.2f}-{row['ratio_range'][1]:.2f}x)"
+                  if "ratio_range" in row else "")
         lines.append(f"| labelling, {row['nodes']:,}-node graphs ({row['graphs']} graphs, {row['samples']:,} samples) "
                      f"| {row['label_samples_per_s']:,.0f} samples/s; bare simulation of the same decisions "
-                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time{cpu} (ms per sample: "
+                     f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time{spread}{cpu} (ms per sample: "
                      f"{split}) | <= 1.5x |")
     ray_row = results.get("ray")
     if ray_row:
+        ray_spread = (f" (median of {ray_row['repeats']} runs each, run pairs {ray_row['speedup_range'][0]:.2f}-"
+                      f"{ray_row['speedup_range'][1]:.2f}x)" if "speedup_range" in ray_row else "")
         when = (f"; measured at `{ray_row['commit'][:10]}`, load average {ray_row['load']:.1f}"
                 if "commit" in ray_row else "")
         lines.append(f"| Ray, 2 workers vs 1 ({ray_row['graphs']} graphs of {ray_row['nodes']:,} nodes, "
                      f"{ray_row['samples']:,} samples{when}) | **{ray_row['speedup']:.2f}x** end to end, actors' start "
-                     f"included; "
+                     f"included{ray_spread}; "
                      f"{ray_row.get('steady_speedup', float('nan')):.2f}x in shards per second after the first "
                      f"({ray_row['seconds_1']:.1f} s vs {ray_row['seconds_2']:.1f} s); files byte-identical to one "
                      f"process: {'yes' if ray_row['byte_identical'] else 'NO'} | >= 1.7x |")
