@@ -37,9 +37,8 @@ def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: byt
 
 
 def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
-    """What draw needs of a graph: its env, the heuristics
-    of the mix (C++, the GIL released) and the graph's row. Draws nothing from the graph's
-    generator, so it may run on another thread, ahead of the labelling of the graphs before."""
+    """What draw needs of a graph: its env, the heuristics of the mix (C++, the GIL released)
+    and the graph's row. Draws nothing from the graph's generator."""
     cluster = get_cluster(info["cluster"])
     core = _core.make_env_on_graph(config["task"], graph, cluster, max_fusion_size=config["max_fusion_size"])
     observation, _ = core.reset(0)
