@@ -53,9 +53,11 @@ def test_a_resumed_ray_run_labels_only_what_is_missing(tmp_path):
     goenv.datasets.open_labels(tmp_path / "full").verify()
 
 
-def test_an_actor_on_this_machine_writes_its_files_and_one_elsewhere_returns_them(tmp_path):
-    """Actors beside the folder write their shards themselves (the caller only records them);
-    an actor on another node sends the bytes back. Both are the same bytes."""
+def test_an_actor_that_sees_the_folder_writes_its_files_and_one_that_does_not_returns_them(tmp_path):
+    """Actors that see the caller's folder (its probe file: this machine, or a shared file
+    system) write their shards themselves and the caller only records them; an actor that does
+    not (another machine, a Ray Client cluster) sends the bytes back. The same bytes either way,
+    and the probe is gone after the run."""
     from goenv.labels import folder
     from goenv.labels.ray_workers import ShardLabeller
     from goenv.labels.sources import resolve
@@ -68,10 +70,23 @@ def test_an_actor_on_this_machine_writes_its_files_and_one_elsewhere_returns_the
     shard = {"index": 0, "first": 0, "count": 2}
     root = str(tmp_path / "out")
     os.makedirs(root)
-    here = ray.get_runtime_context().get_node_id()
-    written = ShardLabeller(resolved, config, None, root, here).label(shard)
-    returned = ShardLabeller(resolved, config, None, root, "another-node").label(shard)
+    with folder._probe(root) as probe:
+        written = ShardLabeller(resolved, config, None, root, probe).label(shard)
+        returned = ShardLabeller(resolved, config, None, root, probe + "-on-another-machine").label(shard)
     for kind in folder.KINDS:
         entry, data = written[kind], bytes(returned[kind])
         assert entry["file"] == folder.shard_file(kind, 0) and entry["bytes"] == len(data)
         assert (tmp_path / "out" / entry["file"]).read_bytes() == data
+    assert sorted(os.listdir(root)) == sorted(folder.shard_file(kind, 0) for kind in folder.KINDS)
+
+
+def test_a_probe_left_by_a_killed_run_is_cleaned_up(tmp_path):
+    from goenv.labels import folder
+
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 2, source, params={"num_nodes": 30}, progress=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f"{folder._PROBE}{folder._TMP_MARK}0123456789abcdef").write_bytes(b"")
+    goenv.datasets.label(source, out, decisions_per_graph=3, shard_size=1, workers=1, progress=False)
+    assert not [name for name in os.listdir(out) if name.startswith(".")]

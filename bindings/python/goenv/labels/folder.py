@@ -18,11 +18,13 @@ raises goenv.InvalidGraph on a mismatch.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import queue
 import re
+import secrets
 import sys
 import tempfile
 import threading
@@ -46,6 +48,7 @@ KINDS = ("graphs", "labels")
 MAX_MANIFEST_BYTES = 256 << 20
 _SHARD_FILE = re.compile(r"(graphs|labels)-(\d{5,})\.parquet")
 _TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
+_PROBE = ".goenv-labels-probe"  # _probe's files
 
 
 def shard_file(kind: str, index: int) -> str:
@@ -298,10 +301,29 @@ def _shard_names(root: str) -> list[str]:
     return sorted(name for name in os.listdir(root) if _SHARD_FILE.fullmatch(name))
 
 
+@contextlib.contextmanager
+def _probe(root: str) -> Iterator[str]:
+    """An empty file in the folder, there while Ray actors run: an actor that sees it (on this
+    machine, or sharing its file system) writes its shards into the folder itself; one that does
+    not (another machine, a Ray Client cluster) sends them back. Its name: PROBE.tmp-RANDOM."""
+    name = f"{_PROBE}{_TMP_MARK}{secrets.token_hex(8)}"
+    path = _inside(root, name)
+    with open(path, "xb"):
+        pass
+    try:
+        yield name
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _clean_temporaries(root: str) -> None:
-    """Removes what killed writers left: temporary shard and manifest files (only ours)."""
+    """Removes what killed writers left: temporary shard and manifest files, probes (only ours)."""
     for name in os.listdir(root):
-        if name.startswith(".") and _TMP_MARK in name and (".parquet" in name or MANIFEST in name):
+        if name.startswith(".") and _TMP_MARK in name and (".parquet" in name or MANIFEST in name or
+                                                           name.startswith(_PROBE)):
             try:
                 os.unlink(os.path.join(root, name))
             except OSError:
@@ -405,9 +427,11 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         else:
             from goenv.labels.ray_workers import label_on_ray
 
-            for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address, os.path.abspath(root)):
-                finished(result)
-                bar.update(plan[result["index"]]["count"])
+            with _probe(root) as probe:
+                for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address,
+                                           os.path.abspath(root), probe):
+                    finished(result)
+                    bar.update(plan[result["index"]]["count"])
     return Labels(root)
 
 

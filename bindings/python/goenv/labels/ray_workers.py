@@ -1,9 +1,10 @@
 """Labelling on Ray: N actors label whole shards; the caller records them in the manifest.
 
 Ray's own ActorPool hands the shards out (no scheduler of goenv's) and each actor runs the
-same label_shard as a single process, on one thread: an actor on the caller's machine writes
-the shard's files into the folder itself (so the caller's process does not serialize the
-writing of N actors), one on another machine returns them as Parquet bytes for the caller to
+same label_shard as a single process, on one thread: an actor that sees the caller's folder
+(its probe file: the same machine, or a file system they share) writes the shard's files into
+it itself, so the caller's process does not serialize the writing of N actors; one that does
+not (another machine, a Ray Client cluster) returns them as Parquet bytes for the caller to
 write. Either way the files are byte-identical whatever the worker count. A shard counts as
 done once the caller records it: a run killed while N shards are in flight labels those N
 again when resumed (their files, if written, are replaced).
@@ -19,14 +20,14 @@ from goenv.labels.sources import Source
 class ShardLabeller:
     """One Ray actor: labels shards of one source and configuration."""
 
-    def __init__(self, source: Source, config: dict, agent_bytes: bytes | None, root: str, root_node: str):
-        import ray
+    def __init__(self, source: Source, config: dict, agent_bytes: bytes | None, root: str, probe: str):
+        import os
 
         import goenv  # noqa: F401 (sets the OpenMP wait policy before anything runs)
 
         self.source, self.config, self.agent_bytes = source, config, agent_bytes
-        # the folder (absolute) where it is: on the caller's machine; elsewhere the files go back as bytes
-        self.root = root if ray.get_runtime_context().get_node_id() == root_node else None
+        # the caller's folder (absolute) if this actor sees it, by the probe file the caller put there
+        self.root = root if os.path.isfile(os.path.join(root, probe)) else None
 
     def label(self, shard: dict) -> dict:
         from goenv.labels.folder import label_shard
@@ -36,9 +37,9 @@ class ShardLabeller:
 
 
 def label_on_ray(source: Source, config: dict, shards: list[dict], agent_bytes: bytes | None, workers: int,
-                 address: str | None, root: str) -> Iterator[dict]:
+                 address: str | None, root: str, probe: str) -> Iterator[dict]:
     """Labels `shards` on `workers` actors, yielding each result as it finishes (any order);
-    actors on this machine write their files into `root` (an absolute path)."""
+    actors that see the file `probe` in `root` (an absolute path) write their files there."""
     import ray
     from ray.util import ActorPool
 
@@ -51,8 +52,7 @@ def label_on_ray(source: Source, config: dict, shards: list[dict], agent_bytes: 
     try:
         labeller = ray.remote(num_cpus=1)(ShardLabeller)
         agent_ref = ray.put(agent_bytes)
-        here = ray.get_runtime_context().get_node_id()
-        actors = [labeller.remote(source, config, agent_ref, root, here) for _ in range(min(workers, len(shards)))]
+        actors = [labeller.remote(source, config, agent_ref, root, probe) for _ in range(min(workers, len(shards)))]
         yield from ActorPool(actors).map_unordered(lambda actor, shard: actor.label.remote(shard), shards)
     finally:
         for actor in actors:
