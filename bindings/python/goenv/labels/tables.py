@@ -148,7 +148,6 @@ class ShardWriter:
         self.pa = pyarrow()
         self.build = {"graphs": graphs_table, "labels": labels_table}[kind]
         # buffered: the Python sink is called once a megabyte, not once a page (each call takes the GIL)
-        self.given = sink
         self.sink = sink if isinstance(sink, self.pa.NativeFile) else \
             self.pa.output_stream(self.pa.PythonFile(_LeftOpen(sink), mode="w"), buffer_size=1 << 20)
         self.writer = None
@@ -163,8 +162,7 @@ class ShardWriter:
         if self.writer is None:
             raise ValueError("a shard has at least one graph")
         self.writer.close()
-        if self.sink is not self.given:
-            self.sink.flush()  # the buffer's rest into the given sink (which stays open: it is the caller's)
+        self.sink.flush()  # a buffer's rest into the given sink (which stays open: it is the caller's)
 
 
 class _LeftOpen:
