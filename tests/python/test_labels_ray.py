@@ -3,6 +3,7 @@ the single-process run whatever the worker count. One Ray session for the module
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -53,13 +54,13 @@ def test_a_resumed_ray_run_labels_only_what_is_missing(tmp_path):
     goenv.datasets.open_labels(tmp_path / "full").verify()
 
 
-def test_an_actor_that_sees_the_folder_writes_its_files_and_one_that_does_not_returns_them(tmp_path):
-    """Actors that see the caller's folder (its probe file: this machine, or a shared file
-    system) write their shards themselves and the caller only records them; an actor that does
+def test_a_task_that_sees_the_folder_writes_its_files_and_one_that_does_not_returns_them(tmp_path):
+    """Tasks that see the caller's folder (its probe file: this machine, or a shared file
+    system) write their shards themselves and the caller only records them; a task that does
     not (another machine, a Ray Client cluster) sends the bytes back. The same bytes either way,
     and the probe is gone after the run."""
     from goenv.labels import folder
-    from goenv.labels.ray_workers import ShardLabeller
+    from goenv.labels.ray_workers import label_shard_task
     from goenv.labels.sources import resolve
 
     source = tmp_path / "ds"
@@ -71,13 +72,62 @@ def test_an_actor_that_sees_the_folder_writes_its_files_and_one_that_does_not_re
     root = str(tmp_path / "out")
     os.makedirs(root)
     with folder._probe(root) as probe:
-        written = ShardLabeller(resolved, config, None, root, probe).label(shard)
-        returned = ShardLabeller(resolved, config, None, root, probe + "-on-another-machine").label(shard)
+        written = label_shard_task(resolved, resolved.identity, config, None, root, probe, shard)
+        returned = label_shard_task(resolved, resolved.identity, config, None, root, probe + "-elsewhere", shard)
     for kind in folder.KINDS:
         entry, data = written[kind], bytes(returned[kind])
         assert entry["file"] == folder.shard_file(kind, 0) and entry["bytes"] == len(data)
         assert (tmp_path / "out" / entry["file"]).read_bytes() == data
     assert sorted(os.listdir(root)) == sorted(folder.shard_file(kind, 0) for kind in folder.KINDS)
+
+
+def test_a_worker_keeps_its_source_open_only_while_the_source_is_the_same(tmp_path):
+    from goenv.labels.ray_workers import _opened
+    from goenv.labels.sources import resolve
+
+    source = tmp_path / "ds"
+    goenv.datasets.generate("random-series-parallel", 2, source, params={"num_nodes": 30}, progress=False)
+    first = resolve(str(source), None)
+    assert _opened(first, first.identity) is first
+    again = resolve(str(source), None)
+    assert _opened(again, again.identity) is first  # the same dataset: the open one
+    goenv.datasets.generate("random-series-parallel", 2, source, params={"num_nodes": 31}, progress=False,
+                            overwrite=True)
+    regenerated = resolve(str(source), None)
+    assert _opened(regenerated, regenerated.identity) is regenerated  # new content: opened again
+    other = resolve(str(source), "2xgpu-nvlink")
+    assert _opened(other, other.identity) is other  # another cluster
+
+
+def test_warm_workers_label_a_dataset_regenerated_in_place(tmp_path):
+    """The second run of a session lands on workers that keep the first run's source open: a
+    dataset regenerated in place must be read again (the same bytes as one process)."""
+    source = tmp_path / "ds"
+    options = {"decisions_per_graph": 3, "shard_size": 1, "progress": False}
+    goenv.datasets.generate("random-series-parallel", 4, source, params={"num_nodes": 30}, progress=False)
+    goenv.datasets.label(source, tmp_path / "before", workers=2, **options)
+    goenv.datasets.generate("random-series-parallel", 4, source, params={"num_nodes": 30}, seed=9, progress=False,
+                            overwrite=True)
+    goenv.datasets.label(source, tmp_path / "after", workers=2, **options)
+    goenv.datasets.label(source, tmp_path / "local", **options)
+    assert _files(tmp_path / "after") == _files(tmp_path / "local")
+    assert _files(tmp_path / "after") != _files(tmp_path / "before")
+
+
+def test_a_failing_shard_stops_the_run_and_keeps_what_finished(tmp_path):
+    graphs = []
+    for i in range(3):
+        path = tmp_path / f"g{i}.goenv"
+        goenv.datasets.load("random-series-parallel", num_nodes=30, seed=i).save(str(path))
+        graphs.append(str(path))
+    damaged = bytearray(open(graphs[2], "rb").read())
+    damaged[len(damaged) // 2] ^= 0xFF  # the worker's read of the last graph fails its checksum
+    open(graphs[2], "wb").write(bytes(damaged))
+    with pytest.raises(goenv.InvalidGraph):  # the worker's error, as Ray raises it (a subclass)
+        goenv.datasets.label(graphs, tmp_path / "out", decisions_per_graph=2, shard_size=1, workers=1,
+                             progress=False)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert not manifest["complete"] and [shard["index"] for shard in manifest["shards"]] == [0, 1]
 
 
 def test_a_probe_left_by_a_killed_run_is_cleaned_up(tmp_path):

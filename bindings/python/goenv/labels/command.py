@@ -31,7 +31,7 @@ def add_label_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--shard-size", type=int, default=16, help="graphs per shard (default: %(default)s)")
     parser.add_argument("--agent", metavar="CHECKPOINT", help="an agent whose samples join the mix")
     parser.add_argument("--workers", type=int, default=0,
-                        help="Ray actors labelling shards; 0 labels in this process (default: %(default)s)")
+                        help="Ray workers labelling shards at once; 0 labels in this process (default: %(default)s)")
     parser.add_argument("--address", help="join the Ray cluster at ADDR instead of starting a local Ray")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace labels made otherwise in --out (never done otherwise)")

@@ -72,13 +72,13 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
 
     With `root`, the shard's two files are written there (atomically) and "graphs" and
     "labels" are their manifest entries {"file", "bytes", "sha256"}; without, they are the
-    files' bytes as pyarrow.Buffers (a Ray actor on another machine than the folder's).
+    files' bytes as pyarrow.Buffers (a Ray worker on another machine than the folder's).
     `pipelined` (default: with `root` and a spare core) runs three threads: while this thread
     simulates graph i's drawn decisions, another prepares graph i + 1 (prepare_graph and draw:
     its env, its heuristics solved and simulated, its decisions drawn) and a writer encodes
     graph i - 1's rows into Parquet (one row group per graph) and streams them into both files
     (hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
-    file writes release the GIL). Otherwise (a Ray actor, whose workers have the cores, or a
+    file writes release the GIL). Otherwise (a Ray task, whose workers have the cores, or a
     single core) all on this thread. Every graph's decisions come from its own generator and
     the files are written by the same calls either way: the bytes are the same."""
     pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
@@ -303,7 +303,7 @@ def _shard_names(root: str) -> list[str]:
 
 @contextlib.contextmanager
 def _probe(root: str) -> Iterator[str]:
-    """An empty file in the folder, there while Ray actors run: an actor that sees it (on this
+    """An empty file in the folder, there while Ray tasks run: a task that sees it (on this
     machine, or sharing its file system) writes its shards into the folder itself; one that does
     not (another machine, a Ray Client cluster) sends them back. Its name: PROBE.tmp-RANDOM."""
     name = f"{_PROBE}{_TMP_MARK}{secrets.token_hex(8)}"
@@ -363,8 +363,8 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     graph's own: its family's default cluster, the suite's, or 2xgpu-nvlink for files).
     sampler: "mix" (default), "random", "perturb" or "policy" (goenv.labels.decisions says what
     each draws); agent: a goenv agent or checkpoint path whose samples join the mix. seed:
-    graph i's decisions come from a generator seeded by (seed, i). workers=N labels shards on N
-    Ray actors (address= joins a running Ray cluster; the source must be readable there):
+    graph i's decisions come from a generator seeded by (seed, i). workers=N labels shards as
+    Ray tasks, N at a time (address= joins a running Ray cluster; the source must be readable there):
     the files are byte-identical to workers=0, which labels in this process.
     Resumable and never destructive without overwrite=True (see the module's docstring).
     """
@@ -428,7 +428,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
             from goenv.labels.ray_workers import label_on_ray
 
             with _probe(root) as probe:
-                for result in label_on_ray(resolved, config, todo, agent_bytes, workers, address,
+                for result in label_on_ray(resolved, identity["source"], config, todo, agent_bytes, workers, address,
                                            os.path.abspath(root), probe):
                     finished(result)
                     bar.update(plan[result["index"]]["count"])
