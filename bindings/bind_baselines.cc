@@ -21,8 +21,10 @@ void bind_baselines(py::module_& m) {
     d["description"] = b.description;
     return d;
   }, py::arg("name"));
-  m.def("solve_baseline", [](Env& env, const std::string& name, std::int64_t simulator_calls, std::uint64_t seed) {
-    BaselineResult r = guarded(env.guard(), [&] { return solve_baseline(env, name, {simulator_calls, seed}); });
+  m.def("solve_baseline", [](Env& env, const std::string& name, std::int64_t simulator_calls, std::uint64_t seed,
+                             bool measure) {
+    BaselineResult r =
+        guarded(env.guard(), [&] { return solve_baseline(env, name, {simulator_calls, seed}, measure); });
     const auto n = static_cast<py::ssize_t>(r.decisions.placement.size());
     py::dict d;
     d["method"] = r.method;
@@ -41,7 +43,9 @@ void bind_baselines(py::module_& m) {
     d["initial_runtime"] = r.initial_runtime;
     return d;
   }, py::arg("env"), py::arg("name"), py::arg("simulator_calls") = 1000, py::arg("seed") = 0,
-     "Runs a baseline on the env without touching its episode; see goenv.baselines.solve.");
+     py::arg("measure") = true,
+     "Runs a baseline on the env without touching its episode; see goenv.baselines.solve. measure=False: the "
+     "decisions only (runtime and lower_bound NaN), for callers that simulate them themselves.");
   m.def("quantize_priorities", [](py::handle values, int levels) {
     const py::array array = py::array::ensure(values);
     GOENV_CHECK(array && array.ndim() == 1, InvalidArgument, "priorities must be a 1-D array");

@@ -164,7 +164,7 @@ std::vector<std::string> baseline_names(const std::string& task) {
   return names;
 }
 
-BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& budget) {
+BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& budget, bool measure) {
   const Baseline& method = baseline(name);
   GOENV_CHECK(budget.simulator_calls >= 0, InvalidArgument,
               "the simulator-call budget must be >= 0, got " << budget.simulator_calls);
@@ -188,18 +188,22 @@ BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& b
   GOENV_CHECK(s.placement.size() == n && s.priority.size() == n && s.fusion.size() == n, Error,
               "baseline '" << name << "' returned decisions of the wrong length");
 
-  const SimulationResult& r = env.evaluate(s.placement, s.priority, s.fusion);
   BaselineResult out;
   out.method = name;
-  out.runtime = r.runtime;
-  out.oom = r.oom;
-  out.invalid = r.invalid;
-  out.invalid_reason = r.invalid_reason;
+  if (measure) {
+    const SimulationResult& r = env.evaluate(s.placement, s.priority, s.fusion);
+    out.runtime = r.runtime;
+    out.oom = r.oom;
+    out.invalid = r.invalid;
+    out.invalid_reason = r.invalid_reason;
+    out.lower_bound = lower_bound(env.graph(), env.cluster()).value;
+  } else {
+    out.runtime = out.lower_bound = std::numeric_limits<double>::quiet_NaN();
+  }
   out.decisions = std::move(s);
   out.simulator_calls = problem.calls();
   out.curve = problem.curve();
   out.seconds = std::chrono::duration<double>(end - begin).count();
-  out.lower_bound = lower_bound(env.graph(), env.cluster()).value;
   out.initial_runtime = problem.initial_runtime();
   return out;
 }

@@ -145,8 +145,11 @@ const Baseline& baseline(const std::string& name);  // NotFound lists the known 
 std::vector<std::string> baseline_names(const std::string& task = "");
 
 // Runs a baseline. NotFound for an unknown name; InvalidArgument when the env's
-// task has none of the method's heads or the budget is negative.
-BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& budget = {});
+// task has none of the method's heads or the budget is negative. measure=false
+// leaves out the final measurement (one simulation of the decisions and the lower
+// bound: runtime and lower_bound are NaN, oom and invalid false) for callers that
+// simulate the decisions themselves, as labelling does in one batch.
+BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& budget = {}, bool measure = true);
 
 // --- Helpers shared by the method files. ---
 

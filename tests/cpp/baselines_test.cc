@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -180,6 +181,24 @@ TEST(Baselines, SolvingLeavesTheEpisodeAlone) {
   EXPECT_EQ(env->placement(), placement);
   EXPECT_EQ(env->last_result().runtime, runtime);
   EXPECT_EQ(r.initial_runtime, env->initial_runtime());
+}
+
+TEST(Baselines, UnmeasuredGivesTheSameDecisionsAndNoRuntime) {
+  for (const char* task : kTasks) {
+    Env& env = *inception_env(task);
+    for (const std::string& name : baseline_names(task)) {
+      SCOPED_TRACE(std::string(task) + ", " + name);
+      const BaselineResult measured = solve_baseline(env, name, {10, 3});
+      const BaselineResult decided = solve_baseline(env, name, {10, 3}, /*measure=*/false);
+      EXPECT_EQ(decided.decisions.placement, measured.decisions.placement);
+      EXPECT_EQ(decided.decisions.priority, measured.decisions.priority);
+      EXPECT_EQ(decided.decisions.fusion, measured.decisions.fusion);
+      EXPECT_EQ(decided.simulator_calls, measured.simulator_calls);  // the method's own calls still count
+      EXPECT_TRUE(std::isnan(decided.runtime) && std::isnan(decided.lower_bound));
+      EXPECT_FALSE(decided.oom || decided.invalid);
+      EXPECT_FALSE(std::isnan(measured.runtime));
+    }
+  }
 }
 
 TEST(Baselines, OtherHeadsKeepTheEnvsDecisions) {

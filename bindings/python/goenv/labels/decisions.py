@@ -57,12 +57,13 @@ class Decider:
         return {head: heads.get(head, self.defaults[head]) for head in HEADS}
 
     def heuristics(self) -> list[tuple[str, dict]]:
-        """The default, then each heuristic baseline of the task (C++; none simulates)."""
+        """The default, then each heuristic baseline of the task (C++; its decisions only: draw
+        simulates them all in one batch)."""
         out = [("default", self.decision())]
         for name in _core.baseline_names(self.core.task):
             if name in SEARCHES or name in NOT_REPRODUCIBLE:
                 continue
-            result = _core.solve_baseline(self.core, name, 0, 0)
+            result = _core.solve_baseline(self.core, name, 0, 0, measure=False)
             chosen = {}
             for head, choices in zip(self.heads, self.core.head_choices):
                 if head == "priority":
