@@ -253,24 +253,32 @@ void Env::apply(const std::int64_t* const* action, std::size_t parts, std::vecto
                 std::vector<double>& priority, std::vector<std::int32_t>& fusion) const {
   GOENV_CHECK(parts == heads_.size(), InvalidAction,
               id_ << ": action has " << parts << " parts, the task decides " << heads_.size());
-  const int n = graph_->num_nodes();
-  const int count = node_mode_ ? 1 : n;
-  for (std::size_t h = 0; h < heads_.size(); ++h) {
-    const std::int64_t* values = action[h];
-    GOENV_CHECK(values != nullptr, InvalidAction, id_ << ": missing '" << head_name(heads_[h]) << "' action");
-    const int limit = choices(heads_[h]);
-    for (int i = 0; i < count; ++i) {
-      const NodeId v = node_mode_ ? graph_->topological_order()[cursor_] : i;
-      const std::int64_t x = values[i];
-      GOENV_CHECK(x >= 0 && x < limit, InvalidAction,
-                  id_ << ": " << head_name(heads_[h]) << " action for node " << v << " is " << x
-                      << ", outside [0, " << limit << ")");
-      switch (heads_[h]) {
-        case Head::kPlacement: placement[v] = static_cast<std::int32_t>(x); break;
-        case Head::kPriority: priority[v] = static_cast<double>(x); break;
-        case Head::kFusion: fusion[v] = static_cast<std::int32_t>(x); break;
-      }
-    }
+  check_action(action);  // every head given, every value in range, before anything is written
+  if (node_mode_) {
+    const NodeId v = graph_->topological_order()[cursor_];
+    for (std::size_t h = 0; h < heads_.size(); ++h) write_head(heads_[h], action[h], 1, &v, placement, priority, fusion);
+    return;
+  }
+  for (std::size_t h = 0; h < heads_.size(); ++h)
+    write_head(heads_[h], action[h], graph_->num_nodes(), nullptr, placement, priority, fusion);
+}
+
+// One head's values into its decisions: node nodes[i] (or i) takes values[i]. A loop per
+// head, no switch per node (a joint step writes three heads of N values).
+void Env::write_head(Head head, const std::int64_t* values, int count, const NodeId* nodes,
+                     std::vector<std::int32_t>& placement, std::vector<double>& priority,
+                     std::vector<std::int32_t>& fusion) {
+  auto write = [&](auto* out, auto convert) {
+    if (nodes)
+      for (int i = 0; i < count; ++i) out[nodes[i]] = convert(values[i]);
+    else
+      for (int i = 0; i < count; ++i) out[i] = convert(values[i]);
+  };
+  const auto to_int = [](std::int64_t x) { return static_cast<std::int32_t>(x); };
+  switch (head) {
+    case Head::kPlacement: write(placement.data(), to_int); break;
+    case Head::kPriority: write(priority.data(), [](std::int64_t x) { return static_cast<double>(x); }); break;
+    case Head::kFusion: write(fusion.data(), to_int); break;
   }
 }
 
@@ -298,6 +306,12 @@ void Env::check_action(const std::int64_t* const* action) const {
     const std::int64_t* values = action[h];
     GOENV_CHECK(values != nullptr, InvalidAction, id_ << ": missing '" << head_name(heads_[h]) << "' action");
     const int limit = choices(heads_[h]);
+    // One branch-free pass (vectorized: as unsigned, a negative value is out of range too),
+    // then the first bad value for the message.
+    const auto unsigned_limit = static_cast<std::uint64_t>(limit);
+    bool bad = false;
+    for (int i = 0; i < count; ++i) bad |= static_cast<std::uint64_t>(values[i]) >= unsigned_limit;
+    if (!bad) continue;
     for (int i = 0; i < count; ++i)
       if (values[i] < 0 || values[i] >= limit) {
         const NodeId v = node_mode_ ? graph_->topological_order()[cursor_] : i;

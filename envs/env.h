@@ -215,6 +215,9 @@ class Env {
  private:
   void apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
+  static void write_head(Head head, const std::int64_t* values, int count, const NodeId* nodes,
+                         std::vector<std::int32_t>& placement, std::vector<double>& priority,
+                         std::vector<std::int32_t>& fusion);
   StepOutcome transition(const std::int64_t* const* action, std::size_t parts);
   // From `once` (checked, with its simulation), else the env's start, else the initial decisions.
   void start_episode(const Solution* once, const SimulationResult* once_result);

@@ -424,6 +424,23 @@ def test_bad_actions_raise_invalid_action(name):
     assert a[1:4] == b[1:4]
 
 
+def test_a_joint_action_with_one_bad_head_changes_nothing():
+    env, twin = small_env("joint", horizon=2), small_env("joint", horizon=2)
+    env.reset(seed=0)
+    twin.reset(seed=0)
+    good = sample_action(env, 1)
+    last = env.core.heads[-1]
+    limit = int(env.core.head_choices[-1])
+    for value, node in ((limit, 9), (-1, 0)):
+        bad = {head: np.array(values, copy=True) for head, values in good.items()}
+        bad[last][node] = value
+        with pytest.raises(goenv.InvalidAction, match=f"{last} action for node {node} is {value}, outside"):
+            env.step(bad)
+    a, b = env.step(good), twin.step(good)  # the heads before the bad one were not applied either
+    assert_same_observation(a[0], b[0])
+    assert a[1:4] == b[1:4]
+
+
 def test_integral_actions_of_any_numeric_type_are_accepted():
     results = []
     for action in ([1, 0] * 5, tuple([1, 0] * 5), np.array([1, 0] * 5, dtype=np.uint8),
