@@ -61,18 +61,17 @@ def label_on_ray(source: Source, identity: dict, config: dict, shards: list[dict
     if not shards:
         return
     started = session.connect(address, num_cpus=workers if address is None else None)
-    running: dict = {}  # object ref -> shard
+    running: set = set()  # the shards in flight, as object refs
     try:
         task = ray.remote(num_cpus=1)(label_shard_task)
         shared = [ray.put(value) for value in (source, identity, config, agent_bytes)]
         waiting = list(reversed(shards))
         while waiting or running:
             while waiting and len(running) < workers:
-                shard = waiting.pop()
-                running[task.remote(*shared, root, probe, shard)] = shard
+                running.add(task.remote(*shared, root, probe, waiting.pop()))
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
-                del running[ref]
+                running.remove(ref)
                 yield ray.get(ref)
     finally:
         for ref in running:  # a failure or an interrupt: stop the shards still in flight
