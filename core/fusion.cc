@@ -85,7 +85,7 @@ class Planner {
       for (int i = 0; i < num_producers; ++i) {
         const NodeId u = producers_[i].second;
         const std::int32_t gu = group_[u], gv = group_[v];
-        if (gu != gv && legal_union(gu, gv, max_size, max_window)) {
+        if (gu != gv && fits(gu, gv, max_size, max_window) && legal_union(gu, gv)) {
           merge(gu, gv);
           break;
         }
@@ -185,17 +185,21 @@ class Planner {
     }
   }
 
-  // a is a producer group of b. On success, the groups a reaches inside the
-  // window carry this check's stamp (merge() needs them).
+  // The O(1) refusals, in the pass's loop itself (most candidate merges end here):
+  // size, the window, and an opaque op (only ever a singleton).
+  bool fits(std::int32_t a, std::int32_t b, int max_size, int max_window) const {
+    return size_[a] + size_[b] <= max_size && slot_[b].order - slot_[a].order <= max_window &&
+           !(kind_[a] == kNeverFuses && size_[a] == 1) && !(kind_[b] == kNeverFuses && size_[b] == 1);
+  }
+
+  // a is a producer group of b that fits(); whether merging keeps every group convex.
+  // On success, the groups a reaches inside the window carry this check's stamp
+  // (merge() needs them).
   // The hot loop of the pass: one slot read per edge decides everything (a and
   // every reached group carry the stamp, b sits at the limit, groups after b
   // lie beyond it), with the arrays in locals the stores cannot alias.
   // Not inlined: plan() around it would take the hot loop's registers.
-  __attribute__((noinline)) bool legal_union(std::int32_t a, std::int32_t b, int max_size, int max_window) {
-    if (size_[a] + size_[b] > max_size) return false;
-    if (slot_[b].order - slot_[a].order > max_window) return false;
-    if (kind_[a] == kNeverFuses && size_[a] == 1) return false;
-    if (kind_[b] == kNeverFuses && size_[b] == 1) return false;
+  __attribute__((noinline)) bool legal_union(std::int32_t a, std::int32_t b) {
     next_stamp();
     const std::uint32_t stamp = stamp_;
     const int limit = slot_[b].order;
@@ -481,10 +485,43 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
   if (priority) kernel_priority.resize(k);
   out_offset[0] = 0;
   for (int kernel = 0; kernel < k; ++kernel) {
+    kernel_placement[kernel] = placement[member[offsets[kernel]]];
+    if (offsets[kernel + 1] - offsets[kernel] == 1) {
+      // A kernel of one node (most of them): the node's sums, and each destination kernel's
+      // largest edge from it is the edge's bytes (the general loop's sums of one term).
+      const NodeId u = member[offsets[kernel]];
+      // The same operations as the general loop's, from its starting values (so -0.0 and NaN agree).
+      if (priority) kernel_priority[kernel] = std::max(-std::numeric_limits<double>::infinity(), priority[u]);
+      kernel_flops[kernel] = 0.0 + node_flops[u];
+      params[kernel] = node_params[u];
+      outputs[kernel] = node_outputs[u];  // every out-edge leaves the kernel, or there are none
+      if (measured_costs)
+        for (int kind = 0; kind < kNumDeviceKinds; ++kind)
+          measured[kernel * kNumDeviceKinds + kind] = 0.0 + node_cost[u * kNumDeviceKinds + kind];
+      int count = 0;
+      for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
+        const std::int32_t to = group[edge_dst[e]];
+        if (by_node[to] != u) {
+          by_node[to] = u;
+          largest[to] = edge_bytes[e];
+          kernel_to[count++] = to;
+        } else {
+          largest[to] = std::max(largest[to], edge_bytes[e]);
+        }
+      }
+      sort_small(kernel_to, kernel_to + count);
+      for (int t = 0; t < count; ++t) {
+        const std::int32_t to = kernel_to[t];
+        out_target[m] = to;
+        edge_out_bytes[m++] = static_cast<double>(largest[to]);
+        ++in_degree[to];
+      }
+      out_offset[kernel + 1] = m;
+      continue;
+    }
     int kernel_count = 0;
     double kernel_flop_sum = 0, highest = -std::numeric_limits<double>::infinity();
     std::int64_t param_sum = 0, output_sum = 0;
-    kernel_placement[kernel] = placement[member[offsets[kernel]]];
     for (int i = offsets[kernel]; i < offsets[kernel + 1]; ++i) {
       const NodeId u = member[i];
       if (priority) highest = std::max(highest, priority[u]);
