@@ -392,7 +392,6 @@ struct FusedSimulator::Scratch {
   std::vector<std::int64_t> tensor_max;               // per destination kernel: this node's largest edge
   std::vector<std::int32_t> seen_by_kernel, seen_by_node;  // stamps for the two above
   std::vector<std::int32_t> kernel_targets, node_targets;
-  std::vector<double> in_bytes;  // per kernel in-edge
   std::vector<double> flops, measured, touched;
   std::vector<std::int64_t> output_bytes;
   std::vector<std::int32_t> placement, kernel_placement, fill;
@@ -416,7 +415,6 @@ FusedSimulator::Scratch::Scratch(const Graph& graph) : planner(graph) {
   fill.resize(n + 1);
   for (auto* v : {&edge_sum, &tensor_max, &output_bytes}) v->resize(n);
   for (auto* v : {&seen_by_kernel, &seen_by_node, &kernel_targets, &node_targets}) v->resize(n);
-  in_bytes.resize(e);
   flops.resize(n);
   touched.resize(n);
   if (measured_costs) measured.resize(n * kNumDeviceKinds);
@@ -574,23 +572,22 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
   in_offset[0] = 0;
   for (int i = 0; i < k; ++i) in_offset[i + 1] = in_offset[i] + in_degree[i];
   std::copy(in_offset, in_offset + k, next_free);
-  NodeId* __restrict in_source = f.in_source.data();
-  double* __restrict incoming = in_bytes.data();
-  for (int src = 0; src < k; ++src)
-    for (int e = out_offset[src]; e < out_offset[src + 1]; ++e) {
-      const int slot = next_free[out_target[e]]++;
-      in_source[slot] = src;
-      incoming[slot] = edge_out_bytes[e];
-    }
-  // bytes_touched() and op_cost() of the kernel graph, additions in the same order.
+  // bytes_touched() of the kernel graph, additions in the same order: outputs + params, then
+  // each in-edge's bytes by increasing producer, the order this pass writes the in-edges in.
   double* __restrict kernel_touched = touched.data();
   double* __restrict node_bytes = f.node_bytes.data();
   for (int kernel = 0; kernel < k; ++kernel) {
-    double t = static_cast<double>(outputs[kernel]) + static_cast<double>(params[kernel]);
-    for (int i = in_offset[kernel]; i < in_offset[kernel + 1]; ++i) t += incoming[i];
-    kernel_touched[kernel] = t;
+    kernel_touched[kernel] = static_cast<double>(outputs[kernel]) + static_cast<double>(params[kernel]);
     node_bytes[kernel] = static_cast<double>(outputs[kernel]);
   }
+  NodeId* __restrict in_source = f.in_source.data();
+  for (int src = 0; src < k; ++src)
+    for (int e = out_offset[src]; e < out_offset[src + 1]; ++e) {
+      const std::int32_t to = out_target[e];
+      const int slot = next_free[to]++;
+      in_source[slot] = src;
+      kernel_touched[to] += edge_out_bytes[e];
+    }
   const int num_devices = cluster.num_devices();
   f.cost.resize(static_cast<std::size_t>(k) * num_devices);
   const double not_measured = std::numeric_limits<double>::quiet_NaN();
