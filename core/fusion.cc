@@ -482,13 +482,42 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
   kernel_placement.resize(k);
   if (priority) kernel_priority.resize(k);
   out_offset[0] = 0;
+  // u's out-edges to other kernels than its own: each destination kernel once, into `to_list`,
+  // with u's largest edge there (u's tensor counts once per destination kernel); their count.
+  const auto destinations = [&](NodeId u, std::int32_t kernel, std::int32_t* to_list, bool& leaves) {
+    int count = 0;
+    for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
+      const std::int32_t to = group[edge_dst[e]];
+      if (to == kernel) continue;
+      leaves = true;
+      if (by_node[to] != u) {
+        by_node[to] = u;
+        largest[to] = edge_bytes[e];
+        to_list[count++] = to;
+      } else {
+        largest[to] = std::max(largest[to], edge_bytes[e]);
+      }
+    }
+    return count;
+  };
+  // The kernel's out-edges to kernel_to[0..count) in CSR order (by destination), bytes[to] each.
+  const auto write_edges = [&](int kernel, int count, const std::int64_t* bytes) {
+    sort_small(kernel_to, kernel_to + count);
+    for (int t = 0; t < count; ++t) {
+      const std::int32_t to = kernel_to[t];
+      out_target[m] = to;
+      edge_out_bytes[m++] = static_cast<double>(bytes[to]);
+      ++in_degree[to];
+    }
+    out_offset[kernel + 1] = m;
+  };
   for (int kernel = 0; kernel < k; ++kernel) {
     kernel_placement[kernel] = placement[member[offsets[kernel]]];
     if (offsets[kernel + 1] - offsets[kernel] == 1) {
-      // A kernel of one node (most of them): the node's sums, and each destination kernel's
-      // largest edge from it is the edge's bytes (the general loop's sums of one term).
+      // A kernel of one node (most of them): the node's own numbers, and each destination's
+      // bytes are the node's largest edge there (the general loop's sums of one term). The
+      // same operations from the same starting values as that loop (so -0.0 and NaN agree).
       const NodeId u = member[offsets[kernel]];
-      // The same operations as the general loop's, from its starting values (so -0.0 and NaN agree).
       if (priority) kernel_priority[kernel] = std::max(-std::numeric_limits<double>::infinity(), priority[u]);
       kernel_flops[kernel] = 0.0 + node_flops[u];
       params[kernel] = node_params[u];
@@ -496,25 +525,8 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
       if (measured_costs)
         for (int kind = 0; kind < kNumDeviceKinds; ++kind)
           measured[kernel * kNumDeviceKinds + kind] = 0.0 + node_cost[u * kNumDeviceKinds + kind];
-      int count = 0;
-      for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
-        const std::int32_t to = group[edge_dst[e]];
-        if (by_node[to] != u) {
-          by_node[to] = u;
-          largest[to] = edge_bytes[e];
-          kernel_to[count++] = to;
-        } else {
-          largest[to] = std::max(largest[to], edge_bytes[e]);
-        }
-      }
-      sort_small(kernel_to, kernel_to + count);
-      for (int t = 0; t < count; ++t) {
-        const std::int32_t to = kernel_to[t];
-        out_target[m] = to;
-        edge_out_bytes[m++] = static_cast<double>(largest[to]);
-        ++in_degree[to];
-      }
-      out_offset[kernel + 1] = m;
+      bool leaves = false;
+      write_edges(kernel, destinations(u, kernel, kernel_to, leaves), largest);
       continue;
     }
     int kernel_count = 0;
@@ -530,19 +542,7 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
           measured[kernel * kNumDeviceKinds + kind] += node_cost[u * kNumDeviceKinds + kind];
       // Only outputs that leave the kernel (or leave the graph) are materialized.
       bool leaves = out_offsets[u] == out_offsets[u + 1];
-      int node_count = 0;
-      for (int e = out_offsets[u]; e < out_offsets[u + 1]; ++e) {
-        const std::int32_t to = group[edge_dst[e]];
-        if (to == kernel) continue;
-        leaves = true;
-        if (by_node[to] != u) {  // u's tensor counts once per destination kernel: its largest edge there
-          by_node[to] = u;
-          largest[to] = edge_bytes[e];
-          node_to[node_count++] = to;
-        } else {
-          largest[to] = std::max(largest[to], edge_bytes[e]);
-        }
-      }
+      const int node_count = destinations(u, kernel, node_to, leaves);
       if (leaves) output_sum += node_outputs[u];
       for (int t = 0; t < node_count; ++t) {
         const std::int32_t to = node_to[t];
@@ -558,14 +558,7 @@ void FusedSimulator::Scratch::build_kernels(const Graph& g, const Cluster& clust
     kernel_flops[kernel] = kernel_flop_sum;
     params[kernel] = param_sum;
     outputs[kernel] = output_sum;
-    sort_small(kernel_to, kernel_to + kernel_count);  // CSR order: by source, then destination
-    for (int t = 0; t < kernel_count; ++t) {
-      const std::int32_t to = kernel_to[t];
-      out_target[m] = to;
-      edge_out_bytes[m++] = static_cast<double>(sum[to]);
-      ++in_degree[to];
-    }
-    out_offset[kernel + 1] = m;
+    write_edges(kernel, kernel_count, sum);
   }
   // In-edges grouped by consumer, producers increasing (a Graph's in_edges() order).
   std::int32_t* __restrict in_offset = f.in_offsets.data();
