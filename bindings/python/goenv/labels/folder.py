@@ -18,6 +18,7 @@ raises goenv.InvalidGraph on a mismatch.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -161,19 +162,25 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     writer.start()
     rows = 0
     try:
-        # the next graph is prepared (read, its env built, its heuristics solved and simulated, its
-        # decisions drawn) while this one's drawn decisions are simulated
+        # the next graphs are prepared (read, their envs built, their heuristics solved, their
+        # decisions drawn) while this one's drawn decisions are simulated, up to _AHEAD graphs
+        # ahead so that a slow graph there does not stall the simulation at once
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
-            upcoming = ahead.submit(drawn, first)
-            for graph_id in range(first, first + count):
-                if failure:
-                    break
-                ready = upcoming.result()
-                if graph_id + 1 < first + count:
-                    upcoming = ahead.submit(drawn, graph_id + 1)
-                item = label_drawn(ready, config)
-                rows += len(item["runtime"])
-                pending.put(item)
+            end = first + count
+            upcoming = collections.deque(ahead.submit(drawn, g) for g in range(first, min(first + _AHEAD, end)))
+            try:
+                for graph_id in range(first, end):
+                    if failure:
+                        break
+                    ready = upcoming.popleft().result()
+                    if graph_id + _AHEAD < end:
+                        upcoming.append(ahead.submit(drawn, graph_id + _AHEAD))
+                    item = label_drawn(ready, config)
+                    rows += len(item["runtime"])
+                    pending.put(item)
+            finally:
+                for future in upcoming:  # a failure: the graphs not started are not prepared
+                    future.cancel()
         pending.put(None)
     except BaseException:
         pending.put(_ABORT)  # the writer stops and removes its temporary files
@@ -183,6 +190,9 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     if failure:
         raise failure[0]
     return {"index": index, "rows": rows, **entries}
+
+
+_AHEAD = 3  # graphs the helper thread may prepare ahead of the simulation (1k nodes: 1.79x -> 1.65x the bare simulation, 2 or 4 no better)
 
 
 def store_shard_file(root: str, name: str, data) -> dict:
