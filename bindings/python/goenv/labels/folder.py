@@ -75,8 +75,8 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     "labels" are their manifest entries {"file", "bytes", "sha256"}; without, they are the
     files' bytes as pyarrow.Buffers (a Ray worker on another machine than the folder's).
     `pipelined` (default: with `root` and a spare core) runs three threads: while this thread
-    simulates graph i's drawn decisions, another prepares graph i + 1 (prepare_graph and draw:
-    its env, its heuristics solved and simulated, its decisions drawn) and a writer encodes
+    simulates graph i's drawn decisions, another prepares graphs i + 1 to i + 3 (prepare_graph
+    and draw: its env, its heuristics solved, its decisions drawn) and a writer encodes
     graph i - 1's rows into Parquet (one row group per graph) and streams them into both files
     (hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
     file writes release the GIL). Otherwise (a Ray task, whose workers have the cores, or a
