@@ -254,25 +254,20 @@ void Env::apply(const std::int64_t* const* action, std::size_t parts, std::vecto
   GOENV_CHECK(parts == heads_.size(), InvalidAction,
               id_ << ": action has " << parts << " parts, the task decides " << heads_.size());
   check_action(action);  // every head given, every value in range, before anything is written
-  if (node_mode_) {
-    const NodeId v = graph_->topological_order()[cursor_];
-    for (std::size_t h = 0; h < heads_.size(); ++h) write_head(heads_[h], action[h], 1, &v, placement, priority, fusion);
-    return;
-  }
+  // A node-mode action decides the cursor's node, a full one every node.
+  const NodeId first = node_mode_ ? graph_->topological_order()[cursor_] : 0;
+  const int count = node_mode_ ? 1 : graph_->num_nodes();
   for (std::size_t h = 0; h < heads_.size(); ++h)
-    write_head(heads_[h], action[h], graph_->num_nodes(), nullptr, placement, priority, fusion);
+    write_head(heads_[h], action[h], first, count, placement, priority, fusion);
 }
 
-// One head's values into its decisions: node nodes[i] (or i) takes values[i]. A loop per
-// head, no switch per node (a joint step writes three heads of N values).
-void Env::write_head(Head head, const std::int64_t* values, int count, const NodeId* nodes,
+// One head's values into its decisions: node first + i takes values[i]. A loop per head,
+// no switch per node (a joint step writes three heads of N values).
+void Env::write_head(Head head, const std::int64_t* values, NodeId first, int count,
                      std::vector<std::int32_t>& placement, std::vector<double>& priority,
                      std::vector<std::int32_t>& fusion) {
   auto write = [&](auto* out, auto convert) {
-    if (nodes)
-      for (int i = 0; i < count; ++i) out[nodes[i]] = convert(values[i]);
-    else
-      for (int i = 0; i < count; ++i) out[i] = convert(values[i]);
+    for (int i = 0; i < count; ++i) out[first + i] = convert(values[i]);
   };
   const auto to_int = [](std::int64_t x) { return static_cast<std::int32_t>(x); };
   switch (head) {

@@ -215,7 +215,7 @@ class Env {
  private:
   void apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
              std::vector<double>& priority, std::vector<std::int32_t>& fusion) const;
-  static void write_head(Head head, const std::int64_t* values, int count, const NodeId* nodes,
+  static void write_head(Head head, const std::int64_t* values, NodeId first, int count,
                          std::vector<std::int32_t>& placement, std::vector<double>& priority,
                          std::vector<std::int32_t>& fusion);
   StepOutcome transition(const std::int64_t* const* action, std::size_t parts);
