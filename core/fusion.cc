@@ -33,21 +33,31 @@ enum : std::uint8_t { kFusesAnywhere = 0, kSinkOnly = 1, kNeverFuses = 2 };  // 
 //    legal, and an edge from B into A cannot exist (A precedes B), so the only
 //    new violation is an edge from a reduction in A into B, which the convexity
 //    search sees anyway as it walks A's out-edges;
-//  * members are intrusive lists and the smaller group is relabeled on a merge,
-//    so merging costs O(smaller group + window) and allocates nothing;
+//  * members are intrusive lists and the smaller group is relabeled on a merge;
+//  * a group's out-edges that leave it are one contiguous run, rewritten on a
+//    merge (its edges inside the merged group dropped), so the search reads one
+//    word per edge that leaves a group and nothing per member;
 //  * every array is sized once per graph and reused by every plan.
 class Planner {
  public:
   explicit Planner(const Graph& graph)
-      : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), out_target_(graph.num_edges()), group_(n_),
-        size_(n_), head_(n_), tail_(n_), next_(n_), slot_(n_), at_(n_), next_occupied_(n_),
-        renumber_(n_), reached_(n_), slots_(n_), before_(n_), after_(n_) {
+      : g_(graph), n_(graph.num_nodes()), kind_(n_), position_(n_), edges_(graph.num_edges()), group_(n_),
+        size_(n_), head_(n_), tail_(n_), next_(n_), edge_begin_(n_), edge_count_(n_), fresh_edge_count_(n_),
+        slot_(n_), at_(n_), next_occupied_(n_),
+        renumber_(n_), reached_(n_), slots_(n_), after_(n_) {
     for (NodeId v = 0; v < n_; ++v) {
       const FusibleKind k = graph.fusible(v);
       kind_[v] = k == FusibleKind::kOpaque ? kNeverFuses : k == FusibleKind::kReduction ? kSinkOnly : kFusesAnywhere;
     }
     for (int i = 0; i < n_; ++i) position_[graph.topological_order()[i]] = i;
-    for (int e = 0; e < graph.num_edges(); ++e) out_target_[e] = static_cast<NodeId>(graph.edge_dst()[e]);
+    for (NodeId v = 0; v < n_; ++v) {  // a singleton's run: its CSR out-edges, the first num_edges words
+      const std::uint32_t sink_only = kind_[v] == kSinkOnly ? kFromSinkOnly : 0;
+      for (int e = graph.out_offsets()[v]; e < graph.out_offsets()[v + 1]; ++e)
+        edges_[e] = static_cast<std::uint32_t>(graph.edge_dst()[e]) | sink_only;
+      fresh_edge_count_[v] = graph.out_offsets()[v + 1] - graph.out_offsets()[v];
+    }
+    pool_limit_ = 4 * static_cast<std::size_t>(graph.num_edges()) + static_cast<std::size_t>(n_);
+    edges_.reserve(pool_limit_);
     int most = 0;
     for (NodeId v = 0; v < n_; ++v) most = std::max(most, graph.in_offsets()[v + 1] - graph.in_offsets()[v]);
     producers_.resize(most);  // a node's producers on its device, written by index
@@ -169,6 +179,9 @@ class Planner {
     std::copy(identity_.begin(), identity_.end(), tail_.begin());
     std::fill(next_.begin(), next_.end(), kNone);
     std::fill(size_.begin(), size_.end(), 1);
+    edges_.resize(g_.num_edges());  // the merged runs of the last plan dropped; the CSR words were never written
+    std::copy(g_.out_offsets().begin(), g_.out_offsets().end() - 1, edge_begin_.begin());
+    std::copy(fresh_edge_count_.begin(), fresh_edge_count_.end(), edge_count_.begin());
     std::copy(fresh_slot_.begin(), fresh_slot_.end(), slot_.begin());
     std::copy(g_.topological_order().begin(), g_.topological_order().end(), at_.begin());
     std::copy(identity_.begin() + 1, identity_.end(), next_occupied_.begin());
@@ -195,19 +208,18 @@ class Planner {
   // a is a producer group of b that fits(); whether merging keeps every group convex.
   // On success, the groups a reaches inside the window carry this check's stamp
   // (merge() needs them).
-  // The hot loop of the pass: one slot read per edge decides everything (a and
-  // every reached group carry the stamp, b sits at the limit, groups after b
-  // lie beyond it), with the arrays in locals the stores cannot alias.
+  // The hot loop of the pass: one slot read per edge that leaves a group decides
+  // everything (every reached group carries the stamp, b sits at the limit,
+  // groups after b lie beyond it), with the arrays in locals the stores cannot alias.
   // Not inlined: plan() around it would take the hot loop's registers.
   __attribute__((noinline)) bool legal_union(std::int32_t a, std::int32_t b) {
     next_stamp();
     const std::uint32_t stamp = stamp_;
     const int limit = slot_[b].order;
-    const std::int32_t* __restrict out_offsets = g_.out_offsets().data();
-    const NodeId* __restrict target = out_target_.data();
+    const std::uint32_t* __restrict edges = edges_.data();
+    const std::int32_t* __restrict edge_begin = edge_begin_.data();
+    const std::int32_t* __restrict edge_count = edge_count_.data();
     const std::int32_t* __restrict group = group_.data();
-    const NodeId* __restrict next = next_.data();
-    const std::uint8_t* __restrict kind = kind_.data();
     Slot* __restrict slot = slot_.data();
     std::int32_t* __restrict reached = reached_.data();
     int count = 0;
@@ -215,20 +227,18 @@ class Planner {
     // The groups x has edges to inside the window; false on a path a -> x -> b, or (from a
     // itself, std::true_type) on an edge a -> b from a reduction, which would stop being a sink.
     auto walk = [&](std::int32_t x, auto from_a) {
-      for (NodeId m = head_[x]; m != kNone; m = next[m]) {
-        const bool sink_only = from_a && kind[m] == kSinkOnly;
-        for (int e = out_offsets[m], end = out_offsets[m + 1]; e < end; ++e) {
-          const std::int32_t h = group[target[e]];
-          Slot& s = slot[h];
-          if (s.order < limit) {
-            if (s.mark != stamp) {
-              s.mark = stamp;
-              reached[count++] = h;
-            }
-          } else if (h == b && (!from_a || sink_only)) {
-            return false;
-          }  // else: a direct edge a -> b (what we fuse), or a group after b
-        }
+      for (int e = edge_begin[x], end = e + edge_count[x]; e < end; ++e) {
+        const std::uint32_t edge = edges[e];
+        const std::int32_t h = group[edge & ~kFromSinkOnly];
+        Slot& s = slot[h];
+        if (s.order < limit) {
+          if (s.mark != stamp) {
+            s.mark = stamp;
+            reached[count++] = h;
+          }
+        } else if (h == b && (!from_a || (edge & kFromSinkOnly))) {
+          return false;
+        }  // else: a direct edge a -> b (what we fuse), or a group after b
       }
       return true;
     };
@@ -242,30 +252,69 @@ class Planner {
     const int lo = slot_[a].order, hi = slot_[b].order;
     // The window's new layout: the groups a does not reach, the merged group, the
     // groups it reaches; the same slots in order, the last (b's) left empty.
-    // Only occupied slots are visited (most of a window is slots freed by merges).
+    // Only occupied slots are visited (most of a window is slots freed by merges):
+    // a sits at lo, b at hi, and a group a does not reach moves at once to the
+    // first slot not yet given (never after its own, which was read already).
     int num_slots = 0, num_before = 0, num_after = 0;
-    for (int slot = lo; slot != kNone && slot <= hi; slot = next_occupied_[slot]) {
+    slots_[num_slots++] = lo;
+    for (int slot = next_occupied_[lo]; slot < hi; slot = next_occupied_[slot]) {
       const std::int32_t h = at_[slot];
       slots_[num_slots++] = slot;
-      if (h == a || h == b) continue;
       if (slot_[h].mark == stamp_)
         after_[num_after++] = h;
       else
-        before_[num_before++] = h;
+        place(h, slots_[num_before++]);
     }
+    slots_[num_slots++] = hi;
     const bool keep_a = size_[a] >= size_[b];  // relabel the smaller group
     const std::int32_t kept = keep_a ? a : b, gone = keep_a ? b : a;
     for (NodeId m = head_[gone]; m != kNone; m = next_[m]) group_[m] = kept;
     next_[tail_[kept]] = head_[gone];
     tail_[kept] = tail_[gone];
     size_[kept] += size_[gone];
-    int s = 0;
-    for (int i = 0; i < num_before; ++i) place(before_[i], slots_[s++]);
+    merge_edges(kept, gone);
+    int s = num_before;
     place(kept, slots_[s++]);
     for (int i = 0; i < num_after; ++i) place(after_[i], slots_[s++]);
     // hi (b's slot) is freed: unlinked after the occupied slot before it, the window's last but one.
     at_[hi] = kNone;
     next_occupied_[slots_[num_slots - 2]] = next_occupied_[hi];
+  }
+
+  // The merged group's run, appended to the pool: both runs without the edges
+  // now inside it (they can close no path; the order of a run does not matter).
+  void merge_edges(std::int32_t kept, std::int32_t gone) {
+    const std::size_t need = static_cast<std::size_t>(edge_count_[kept]) + edge_count_[gone];
+    if (edges_.size() + need > pool_limit_) compact_edges();
+    const std::size_t start = edges_.size();
+    edges_.resize(start + need);  // within the capacity kept across plans, once the pool has grown to it
+    std::uint32_t* pool = edges_.data();
+    std::size_t end = start;
+    for (const std::int32_t from : {kept, gone})
+      for (int e = edge_begin_[from], last = e + edge_count_[from]; e < last; ++e)
+        if (group_[pool[e] & ~kFromSinkOnly] != kept) pool[end++] = pool[e];
+    edges_.resize(end);
+    edge_begin_[kept] = static_cast<std::int32_t>(start);
+    edge_count_[kept] = static_cast<std::int32_t>(end - start);
+  }
+
+  // Runs of groups merged away are dead words: the live merged runs (at most
+  // num_edges words in all, as is one merge's need) move down to just after the
+  // singletons' words, so the pool never outgrows pool_limit_ (a big group merged
+  // again and again, as on a fan-out with no size limit, would otherwise copy its
+  // run every time: O(N * E) words). At least N + num_edges words were appended
+  // since the last call, so its O(N + num_edges) is O(1) per word appended.
+  void compact_edges() {
+    const std::size_t singles = static_cast<std::size_t>(g_.num_edges());
+    spare_edges_.clear();
+    for (std::int32_t g = 0; g < n_; ++g) {
+      if (group_[g] != g || static_cast<std::size_t>(edge_begin_[g]) < singles) continue;  // merged away, or a singleton
+      const std::uint32_t* run = edges_.data() + edge_begin_[g];
+      edge_begin_[g] = static_cast<std::int32_t>(singles + spare_edges_.size());
+      spare_edges_.insert(spare_edges_.end(), run, run + edge_count_[g]);
+    }
+    edges_.resize(singles);
+    edges_.insert(edges_.end(), spare_edges_.begin(), spare_edges_.end());
   }
 
   void place(std::int32_t h, int slot) {
@@ -284,10 +333,16 @@ class Planner {
   const int n_;
   std::vector<std::uint8_t> kind_;
   std::vector<int> position_;          // per node: its index in the graph's topological order
-  std::vector<NodeId> out_target_;     // per out-edge
+  // A run's word: the target node, with kFromSinkOnly set where the edge leaves a reduction.
+  static constexpr std::uint32_t kFromSinkOnly = 1u << 31;
+  std::vector<std::uint32_t> edges_;   // the runs: the singletons' (CSR order), then those merges wrote
   std::vector<std::int32_t> group_;    // per node: its group (a member's id)
   std::vector<std::int32_t> size_, head_, tail_;  // per group
   std::vector<NodeId> next_;           // per node: the next member of its group
+  std::vector<std::int32_t> edge_begin_, edge_count_;  // per group: its run in edges_
+  std::vector<std::int32_t> fresh_edge_count_;         // edge_count_ at the start of a plan (out-degrees)
+  std::size_t pool_limit_ = 0;                          // edges_ words: 4 * num_edges + N, reserved once
+  std::vector<std::uint32_t> spare_edges_;              // compact_edges()' scratch
   struct Slot {
     int order = 0;            // the group's slot
     std::uint32_t mark = 0;   // the stamp of the last check that reached it
@@ -299,7 +354,7 @@ class Planner {
   std::vector<std::int32_t> next_occupied_;  // per occupied slot: the next one (kNone at the end)
   std::uint32_t stamp_ = 0;
   std::vector<std::int32_t> renumber_;
-  std::vector<std::int32_t> reached_, slots_, before_, after_;  // sized N once: filled up to counts, never grown
+  std::vector<std::int32_t> reached_, slots_, after_;  // sized N once: filled up to counts, never grown
   std::vector<std::int32_t> count_;
   std::vector<NodeId> visit_;
   std::vector<std::uint64_t> keys_;

@@ -196,6 +196,43 @@ TEST(FusionDifferential, RandomGraphsMakeTheSameGroupsAndTheSameSimulation) {
   EXPECT_GT(merges, 500);  // the trials do fuse (984 merges with this seed)
 }
 
+// Wide fan-outs with no size limit: each root's group grows by a consumer at a
+// time and its run of out-edges is rewritten every merge, so the pass compacts
+// its edge pool again and again (compact_edges) while several merged groups are
+// alive; some consumers also feed later ones, which makes convexity refusals.
+// Same groups and simulation as the oracle.
+TEST(FusionDifferential, GroupsThatKeepGrowingOnFanOuts) {
+  constexpr int kRoots = 8, kConsumers = 3000;
+  std::mt19937 rng(11);
+  GraphBuilder b("fan-outs");
+  std::vector<NodeId> roots, consumers;
+  for (int i = 0; i < kRoots; ++i) {
+    NodeSpec root = test::op("root" + std::to_string(i), 1e9, 1 << 20);
+    root.op_type = op_type_id("Add");
+    roots.push_back(b.add_node(std::move(root)));
+  }
+  for (int i = 0; i < kConsumers; ++i) {
+    NodeSpec c = test::op("c" + std::to_string(i), 1e8, 1 << 10);
+    c.op_type = op_type_id(i % 7 == 0 ? "Sum" : "Relu");  // a few reductions, only ever sinks of a group
+    consumers.push_back(b.add_node(std::move(c)));
+    b.add_edge(roots[i % kRoots], consumers.back());
+    if (i > 0 && rng() % 5 == 0) b.add_edge(consumers[rng() % i], consumers.back());
+  }
+  const GraphPtr g = std::move(b).build();
+  const Cluster cluster = test::test_cluster(1);
+  const std::vector<std::int32_t> placement(g->num_nodes(), 0), fusion(g->num_nodes(), 1);
+  const int no_limit = 1 << 20;
+  const FusionPlan expected = test::reference_plan_fusion(*g, placement.data(), fusion.data(), no_limit, kWindow);
+  const FusionPlan actual = plan_fusion(*g, placement.data(), fusion.data(), no_limit, kWindow);
+  ASSERT_EQ(actual.group, expected.group);
+  EXPECT_GT(g->num_nodes() - actual.num_groups, kConsumers / 2);  // the roots' groups did grow
+  const Decisions decisions{placement.data(), nullptr};
+  FusedSimulator fused(g, cluster);
+  for (int again = 0; again < 2; ++again)
+    ASSERT_EQ(test::result_digest(fused.run(decisions, fusion.data(), no_limit)),
+              test::result_digest(reference_simulate_fused(g, cluster, decisions, fusion.data(), no_limit, kWindow)));
+}
+
 // Several graphs through one FusedSimulator each, interleaved, with decisions
 // that change every call: no state leaks from one run into the next.
 TEST(FusionDifferential, ReusedSimulatorMatchesFreshOnes) {
