@@ -184,6 +184,13 @@ def ray_scaling(folder: str, nodes: int, count: int) -> dict:
     return result
 
 
+def ray_row_of(results: dict) -> dict | None:
+    """The results' Ray row, if it has this script's shape (warm and cold runs): files written
+    before the two modes hold one speedup, which this table no longer reports."""
+    row = results.get("ray")
+    return row if row and "warm" in row and "cold" in row else None
+
+
 def table(results: dict) -> str:
     lines = [f"Measured by `python tests/benchmarks/labels_bench.py --readme README.md` at commit "
              f"`{results['commit'][:10]}`{' (uncommitted changes)' if results['dirty'] else ''} (2 shared cores, "
@@ -201,7 +208,7 @@ def table(results: dict) -> str:
                      f"| {row['label_samples_per_s']:,.0f} samples/s; bare simulation of the same decisions "
                      f"{row['bare_samples_per_s']:,.0f}/s: **{row['ratio']:.2f}x** its time{spread}{cpu} (ms per sample: "
                      f"{split}) | <= 1.5x |")
-    ray_row = results.get("ray")
+    ray_row = ray_row_of(results)
     if ray_row:
         when = (f"; measured at `{ray_row['commit'][:10]}`, load average {ray_row['load']:.1f}"
                 if "commit" in ray_row else "")
@@ -230,6 +237,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
+        if results.get("ray") and not ray_row_of(results):
+            parser.error(f"{args.from_json}: its Ray row predates the warm and cold runs; measure it again with "
+                         f"--ray-only --json {args.from_json}")
         print(table(results))
         if args.readme:
             path = Path(args.readme)
@@ -254,7 +264,7 @@ def main(argv=None) -> None:
             print(json.dumps(results["ray"]), flush=True)
         elif args.json and Path(args.json).exists():  # the Ray row of the earlier run, marked with its commit
             earlier = json.loads(Path(args.json).read_text())
-            if "ray" in earlier:
+            if ray_row_of(earlier):  # (an older shape is left out: --ray-only measures it again)
                 results["ray"] = {"commit": earlier["commit"], "load": earlier["load"], **earlier["ray"]}
     print(table(results))
     if args.json:
