@@ -64,6 +64,15 @@ def test_go_results_script_end_to_end(tmp_path):
     assert ablated["go-search"] == row["go-search"] and len(ablated["untrained-search"]["runs"]) == 3
     assert ablated["untrained-search"]["max"] <= row["best_heuristic"] * (1 + 1e-9)
     assert "untrained policy" in readme.read_text()
+    # Sample efficiency past the equal budget: GO search given more calls, added to the rows made before.
+    done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", "readme",
+                           "--efficiency-budget", "30", *common], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    longer = json.loads((tmp_path / "results" / "go_search.json").read_text())["rows"][0]
+    assert longer["go-search"] == row["go-search"] and longer["go-search_long"]["budget"] == 30
+    reached = longer["go-search_long"]["calls_to_reference"]
+    assert len(reached) == 3 and all(c is None or 1 <= c <= 30 for c in reached)
+    assert len(longer["go-search_long"]["commit"]) == 40 and "given 30:" in readme.read_text()
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
