@@ -4,6 +4,8 @@
     python examples/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
     python examples/go_results.py joint        # one joint policy vs the three tasks one after another
     python examples/go_results.py search       # the honest protocol: searches at equal budget, 5 seeds
+    python examples/go_results.py search --reference-calls 200000   # ... and local search's long reference
+    python examples/go_results.py search --efficiency-budget 16384  # GO search's calls to reach it (added)
     python examples/go_results.py readme       # tables + figures from the saved results into README.md
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
