@@ -183,6 +183,12 @@ def own_models() -> list[tuple[str, object, int, bool]]:
              True) for d in (2, 4)]
 
 
+def placer_of(args, num_devices: int | None = None):
+    """The placer the results are about: --agent's checkpoint, else the shipped one."""
+    return goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
+                                                                                     num_devices=num_devices)
+
+
 def transfer(args) -> None:
     """The shipped placer (examples/pretrain_placer.py) on the transfer suite's held-out graphs and on
     place_your_model.py's model."""
@@ -196,18 +202,14 @@ def transfer(args) -> None:
     made_at = results_commit()  # each row records the code it was made with
     for name, env, devices, own_model in test:
         env.reset(seed=0)
-
-        def placer():
-            return goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
-                                                                                             num_devices=devices)
         best_heuristic = goenv.baselines.solve(env, "best-heuristic", seed=args.seed)["runtime"] * 1e3
-        agent = placer()
+        agent = placer_of(args, devices)
         greedy = agent.optimize(env, budget=1)
         # Zero-shot: policy-guided search from the best heuristic, one run per seed.
         searched = summary([agent.optimize(env, budget=args.zero_shot_samples, start="best-heuristic",
                                            seed=seed)["runtime"] * 1e3 for seed in args.seeds])
         start = time.perf_counter()
-        tuned = placer()
+        tuned = placer_of(args, devices)
         tuned.imitate(env, steps=args.finetune_imitation_steps, teacher="best", progress=False)
         calls = tuned.teacher(env)["simulator_calls"]
         tuned.train(env, (args.finetune_steps - calls) // args.envs_per_graph * args.envs_per_graph or
@@ -276,7 +278,7 @@ def searches(args) -> None:
     rows = {row["label"]: row for row in saved.get("rows", [])}
     order = suite_order()
     if args.untrained:  # only the ablation, into the rows made before
-        placer = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement")
+        placer = placer_of(args)
         untrained = goenv.agents.GO(**placer.config)  # the same architecture and options, freshly initialised
         for name, env in suite_envs(args, {}):
             if name in rows:
@@ -293,8 +295,7 @@ def searches(args) -> None:
             if "local_search_reference" not in rows.get(name, {}):
                 continue
             row, reference = rows[name], rows[name]["local_search_reference"]
-            agent = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained(
-                "go-placement", num_devices=env.unwrapped.cluster.num_devices)
+            agent = placer_of(args, env.unwrapped.cluster.num_devices)
             runs = [search_one(env, "go-search", args.efficiency_budget, seed, agent) for seed in args.seeds]
             row[LONG] = {"budget": args.efficiency_budget, "seeds": list(args.seeds),
                          "runtime": summary([r["runtime"] for r in runs]),
@@ -308,8 +309,7 @@ def searches(args) -> None:
         return
     for name, env in suite_envs(args, rows):
         devices = env.unwrapped.cluster.num_devices
-        agent = goenv.agents.load(args.agent) if args.agent else goenv.agents.pretrained("go-placement",
-                                                                                          num_devices=devices)
+        agent = placer_of(args, devices)
         budget = min(args.search_budget, budget_for(env.unwrapped.graph.num_nodes, args))
         best = goenv.baselines.solve(env, "best-heuristic")
         row = {"label": name, "nodes": env.unwrapped.graph.num_nodes, "devices": devices, "budget": budget,
