@@ -41,7 +41,7 @@ from readme_tables import replace_section, results_commit  # noqa: E402  (the re
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
 REPEATS = 3  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
-IDLE = "writer thread waiting"  # not a part: left out of the table
+IDLE = "writer thread waiting"  # a part of earlier runs' (the writer thread waiting): left out of the table
 
 
 def files(root: str) -> dict[str, bytes]:
@@ -67,25 +67,21 @@ def bare_simulation_seconds(labels) -> tuple[float, float]:
 @contextlib.contextmanager
 def stopwatch():
     """Seconds spent in the labelling's parts (wrapped functions, each part's time without the
-    parts it calls), on whichever thread: label_shard simulates on the calling thread while a
-    helper thread prepares the next graph and a writer thread encodes and writes the last, so
-    the parts add up to more than the wall time."""
+    parts it calls), on whichever thread: label_shard labels and writes on two threads
+    (goenv/labels/pipeline.py), so the parts add up to more than the wall time."""
     import goenv.labels.decisions as decisions
     import goenv.labels.folder as folder
     import goenv.labels.labeller as labeller
     import goenv.labels.tables as tables
 
     spent, lock, local = collections.Counter(), threading.Lock(), threading.local()
-    parts = [(labeller, "simulate_all", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++, helper thread)"),
+    parts = [(labeller, "simulate_all", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++)"),
              (decisions.Decider, "random", "drawing decisions"), (decisions.Decider, "perturb", "drawing decisions"),
              (decisions.Decider, "moves", "drawing decisions"),
-             (tables, "labels_table", "Arrow tables (writer thread)"),
-             (tables, "graphs_table", "Arrow tables (writer thread)"),
-             (tables.ShardWriter, "append", "Parquet encoding (writer thread)"),
-             (tables.ShardWriter, "close", "Parquet encoding (writer thread)"),
-             (folder._HashingFile, "write", "hashing and writing files (writer thread)"),
-             (folder, "write_atomic", "hashing and writing files (writer thread)"),
-             (folder, "_next_graph", IDLE)]
+             (tables, "labels_table", "Arrow tables"), (tables, "graphs_table", "Arrow tables"),
+             (tables.ShardWriter, "write", "Parquet encoding"), (tables.ShardWriter, "close", "Parquet encoding"),
+             (folder._HashingFile, "write", "hashing and writing files"),
+             (folder, "write_atomic", "hashing and writing files")]
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in parts]
 
     def timed(function, key):

@@ -323,9 +323,9 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
 @pytest.mark.parametrize("failing", ["preparing", "writing"])
 def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_file(graphs, tmp_path, monkeypatch,
                                                                                    failing):
-    """label_shard prepares the next graph and writes the last one on threads of their own
-    while it labels one: an error on any of them stops all, leaves no temporary or partial
-    file, and the same call again finishes the folder byte-identical to a clean run."""
+    """label_shard labels and writes on two threads: an error on either (labelling a graph or
+    appending it) stops both, leaves no temporary or partial file, and the same call again
+    finishes the folder byte-identical to a clean run."""
     from goenv.labels import tables
 
     out = tmp_path / "l"
@@ -339,14 +339,14 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
 
         monkeypatch.setattr(folder, "prepare_graph", prepare_graph)
     else:
-        original = tables.ShardWriter.append
+        original = tables.ShardWriter.write
 
-        def append(self, item):
-            if item["graph"]["graph_id"] == 3:
+        def write(self, table):
+            if table.column("graph_id")[0].as_py() == 3:
                 raise RuntimeError("boom")
-            return original(self, item)
+            return original(self, table)
 
-        monkeypatch.setattr(tables.ShardWriter, "append", append)
+        monkeypatch.setattr(tables.ShardWriter, "write", write)
     with pytest.raises(RuntimeError, match="boom"):
         _label(graphs, out)
     assert sorted(os.listdir(out)) == ["graphs-00000.parquet", "labels-00000.parquet", "manifest.json"]
@@ -358,24 +358,74 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
 
 
 def test_one_core_labels_on_one_thread_and_writes_the_same_bytes(graphs, tmp_path, monkeypatch):
-    """With a spare core label_shard runs a pipeline of three threads and streams the files;
-    without (or on a Ray actor) it does the same calls on one thread: the same bytes."""
-    import threading
+    """With a spare core label_shard labels on two threads and streams the files in graph
+    order (pipeline.py); without (or on a Ray actor) it does the same calls on one thread:
+    the same bytes."""
+    pipelined = []  # per shard: did it go through the two-thread pipeline?
+    original = folder.label_in_order
 
-    writing = []  # per labelled graph: is a writer thread running beside?
-    original = folder.label_drawn
+    def label_in_order(*args, **kwargs):
+        pipelined.append(True)
+        return original(*args, **kwargs)
 
-    def label_drawn(*args):
-        writing.append(any(t.name.startswith("goenv-labels-shard") for t in threading.enumerate()))
-        return original(*args)
-
-    monkeypatch.setattr(folder, "label_drawn", label_drawn)
+    monkeypatch.setattr(folder, "label_in_order", label_in_order)
     monkeypatch.setattr(folder, "_spare_core", lambda: True)  # whatever the machine running the test has
     _label(graphs, tmp_path / "pipelined")
+    assert len(pipelined) == 3  # shard_size 2, 5 graphs
     monkeypatch.setattr(folder, "_spare_core", lambda: False)
     _label(graphs, tmp_path / "one")
+    assert len(pipelined) == 3
     assert _files(tmp_path / "one") == _files(tmp_path / "pipelined")
-    assert writing == [True] * 5 + [False] * 5
+
+
+def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp_path):
+    """pipeline.label_in_order: graphs that finish out of order (a slow one on one thread)
+    are still appended in graph order, each file by one thread at a time, at most AHEAD
+    graphs in flight; an error on the helper thread is raised on the caller's."""
+    import threading
+    import time
+
+    from goenv.labels import pipeline
+
+    in_flight, most, lock, threads = set(), [0], threading.Lock(), set()
+
+    class Recorder:  # a ShardWriter's table() and write()
+        def __init__(self):
+            self.rows, self.busy = [], threading.Lock()
+
+        def table(self, item):
+            return item["id"]
+
+        def write(self, table):
+            assert self.busy.acquire(blocking=False), "two threads appended to one file at once"
+            time.sleep(0.001)
+            self.rows.append(table)
+            with lock:
+                in_flight.discard(table)
+            self.busy.release()
+
+    def labelled(graph_id):
+        threads.add(threading.current_thread().name)
+        with lock:
+            in_flight.add(graph_id)
+            most[0] = max(most[0], len(in_flight))
+        time.sleep(0.05 if graph_id % 5 == 0 else 0.002)  # every fifth graph slow
+        return {"id": graph_id, "runtime": [0.0] * 3}
+
+    writers = {"graphs": Recorder(), "labels": Recorder()}
+    assert pipeline.label_in_order(labelled, writers, 10, 20, name="helper") == 60
+    assert writers["graphs"].rows == writers["labels"].rows == list(range(10, 30))
+    assert threads == {threading.current_thread().name, "helper"}
+    assert most[0] <= pipeline.AHEAD
+
+    def failing(graph_id):
+        if threading.current_thread().name == "helper":
+            raise RuntimeError("boom on the helper")
+        time.sleep(0.01)
+        return {"id": graph_id, "runtime": []}
+
+    with pytest.raises(RuntimeError, match="boom on the helper"):
+        pipeline.label_in_order(failing, {"labels": Recorder()}, 0, 50, name="helper")
 
 
 def test_pyarrow_imports_what_it_imports_lazily_before_the_writer_thread_starts():

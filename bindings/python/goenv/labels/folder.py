@@ -18,18 +18,14 @@ raises goenv.InvalidGraph on a mismatch.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import json
 import os
-import queue
 import re
 import secrets
 import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -39,6 +35,7 @@ from goenv._core import InvalidArgument, InvalidGraph
 from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
 from goenv.labels.labeller import draw, label_drawn, prepare_graph
+from goenv.labels.pipeline import label_in_order
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
@@ -50,9 +47,6 @@ MAX_MANIFEST_BYTES = 256 << 20
 _SHARD_FILE = re.compile(r"(graphs|labels)-(\d{5,})\.parquet")
 _TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
 _PROBE = ".goenv-labels-probe"  # _probe's files
-# Graphs the pipeline's helper thread may prepare ahead of the simulation (1k nodes: 1.79x ->
-# 1.65x the bare simulation against 1 ahead; 2 or 4 were no better).
-_AHEAD = 3
 
 
 def shard_file(kind: str, index: int) -> str:
@@ -77,14 +71,13 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     With `root`, the shard's two files are written there (atomically) and "graphs" and
     "labels" are their manifest entries {"file", "bytes", "sha256"}; without, they are the
     files' bytes as pyarrow.Buffers (a Ray worker on another machine than the folder's).
-    `pipelined` (default: with `root` and a spare core) runs three threads: while this thread
-    simulates graph i's drawn decisions, another prepares graphs i + 1 to i + 3 (prepare_graph
-    and draw: its env, its heuristics solved, its decisions drawn) and a writer encodes
-    graph i - 1's rows into Parquet (one row group per graph) and streams them into both files
-    (hashed as they are written; the simulator, the heuristics, Arrow, Parquet, hashing and
-    file writes release the GIL). Otherwise (a Ray task, whose workers have the cores, or a
-    single core) all on this thread. Every graph's decisions come from its own generator and
-    the files are written by the same calls either way: the bytes are the same."""
+    `pipelined` (default: with `root` and a spare core) labels on two threads, each taking
+    the next graph, and streams each graph's rows into both files (one row group per graph,
+    in graph order, hashed as they are written) as soon as the graphs before it are in
+    (pipeline.py; the simulator, the heuristics, Arrow, Parquet, hashing and file writes
+    release the GIL). Otherwise (a Ray task, whose workers have the cores, or a single core)
+    all on this thread. Every graph's decisions come from its own generator and the files
+    are written by the same calls either way: the bytes are the same."""
     pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
 
     def prepare(graph_id: int) -> dict:
@@ -112,22 +105,28 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
     if root is None:
         raise ValueError("a pipelined shard streams into its files: it needs the folder (root)")
 
-    pending: queue.SimpleQueue = queue.SimpleQueue()  # labelled graphs, then None (done) or _ABORT
-    failure: list[BaseException] = []
     entries: dict[str, dict] = {}
+    rows = 0
 
-    def write(sinks: dict) -> None:
+    def into_files(sinks: dict, kinds: list[str]) -> None:  # write_atomic for each file, the labelling innermost
+        nonlocal rows
+        if kinds:
+            kind, name = kinds[0], shard_file(kinds[0], index)
+
+            def into(file) -> None:
+                sinks[kind] = _HashingFile(file)
+                into_files(sinks, kinds[1:])
+
+            write_atomic(_inside(root, name), into, what="labels shard")
+            entries[kind] = {"file": name, "bytes": sinks[kind].size, "sha256": sinks[kind].sha256.hexdigest()}
+            return
         writers = {kind: tables.ShardWriter(kind, sinks[kind]) for kind in KINDS}
         try:
-            while (item := _next_graph(pending)) is not None:
-                if item is _ABORT:
-                    raise _Aborted()
-                for kind in KINDS:
-                    writers[kind].append(item)
+            rows = label_in_order(lambda graph_id: label_drawn(drawn(graph_id), config), writers, first, count,
+                                  name=f"goenv-labels-shard-{index}")
         except BaseException:
-            for kind in KINDS:  # the files are dropped: their footers go nowhere
-                if isinstance(sinks[kind], _HashingFile):
-                    sinks[kind].file = None
+            for kind in KINDS:  # the files are dropped (write_atomic removes them): their footers go nowhere
+                sinks[kind].file = None
                 try:
                     writers[kind].close()
                 except Exception:  # noqa: BLE001 (the first error is the one raised)
@@ -136,62 +135,7 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
         for kind in KINDS:
             writers[kind].close()
 
-    def run() -> None:
-        hashed = {}
-
-        def nested(kinds: list[str]) -> None:  # write_atomic for each file, the writing innermost
-            if not kinds:
-                return write(hashed)
-            kind, name = kinds[0], shard_file(kinds[0], index)
-
-            def into(file) -> None:
-                hashed[kind] = _HashingFile(file)
-                nested(kinds[1:])
-
-            write_atomic(_inside(root, name), into, what="labels shard")
-            entries[kind] = {"file": name, "bytes": hashed[kind].size, "sha256": hashed[kind].sha256.hexdigest()}
-
-        nested(list(KINDS))
-
-    def guarded() -> None:
-        try:
-            run()
-        except _Aborted:
-            pass
-        except BaseException as error:  # noqa: BLE001 (handed to the labelling thread)
-            failure.append(error)
-
-    writer = threading.Thread(target=guarded, name=f"goenv-labels-shard-{index}", daemon=True)
-    writer.start()
-    rows = 0
-    try:
-        # the next graphs are prepared (read, their envs built, their heuristics solved, their
-        # decisions drawn) while this one's drawn decisions are simulated, up to _AHEAD graphs
-        # ahead so that a slow graph there does not stall the simulation at once
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"goenv-labels-prepare-{index}") as ahead:
-            end = first + count
-            upcoming = collections.deque(ahead.submit(drawn, g) for g in range(first, min(first + _AHEAD, end)))
-            try:
-                for graph_id in range(first, end):
-                    if failure:
-                        break
-                    ready = upcoming.popleft().result()
-                    if graph_id + _AHEAD < end:
-                        upcoming.append(ahead.submit(drawn, graph_id + _AHEAD))
-                    item = label_drawn(ready, config)
-                    rows += len(item["runtime"])
-                    pending.put(item)
-            finally:
-                for future in upcoming:  # a failure: the graphs not started are not prepared
-                    future.cancel()
-        pending.put(None)
-    except BaseException:
-        pending.put(_ABORT)  # the writer stops and removes its temporary files
-        writer.join()
-        raise
-    writer.join()
-    if failure:
-        raise failure[0]
+    into_files({}, list(KINDS))
     return {"index": index, "rows": rows, **entries}
 
 
@@ -206,19 +150,6 @@ def _spare_core() -> bool:
     """Whether this process may run on more than one core (the pipeline's threads need one)."""
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
     return len(cores) > 1
-
-
-def _next_graph(pending: queue.SimpleQueue):
-    """The writer thread's wait for the next labelled graph (a function of its own so that
-    tests/benchmarks/labels_bench.py can leave the waiting out of the writing time)."""
-    return pending.get()
-
-
-class _Aborted(Exception):
-    """The labelling thread failed: the writer thread stops (its files are not kept)."""
-
-
-_ABORT = object()
 
 
 class _HashingFile:

@@ -141,8 +141,9 @@ def labels_table(labelled: list[dict]):
 
 class ShardWriter:
     """One Parquet file of a shard written graph by graph: append(item) adds the graph's rows
-    (graphs_table or labels_table of [item], by `kind`) as one row group. `sink` is a binary
-    file-like object (write(), flush()) or a pyarrow.NativeFile; close() writes the footer."""
+    (graphs_table or labels_table of [item], by `kind`) as one row group: table() then write(),
+    which pipeline.py calls on different threads. `sink` is a binary file-like object
+    (write(), flush()) or a pyarrow.NativeFile; close() writes the footer."""
 
     def __init__(self, kind: str, sink):
         self.pa = pyarrow()
@@ -153,7 +154,14 @@ class ShardWriter:
         self.writer = None
 
     def append(self, item: dict) -> None:
-        table = self.build([item])
+        self.write(self.table(item))
+
+    def table(self, item: dict):
+        """The graph's rows as one Arrow table (any thread may build them)."""
+        return self.build([item])
+
+    def write(self, table) -> None:
+        """A table of table()'s, as the file's next row group."""
         if self.writer is None:  # the first graph's schema: every graph's columns have the same types
             self.writer = self.pa.parquet.ParquetWriter(self.sink, table.schema, **PARQUET_OPTIONS)
         self.writer.write_table(table, row_group_size=table.num_rows)

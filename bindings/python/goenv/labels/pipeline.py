@@ -1,0 +1,93 @@
+"""A shard's graphs labelled on two threads and appended to its files in graph order.
+
+Both threads (the caller and a helper) do the same thing: take the next graph, label it
+(its env, heuristics, drawn decisions and their simulation), build its Arrow tables, then
+append to each file every table that is next in line for it. A file is appended to by one
+thread at a time, and a thread that finds a file busy goes on labelling: whoever holds it
+appends the waiting tables before letting go. So both cores label and encode, no thread
+waits on another while there is work, and the files receive the same calls in the same
+order as on one thread: the same bytes.
+
+Why not a writer thread beside the labelling (as before): three busy threads on two cores
+preempt the simulation, whose CPU time then grew by a third (1k-node graphs, 64 decisions
+each: 1.6-1.7x the bare simulation; here the same on that row, 1.05x vs 1.25x with 256
+decisions per graph, 1.17-1.20x vs 1.24-1.28x at 10k nodes; tests/benchmarks/labels_bench.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+# Graphs labelled but not yet in both files, at most (a slow graph on one thread lets the
+# other run this far ahead; their tables wait in memory).
+AHEAD = 4
+
+
+def label_in_order(labelled: Callable[[int], dict], writers: dict, first: int, count: int, name: str) -> int:
+    """Labels graphs [first, first + count) with `labelled(graph_id)` on this thread and a
+    helper thread named `name`, appending each graph's rows to writers[kind]
+    (tables.ShardWriter) in graph order. Returns the number of label rows. An error on
+    either thread stops both and is raised here (the writers are left mid-file: the
+    caller drops their files)."""
+    end = first + count
+    state = threading.Condition()  # guards everything below but the writers themselves
+    next_graph, rows, failure = first, 0, []
+    written = {kind: first for kind in writers}  # per file: the graphs before this one are in it
+    ready: dict[str, dict[int, object]] = {kind: {} for kind in writers}  # per file: tables waiting their turn
+    appending = {kind: threading.Lock() for kind in writers}  # held by the thread appending to that file
+
+    def append_ready(kind: str) -> None:
+        # A thread that cannot take the lock leaves its table to the holder, which looks
+        # again after letting go: a table put before a failed try is always appended.
+        while appending[kind].acquire(blocking=False):
+            try:
+                while True:
+                    with state:
+                        table = ready[kind].pop(written[kind], None)
+                    if table is None:
+                        break
+                    writers[kind].write(table)
+                    with state:
+                        written[kind] += 1
+                        state.notify_all()
+            finally:
+                appending[kind].release()
+            with state:
+                if written[kind] not in ready[kind]:
+                    return
+
+    def work() -> None:
+        nonlocal next_graph, rows
+        while True:
+            with state:
+                state.wait_for(lambda: failure or next_graph >= end or next_graph < min(written.values()) + AHEAD)
+                if failure or next_graph >= end:
+                    return
+                graph_id, next_graph = next_graph, next_graph + 1
+            item = labelled(graph_id)
+            tables = {kind: writer.table(item) for kind, writer in writers.items()}
+            with state:
+                rows += len(item["runtime"])
+                for kind, table in tables.items():
+                    ready[kind][graph_id] = table
+            for kind in writers:
+                append_ready(kind)
+
+    def guarded() -> None:
+        try:
+            work()
+        except BaseException as error:  # noqa: BLE001 (raised on the calling thread)
+            with state:
+                failure.append(error)
+                state.notify_all()
+
+    helper = threading.Thread(target=guarded, name=name, daemon=True)
+    helper.start()
+    guarded()
+    helper.join()
+    if failure:
+        raise failure[0]
+    if any(done != end for done in written.values()):
+        raise RuntimeError(f"labelling pipeline: files stopped at graphs {written}, expected {end}")
+    return rows
