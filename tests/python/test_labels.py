@@ -428,10 +428,10 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
         pipeline.label_in_order(failing, {"labels": Recorder()}, 0, 50, name="helper")
 
 
-def test_pyarrow_imports_what_it_imports_lazily_before_the_writer_thread_starts():
+def test_pyarrow_imports_what_it_imports_lazily_before_the_pipeline_threads_start():
     """pyarrow imports pandas, and with it numpy.ma, on its first conversion from numpy. Done
-    first on the writer thread, that import raced with goenv._core.simulate on the labelling
-    thread, which looks numpy.ma up in sys.modules: "AttributeError: partially initialized
+    first on one thread (once a writer thread), that import raced with goenv._core.simulate on
+    another, which looks numpy.ma up in sys.modules: "AttributeError: partially initialized
     module 'numpy.ma'". tables.pyarrow(), which label_shard calls before starting its threads,
     does the imports; a fresh interpreter shows it."""
     script = """

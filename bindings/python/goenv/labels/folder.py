@@ -346,7 +346,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         files = {}
         for kind in KINDS:
             name = shard_file(kind, shard["index"])
-            if isinstance(result[kind], dict):  # written by label_shard's writer thread
+            if isinstance(result[kind], dict):  # written into the folder by label_shard (streamed)
                 files[kind] = result[kind]
                 continue
             files[kind] = store_shard_file(root, name, result[kind])

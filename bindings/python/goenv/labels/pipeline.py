@@ -8,10 +8,11 @@ appends the waiting tables before letting go. So both cores label and encode, no
 waits on another while there is work, and the files receive the same calls in the same
 order as on one thread: the same bytes.
 
-Why not a writer thread beside the labelling (as before): three busy threads on two cores
-preempt the simulation, whose CPU time then grew by a third (1k-node graphs, 64 decisions
-each: 1.6-1.7x the bare simulation; here the same on that row, 1.05x vs 1.25x with 256
-decisions per graph, 1.17-1.20x vs 1.24-1.28x at 10k nodes; tests/benchmarks/labels_bench.py).
+Why not a simulating thread, a helper preparing graphs and a writer (as before): three busy
+threads on two cores preempt the simulation, whose CPU time then grew by a third. Against
+that pipeline, in A/B runs of tests/benchmarks/labels_bench.py's rows: 10k-node graphs
+1.17-1.20x the bare simulation vs 1.24-1.28x, 256 decisions per graph 1.04-1.05x vs
+1.22-1.29x, 1k-node graphs with 64 decisions each no change (1.5-1.8x, bound by CPU).
 """
 
 from __future__ import annotations

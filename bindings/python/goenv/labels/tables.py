@@ -36,7 +36,7 @@ PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_stat
 
 def pyarrow():
     """The pyarrow module, with everything it imports lazily already imported: call it on the
-    labelling thread before the writer thread starts (see below)."""
+    labelling thread before the pipeline's helper thread starts (see below)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet  # noqa: F401 (the submodule)
@@ -44,8 +44,8 @@ def pyarrow():
         raise ImportError("labelled datasets are Parquet files and need pyarrow: pip install 'goenv[parquet]'") \
             from error
     if not _warm:
-        # pyarrow imports pandas (and with it numpy.ma) on its first conversion from numpy. On the
-        # writer thread, that import would race with goenv._core.simulate on the labelling thread,
+        # pyarrow imports pandas (and with it numpy.ma) on its first conversion from numpy. On one
+        # labelling thread, that import would race with goenv._core.simulate on the other,
         # which looks numpy.ma up in sys.modules and can find it half-initialized.
         import numpy.ma  # noqa: F401
 
