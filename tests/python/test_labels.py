@@ -404,8 +404,12 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
                 in_flight.discard(table)
             self.busy.release()
 
+    both = threading.Barrier(2)  # the first two graphs, one on each thread
+
     def labelled(graph_id):
         threads.add(threading.current_thread().name)
+        if graph_id < 12:
+            both.wait(timeout=60)
         with lock:
             in_flight.add(graph_id)
             most[0] = max(most[0], len(in_flight))
