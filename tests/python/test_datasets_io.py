@@ -548,3 +548,30 @@ def test_to_pyg_fills_a_pyg_data_object(monkeypatch):
     assert np.array_equal(data.edge_attr.numpy(), observation["edge_features"])
     assert np.array_equal(data.flops.numpy(), graph.flops)
     assert np.array_equal(data.op_type.numpy(), graph.op_types)
+
+
+@pytest.mark.parametrize("switch_after", [1, 2, 3])
+def test_a_cached_shard_is_read_whole_whatever_another_thread_caches_meanwhile(tmp_path, switch_after):
+    """The labeller reads one Dataset from two threads: a read that finds its shard cached
+    must return that shard's graphs even if another thread caches another shard between two
+    steps of the read (the cache was read three times: the check and the blobs returned could
+    belong to two shards). Here the other thread caches shard 2 right after the
+    `switch_after`-th look at the cache of a read."""
+    ds = _generate(tmp_path / "a")
+    expected = [g.to_bytes() for g in ds]
+    blobs_of_2 = dataset_files.Dataset(tmp_path / "a")._shard_graph_bytes(2)
+    looks = [0]
+
+    class Switching(dataset_files.Dataset):
+        def __getattribute__(self, name):
+            value = object.__getattribute__(self, name)
+            if name == "_cached" and value is not None:
+                looks[0] += 1
+                if looks[0] == switch_after:
+                    object.__setattr__(self, "_cached", (2, blobs_of_2))
+            return value
+
+    switching = Switching(tmp_path / "a")
+    assert switching[0].to_bytes() == expected[0]  # caches shard 0
+    looks[0] = 0
+    assert switching[1].to_bytes() == expected[1]  # shard 0 again, found cached

@@ -503,8 +503,9 @@ class Dataset:
                 f"at {self.root}>")
 
     def _shard_graph_bytes(self, k: int) -> list[bytes]:
-        if self._cached is not None and self._cached[0] == k:
-            return self._cached[1]
+        cached = self._cached  # one read: another thread may cache another shard meanwhile (labelling reads on two)
+        if cached is not None and cached[0] == k:
+            return cached[1]
         record = self.shards[k]
         path = _inside(self.root, record["file"])
         try:
