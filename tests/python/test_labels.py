@@ -432,6 +432,32 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
         pipeline.label_in_order(failing, {"labels": Recorder()}, 0, 50, name="helper")
 
 
+@pytest.mark.parametrize("switch_after", [1, 2, 3])
+def test_a_cached_labels_shard_is_read_whole_whatever_another_thread_caches_meanwhile(graphs, tmp_path,
+                                                                                    switch_after):
+    """Labels keeps the last shard read: a read that finds its shard cached must return that
+    shard's rows even if another thread caches another shard between two steps of the read.
+    Here the other thread caches shard 2 right after the `switch_after`-th look at the cache."""
+    labels = _label(graphs, tmp_path / "l")
+    expected = labels.decisions(1)["runtime"]
+    other = (2, goenv.datasets.open_labels(tmp_path / "l")._shard(2))
+    looks = [0]
+
+    class Switching(folder.Labels):
+        def __getattribute__(self, name):
+            value = object.__getattribute__(self, name)
+            if name == "_cached" and value is not None:
+                looks[0] += 1
+                if looks[0] == switch_after:
+                    object.__setattr__(self, "_cached", other)
+            return value
+
+    switching = Switching(tmp_path / "l")
+    switching.decisions(0)  # caches shard 0
+    looks[0] = 0
+    np.testing.assert_array_equal(switching.decisions(1)["runtime"], expected)  # shard 0 again, found cached
+
+
 def test_pyarrow_imports_what_it_imports_lazily_before_the_pipeline_threads_start():
     """pyarrow imports pandas, and with it numpy.ma, on its first conversion from numpy. Done
     first on one thread (once a writer thread), that import raced with goenv._core.simulate on

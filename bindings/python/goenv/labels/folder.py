@@ -471,9 +471,11 @@ class Labels:
         return data
 
     def _shard(self, k: int) -> dict:
-        if self._cached is None or self._cached[0] != k:
-            self._cached = (k, {kind: tables.from_parquet(self.shard_bytes(k, kind)) for kind in KINDS})
-        return self._cached[1]
+        cached = self._cached  # one read: another thread may cache another shard meanwhile
+        if cached is None or cached[0] != k:
+            cached = (k, {kind: tables.from_parquet(self.shard_bytes(k, kind)) for kind in KINDS})
+            self._cached = cached
+        return cached[1]
 
     def _locate(self, index: int) -> tuple[int, int]:
         n = len(self)
