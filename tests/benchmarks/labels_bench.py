@@ -2,7 +2,7 @@
 
 - samples/s of goenv.datasets.label on 1,000- and 10,000-node graphs against the bare
   simulation of the same decisions (goenv's simulator called in a loop on the labelled
-  decisions, nothing else), 3 runs each, interleaved: target label time <= 1.5x the bare
+  decisions, nothing else), 5 runs each, interleaved: target label time <= 1.5x the bare
   simulation time (medians); and the 1,000-node graphs with 4x the decisions per graph (the
   work done once per graph, its heuristics, env and row, spread over more samples);
 - Ray: the same labelling with 2 workers against 1, 3 run pairs (target >= 1.7x, medians), on a
@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
-REPEATS = 3  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
+LABEL_REPEATS = 5  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
+REPEATS = 3  # Ray run pairs each way
 IDLE = "writer thread waiting"  # a part of earlier runs' (the writer thread waiting): left out of the table
 
 
@@ -121,8 +122,8 @@ def throughput(folder: str, nodes: int, count: int, k: int = K) -> dict:
     goenv.datasets.label(source, os.path.join(folder, "warm"), task=TASK, cluster=CLUSTER, decisions_per_graph=2,
                          progress=False, overwrite=True)  # imports and first calls out of the timing
     out = os.path.join(folder, f"labels-{nodes}-{k}")
-    runs = []  # (label seconds, its CPU seconds, bare seconds, their CPU seconds): REPEATS runs, interleaved
-    for repeat in range(REPEATS):
+    runs = []  # (label seconds, its CPU seconds, bare seconds, their CPU seconds): LABEL_REPEATS runs, interleaved
+    for repeat in range(LABEL_REPEATS):
         start, start_cpu = time.perf_counter(), time.process_time()
         labels = goenv.datasets.label(source, f"{out}-{repeat}", task=TASK, cluster=CLUSTER, decisions_per_graph=k,
                                       progress=False)
@@ -136,7 +137,7 @@ def throughput(folder: str, nodes: int, count: int, k: int = K) -> dict:
     return {"parts_cpu_seconds": dict(spent), "nodes": nodes, "graphs": count, "decisions_per_graph": k, "samples": samples,
             "label_seconds": seconds, "bare_seconds": bare,
             "label_samples_per_s": samples / seconds, "bare_samples_per_s": samples / bare, "ratio": seconds / bare,
-            "ratio_range": [min(ratios), max(ratios)], "repeats": REPEATS,
+            "ratio_range": [min(ratios), max(ratios)], "repeats": LABEL_REPEATS,
             "label_cpu_seconds": cpu_seconds, "bare_cpu_seconds": bare_cpu, "cpu_ratio": cpu_seconds / bare_cpu,
             "mean_nodes": float(np.mean([labels.graph(i)["num_nodes"] for i in range(len(labels))]))}
 
