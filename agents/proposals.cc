@@ -40,17 +40,20 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
   return f;
 }
 
-std::int64_t units_moved(std::int64_t k) {
+std::int64_t units_moved(std::int64_t k, std::int64_t budget) {
   if (k == 0 || k % 8 == 7) return 0;
   std::int64_t move = k - k / 8, size = 1;  // the moves alone count 1, 2, 3, ...: a ruler sequence
-  while (move % 2 == 0 && size < 16) move /= 2, size *= 2;
+  while (move % 2 == 0 && size < kMostMoved) move /= 2, size *= 2;
+  const std::int64_t opening = std::min(budget, kOpeningCalls);
+  if (k < opening)  // at least 16 x (1 - k / opening) units: 15, 14, ... down to the ruler's sizes
+    size = std::max(size, kMostMoved * (opening - k) / opening);
   return size;
 }
 
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
-                                   const Focus& focus, std::int64_t k, torch::Generator& generator) {
+                                   const Focus& focus, std::int64_t k, torch::Generator& generator, std::int64_t budget) {
   std::vector<torch::Tensor> out;
-  if (units_moved(k) == 0) {
+  if (units_moved(k, budget) == 0) {
     for (const auto& l : logits) out.push_back(sample_actions(l, k == 0, generator).to(torch::kCPU));
     return out;
   }
@@ -58,7 +61,7 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
   const std::size_t head = static_cast<std::size_t>(k) % logits.size();
   const torch::Tensor p = torch::softmax(logits[head][0].to(torch::kCPU).to(torch::kFloat64), -1);  // (U, C)
   const torch::Tensor current = out[head][0];                                                          // (U,)
-  const std::int64_t units = p.size(0), moves = std::min(units, units_moved(k));
+  const std::int64_t units = p.size(0), moves = std::min(units, units_moved(k, budget));
   // Gumbel top-m over log((1 - p(current)) x focus): units without another allowed choice weigh 0.
   const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
   const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);

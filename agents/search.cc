@@ -249,7 +249,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       focus = proposals::focus_of(graph, best_obs, dims.node_state);
       stale = false;
     }
-    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator);
+    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator, budget);
     if (proposals::same_as(units, best_units) && ++repeats < kMaxRepeats) {
       if (proposal == 0) result.greedy_runtime = result.runtime;  // the greedy decision is the start
       continue;

@@ -20,6 +20,23 @@ TEST(Proposals, MoveSizesFollowARulerSequenceAndSamplesComeEveryEighth) {
   for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(proposals::units_moved(k), expected[k]) << "k = " << k;
 }
 
+// A search's opening (its first min(budget, kOpeningCalls) proposals) moves big segments,
+// shrinking to the ruler's sizes; the greedy decision and the samples stay where they were.
+TEST(Proposals, TheOpeningOfASearchMovesBigSegmentsThenTheRulerSizes) {
+  const std::vector<std::int64_t> sixteen = {0, 15, 14, 13, 12, 11, 10, 0, 8, 8, 6, 5, 4, 4, 2, 0, 2, 1, 16, 1};
+  for (std::size_t k = 0; k < sixteen.size(); ++k) EXPECT_EQ(proposals::units_moved(k, 16), sixteen[k]) << "k = " << k;
+  for (std::int64_t k = 0; k < 200; ++k) {
+    const std::int64_t ruler = proposals::units_moved(k);
+    const std::int64_t opened = proposals::units_moved(k, 1024);
+    if (k < proposals::kOpeningCalls && ruler != 0) {
+      EXPECT_EQ(opened, std::max(ruler, proposals::kMostMoved * (proposals::kOpeningCalls - k) / proposals::kOpeningCalls));
+    } else {
+      EXPECT_EQ(opened, ruler) << "k = " << k;  // past the opening, and the greedy decision and samples
+    }
+  }
+  EXPECT_EQ(proposals::units_moved(1, 1), 1);  // a one-call budget opens with the greedy decision only
+}
+
 struct Case {
   std::unique_ptr<Env> env;
   DynamicObservation observation;
