@@ -331,6 +331,17 @@ def searches(args) -> None:
             row["reference_calls"], row["local_search_reference"] = args.reference_calls, reference
             row["go_calls_to_reference"] = next((k + 1 for k, ms in enumerate(row["go-search_curve"])
                                                  if ms <= reference * (1 + 1e-9)), None)
+        kept = rows.get(name, {})
+        if not args.reference_calls and "local_search_reference" in kept:
+            # local search's long run does not depend on GO's code: kept, with the commit it was made at
+            reference = kept["local_search_reference"]
+            row.update(reference_calls=kept["reference_calls"], local_search_reference=reference,
+                       reference_commit=kept.get("reference_commit", saved.get("commit")),
+                       go_calls_to_reference=next((k + 1 for k, ms in enumerate(row["go-search_curve"])
+                                                   if ms <= reference * (1 + 1e-9)), None))
+        for key in (ABLATION, ABLATION + "_commit", LONG):  # measured by their own runs, each with its commit
+            if key in kept:
+                row[key] = kept[key]
         rows[name] = row
         write_json(path, {**made_at, "protocol": {"win": WIN, "tie": TIE, "start": "best-heuristic"},
                           "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
