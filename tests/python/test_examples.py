@@ -73,6 +73,15 @@ def test_go_results_script_end_to_end(tmp_path):
     reached = longer["go-search_long"]["calls_to_reference"]
     assert len(reached) == 3 and all(c is None or 1 <= c <= 30 for c in reached)
     assert len(longer["go-search_long"]["commit"]) == 40 and "given 30:" in readme.read_text()
+    # A row searched again without the reference keeps it (with the commit it was made at), the
+    # ablation and the long searches: each was measured by a run of its own.
+    done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", *common,
+                           "--reference-calls", "0"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    again = json.loads((tmp_path / "results" / "go_search.json").read_text())["rows"][0]
+    assert again["local_search_reference"] == longer["local_search_reference"]
+    assert len(again["reference_commit"]) == 40 and again["go_calls_to_reference"] == longer["go_calls_to_reference"]
+    assert again["untrained-search"] == longer["untrained-search"] and again["go-search_long"] == longer["go-search_long"]
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
