@@ -162,3 +162,22 @@ def permuted_cluster(cluster: goenv.Cluster, perm) -> goenv.Cluster:
     c["link_dst"] = [new_of[d] for d in c["link_dst"]]
     c["name"] = c["name"] + "-relabelled"
     return goenv.Cluster.from_json(json.dumps(data))
+
+
+def cache_switching(cls, other, switch_after: int):
+    """A subclass of `cls` (a reader with a one-slot `_cached` shard) whose cache another
+    thread replaces with `other` right after the `switch_after`-th look at it since
+    `looks[0] = 0`: a thread switch between two reads of the cache, made deterministic.
+    Returns (the subclass, looks)."""
+    looks = [0]
+
+    class Switching(cls):
+        def __getattribute__(self, name):
+            value = object.__getattribute__(self, name)
+            if name == "_cached" and value is not None:
+                looks[0] += 1
+                if looks[0] == switch_after:
+                    object.__setattr__(self, "_cached", other)
+            return value
+
+    return Switching, looks

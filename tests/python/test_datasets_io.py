@@ -18,6 +18,7 @@ from torch import nn
 
 import goenv
 from goenv import dataset_files, datasets
+from helpers import cache_switching
 
 SMALL = {"num_layers": 4, "width": 3}  # random-layered graphs of ~12 nodes
 
@@ -560,16 +561,7 @@ def test_a_cached_shard_is_read_whole_whatever_another_thread_caches_meanwhile(t
     ds = _generate(tmp_path / "a")
     expected = [g.to_bytes() for g in ds]
     blobs_of_2 = dataset_files.Dataset(tmp_path / "a")._shard_graph_bytes(2)
-    looks = [0]
-
-    class Switching(dataset_files.Dataset):
-        def __getattribute__(self, name):
-            value = object.__getattribute__(self, name)
-            if name == "_cached" and value is not None:
-                looks[0] += 1
-                if looks[0] == switch_after:
-                    object.__setattr__(self, "_cached", (2, blobs_of_2))
-            return value
+    Switching, looks = cache_switching(dataset_files.Dataset, (2, blobs_of_2), switch_after)
 
     switching = Switching(tmp_path / "a")
     assert switching[0].to_bytes() == expected[0]  # caches shard 0

@@ -16,6 +16,7 @@ import pytest
 
 import goenv
 from goenv.labels import folder
+from helpers import cache_switching
 
 pytest.importorskip("pyarrow")
 
@@ -441,16 +442,7 @@ def test_a_cached_labels_shard_is_read_whole_whatever_another_thread_caches_mean
     labels = _label(graphs, tmp_path / "l")
     expected = labels.decisions(1)["runtime"]
     other = (2, goenv.datasets.open_labels(tmp_path / "l")._shard(2))
-    looks = [0]
-
-    class Switching(folder.Labels):
-        def __getattribute__(self, name):
-            value = object.__getattribute__(self, name)
-            if name == "_cached" and value is not None:
-                looks[0] += 1
-                if looks[0] == switch_after:
-                    object.__setattr__(self, "_cached", other)
-            return value
+    Switching, looks = cache_switching(folder.Labels, other, switch_after)
 
     switching = Switching(tmp_path / "l")
     switching.decisions(0)  # caches shard 0
