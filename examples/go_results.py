@@ -105,6 +105,11 @@ def calls_to_reach(curve: list[list[float]], target_ms: float) -> int | None:
     return next((int(step) for step, ms in curve if ms <= target_ms * (1 + 1e-9)), None)
 
 
+def search_calls_to_reach(curve: list[float], target_ms: float) -> int | None:
+    """calls_to_reach for a search's curve (its best runtime after each call)."""
+    return calls_to_reach([(k + 1, ms) for k, ms in enumerate(curve)], target_ms)
+
+
 def local_search(env, budget: int, seed: int) -> tuple[float, float]:
     """(runtime in ms, wall seconds) of local search from the best heuristic with `budget` calls."""
     start = time.perf_counter()
@@ -299,8 +304,7 @@ def searches(args) -> None:
             runs = [search_one(env, "go-search", args.efficiency_budget, seed, agent) for seed in args.seeds]
             row[LONG] = {"budget": args.efficiency_budget, "seeds": list(args.seeds),
                          "runtime": summary([r["runtime"] for r in runs]),
-                         "calls_to_reference": [next((k + 1 for k, ms in enumerate(r["curve"])
-                                                      if ms <= reference * (1 + 1e-9)), None) for r in runs],
+                         "calls_to_reference": [search_calls_to_reach(r["curve"], reference) for r in runs],
                          "commit": made_at["commit"], "dirty": made_at["dirty"]}
             write_json(path, {**saved, "rows": sorted(rows.values(), key=lambda r: order.index(r["label"]))})
             print(f"{name}: GO search with {args.efficiency_budget:,} calls {row[LONG]['runtime']['median']:.2f} ms "
@@ -326,19 +330,17 @@ def searches(args) -> None:
                                                   max(budget, row["go-search_seconds"]["median"] / per_call)))
         row["local-search_wall"] = summary([search_one(env, "local-search", row["local_search_wall_budget"], seed,
                                                        agent)["runtime"] for seed in args.seeds])
+        kept = rows.get(name, {})
         if args.reference_calls:
             reference = search_one(env, "local-search", args.reference_calls, args.seeds[0], agent)["runtime"]
             row["reference_calls"], row["local_search_reference"] = args.reference_calls, reference
-            row["go_calls_to_reference"] = next((k + 1 for k, ms in enumerate(row["go-search_curve"])
-                                                 if ms <= reference * (1 + 1e-9)), None)
-        kept = rows.get(name, {})
-        if not args.reference_calls and "local_search_reference" in kept:
+        elif "local_search_reference" in kept:
             # local search's long run does not depend on GO's code: kept, with the commit it was made at
-            reference = kept["local_search_reference"]
-            row.update(reference_calls=kept["reference_calls"], local_search_reference=reference,
-                       reference_commit=kept.get("reference_commit", saved.get("commit")),
-                       go_calls_to_reference=next((k + 1 for k, ms in enumerate(row["go-search_curve"])
-                                                   if ms <= reference * (1 + 1e-9)), None))
+            row.update(reference_calls=kept["reference_calls"], local_search_reference=kept["local_search_reference"],
+                       reference_commit=kept.get("reference_commit", saved.get("commit")))
+        if "local_search_reference" in row:
+            row["go_calls_to_reference"] = search_calls_to_reach(row["go-search_curve"],
+                                                                 row["local_search_reference"])
         for key in (ABLATION, ABLATION + "_commit", LONG):  # measured by their own runs, each with its commit
             if key in kept:
                 row[key] = kept[key]
