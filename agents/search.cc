@@ -234,6 +234,9 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   // `budget` calls are spent even where nothing else can be proposed.
   constexpr int kMaxRepeats = 64;
   int repeats = 0;
+  const auto& heads = model.spec.heads;
+  const auto placement = std::find(heads.begin(), heads.end(), Head::kPlacement);
+  const std::int64_t placement_head = placement == heads.end() ? -1 : placement - heads.begin();
   for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
     if (logits_stale && k - read_at >= refresh_gap) {
       logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
@@ -249,7 +252,8 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       focus = proposals::focus_of(graph, best_obs, dims.node_state);
       stale = false;
     }
-    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator, budget);
+    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator,
+                                                                      budget, placement_head);
     if (proposals::same_as(units, best_units) && ++repeats < kMaxRepeats) {
       if (proposal == 0) result.greedy_runtime = result.runtime;  // the greedy decision is the start
       continue;

@@ -1,5 +1,6 @@
 // Policy-guided search's proposals (agents/proposals.h): moves focus on the
-// critical path of the best decisions' schedule, in a ruler sequence of sizes.
+// critical path of the best decisions' schedule, in a ruler sequence of sizes; the
+// opening smooths and joins the path's runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,6 +135,106 @@ TEST(Proposals, TheGreedyDecisionOfAStayingPolicyIsTheBestAgain) {
   DynamicObservation truncated = c.observation;
   truncated.node_state.pop_back();
   EXPECT_THROW(proposals::focus_of(c.graph, truncated, c.state_dim), InvalidArgument);
+}
+
+// The plan: decisions at k = 0 and every 8th; the opening's first four moves smooth runs of
+// at most 1, 2, 4, 8 units, its later even-numbered moves join; everything else moves.
+TEST(Proposals, TheOpeningSmoothsThenJoinsAndMovesThenTheRulerMoves) {
+  using proposals::Kind;
+  const std::vector<Kind> sixteen = {Kind::kDecision, Kind::kSmooth, Kind::kSmooth, Kind::kSmooth,
+                                     Kind::kSmooth,   Kind::kMove,   Kind::kJoin,   Kind::kDecision,
+                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,   Kind::kJoin,
+                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,   Kind::kDecision};
+  for (std::int64_t k = 0; k < 16; ++k) EXPECT_EQ(proposals::plan(k, 16).kind, sixteen[k]) << "k = " << k;
+  for (std::int64_t k = 1; k <= 4; ++k) EXPECT_EQ(proposals::plan(k, 16).size, std::int64_t{1} << (k - 1));
+  for (std::int64_t k = 0; k < 200; ++k) {
+    const proposals::Plan opened = proposals::plan(k, 1024), plain = proposals::plan(k);
+    EXPECT_TRUE(plain.kind == Kind::kDecision || plain.kind == Kind::kMove) << "no opening without a budget";
+    if (opened.kind == Kind::kMove || (k >= proposals::kOpeningCalls && opened.kind != Kind::kDecision)) {
+      EXPECT_EQ(opened.kind, Kind::kMove) << "k = " << k;
+      EXPECT_EQ(opened.size, proposals::units_moved(k, 1024)) << "k = " << k;
+    }
+  }
+}
+
+// A case whose critical path is every third op, and best decisions laid along it as runs.
+struct PathCase {
+  Case c;
+  proposals::Focus focus;
+  std::vector<std::int64_t> path;  // the critical ops in topological order
+  torch::Tensor best;              // (1, N)
+};
+
+PathCase path_case(const std::vector<std::int64_t>& runs_along_path) {
+  PathCase pc{placement_case(), {}, {}, {}};
+  const std::int64_t n = pc.c.graph.num_nodes, column = proposals::critical_column(pc.c.state_dim);
+  for (std::int64_t v = 0; v < n; ++v) pc.c.observation.node_state[v * pc.c.state_dim + column] = v % 3 == 0 ? 1.f : 0.f;
+  pc.focus = proposals::focus_of(pc.c.graph, pc.c.observation, pc.c.state_dim);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (pc.c.graph.order[i].item<std::int64_t>() % 3 == 0) pc.path.push_back(pc.c.graph.order[i].item<std::int64_t>());
+  pc.best = torch::zeros({1, n}, torch::kInt64);
+  for (std::size_t i = 0; i < pc.path.size(); ++i)
+    pc.best[0][pc.path[i]] = runs_along_path[std::min(i, runs_along_path.size() - 1)];
+  return pc;
+}
+
+std::vector<std::int64_t> along(const PathCase& pc, const torch::Tensor& decisions) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v : pc.path) out.push_back(decisions[0][v].item<std::int64_t>());
+  return out;
+}
+
+TEST(Proposals, SmoothingBringsShortExcursionsOfThePathBackToTheirNeighboursChoice) {
+  // Along the path: 0 0 | 1 | 0 0 | 2 2 | 0 | 3 3 3 | 0 | 1 | 2 2 ... (the rest on 2).
+  const std::vector<std::int64_t> runs = {0, 0, 1, 0, 0, 2, 2, 0, 3, 3, 3, 0, 1, 2};
+  PathCase pc = path_case(runs);
+  ASSERT_GT(pc.path.size(), runs.size() + 2);
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, pc.c.graph.num_nodes, 4})};
+  torch::Generator generator = at::detail::createCPUGenerator(3);
+  auto smoothed = [&](std::int64_t k) {  // k = 1..4: runs of at most 1, 2, 4, 8
+    const auto proposal = proposals::propose(logits, {pc.best}, pc.focus, k, generator, 16, 0);
+    // Off the path nothing moves.
+    EXPECT_TRUE(torch::equal(proposal[0].index({0, torch::tensor(std::vector<std::int64_t>{1, 2, 4})}),
+                             pc.best.index({0, torch::tensor(std::vector<std::int64_t>{1, 2, 4})})));
+    std::vector<std::int64_t> now = along(pc, proposal[0]);
+    now.resize(runs.size());  // (the rest stays on 2: a run that smoothing never touches)
+    return now;
+  };
+  // Runs of 1 between two runs of 0: the lone 1 at 2 (the 1 at 12 sits between 0 and 2: stays).
+  EXPECT_EQ(smoothed(1), (std::vector<std::int64_t>{0, 0, 0, 0, 0, 2, 2, 0, 3, 3, 3, 0, 1, 2}));
+  EXPECT_EQ(smoothed(2), (std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 1, 2}));
+  EXPECT_EQ(smoothed(3), (std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2}));
+  // Without a placement head, the plan's smoothing is a move of its size instead.
+  const auto moved = proposals::propose(logits, {pc.best}, pc.focus, 1, generator, 16, -1);
+  EXPECT_EQ((moved[0] != pc.best).sum().item<std::int64_t>(), proposals::units_moved(1, 16));
+}
+
+TEST(Proposals, AJoinSendsTheDrawnUnitsRunToItsNeighboursChoice) {
+  // Along the path: 0 0 0 | 1 1 | 0 0 0 | 2 2 2 ... (the rest on 2): three runs on the path.
+  PathCase pc = path_case({0, 0, 0, 1, 1, 0, 0, 0, 2});
+  const std::int64_t length = static_cast<std::int64_t>(pc.path.size());
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, pc.c.graph.num_nodes, 3})};
+  torch::Generator generator = at::detail::createCPUGenerator(11);
+  std::set<std::vector<std::int64_t>> seen;
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto proposal = proposals::propose(logits, {pc.best}, pc.focus, 6, generator, 16, 0);  // k = 6: a join
+    const std::vector<std::int64_t> now = along(pc, proposal[0]);
+    if ((proposal[0] != pc.best).sum().item<std::int64_t>() == 1 &&
+        std::count(pc.path.begin(), pc.path.end(), (proposal[0] != pc.best)[0].nonzero()[0][0].item<std::int64_t>()) == 0)
+      continue;  // drawn off the path (weight 1e-3): a single move
+    seen.insert(now);
+  }
+  const std::vector<std::int64_t> rest(static_cast<std::size_t>(length - 8), 2);
+  auto with_rest = [&](std::vector<std::int64_t> head) { head.insert(head.end(), rest.begin(), rest.end()); return head; };
+  // The first run joins the second's choice, the 1s join the 0s, the 0s before the 2s go to 1 or
+  // 2, the 2s join the 0s; nothing else.
+  const std::set<std::vector<std::int64_t>> expected = {
+      with_rest({1, 1, 1, 1, 1, 0, 0, 0}), with_rest({0, 0, 0, 0, 0, 0, 0, 0}), with_rest({0, 0, 0, 1, 1, 1, 1, 1}),
+      with_rest({0, 0, 0, 1, 1, 2, 2, 2})};
+  std::vector<std::int64_t> last_run_joined(static_cast<std::size_t>(length), 0);
+  std::copy_n(std::vector<std::int64_t>{0, 0, 0, 1, 1, 0, 0, 0}.begin(), 8, last_run_joined.begin());
+  for (const auto& s : seen) EXPECT_TRUE(expected.count(s) || s == last_run_joined) << "an unexpected join";
+  EXPECT_EQ(seen.size(), 5u) << "every run joins, sometimes";
 }
 
 }  // namespace
