@@ -166,8 +166,12 @@ class Agent:
         name; None: the env's own start, or the best decision training found on the graph
         when that is better), the policy proposing its greedy decision, moves of the units it
         most wants to change on the best schedule's critical path (1-16 at a time, to choices
-        it samples, big ones first: at least 16 x (1 - k / 32) in the first min(budget, 32); several
-        at once are a segment of that path, to one choice) and whole sampled decisions; a proposal equal to the best costs no call;
+        it samples; several at once are a segment of that path, to one choice) and whole sampled
+        decisions. Its first min(budget, 32) proposals open with big changes: four smoothings of
+        the critical path (runs of at most 1, 2, 4, 8 units between two runs on one device go to
+        that device), then joins (the drawn unit's run on the path to its neighbours' device)
+        alternating with segments of at least 16 x (1 - k / 32) units. A proposal equal to the
+        best costs no call;
         the best is kept, so the result is never worse than the start.
         Then local search from the best with `local_search_budget` calls when > 0.
         Returns {decisions: {head: (N,) int64}, runtime (s), start, start_runtime,
