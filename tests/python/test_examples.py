@@ -52,6 +52,10 @@ def test_go_results_script_end_to_end(tmp_path):
         assert len(row[method]["runs"]) == 3 and row[method]["min"] <= row[method]["median"] <= row[method]["max"]
         assert row[method]["max"] <= row["best_heuristic"] * (1 + 1e-9)  # never worse than the start
     assert len(row["go-search_curve"]) == 12 and row["local_search_wall_budget"] >= 12
+    # Sample efficiency within the budget: the calls to local search's reference, per seed.
+    assert len(row["go_calls_to_reference"]) == 3
+    assert all(c is None or 1 <= c <= 12 for c in row["go_calls_to_reference"])
+    assert "within 12:" in text
     assert "GO search vs the better search" in text and "median" in text.lower()
     assert "Made at commit" in text  # every table says which code made it
     joint = json.loads((tmp_path / "results" / "go_joint.json").read_text())
