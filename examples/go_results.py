@@ -520,14 +520,14 @@ def search_table(results: dict) -> str:
     counts = {k: verdicts.count(k) for k in ("win", "tie", "within noise", "loss")}
     at_wall = [verdict(r["go-search"]["median"], r["local-search_wall"]["median"]) for r in results["rows"]]
     referenced = [r for r in results["rows"] if "reference_calls" in r]
-    reached = [r["label"] for r in referenced if reached_within_budget(r)]
+    reached = [r["label"] for r in referenced if reached_by_most(per_seed_reach(r))]
     reference = (f" Sample efficiency: GO search reaches local search's {referenced[0]['reference_calls']:,}-call "
                  f"result within its budget on more than half the seeds on {len(reached)} of {len(referenced)} "
                  f"graphs ({', '.join(f'`{x}`' for x in reached) or 'none'})." if referenced else "")
     longer = [r for r in referenced if LONG in r]
     if longer:
         budgets = sorted({r[LONG]["budget"] for r in longer})
-        half = [r["label"] for r in longer if reached_on(r[LONG]) * 2 > len(r[LONG]["seeds"])]
+        half = [r["label"] for r in longer if reached_by_most(r[LONG]["calls_to_reference"])]
         reference += (f" Given {' or '.join(f'{b:,}' for b in budgets)} calls (the last part of that column; its "
                       f"seeds, commit `{commit_label(longer[0][LONG])}`), it reaches it on more than half the seeds "
                       f"on {len(half)} of {len(longer)} ({', '.join(f'`{x}`' for x in half) or 'none'}).")
@@ -552,8 +552,9 @@ def search_table(results: dict) -> str:
             f"readme`.\n")
 
 
-def reached_on(long: dict) -> int:
-    return sum(c is not None for c in long["calls_to_reference"])
+def reached_by_most(calls: list) -> bool:
+    """The sample-efficiency verdict: more than half the seeds reach the reference (None: a seed that did not)."""
+    return sum(c is not None for c in calls) * 2 > len(calls)
 
 
 def seed_calls(calls: list, median_ms: float) -> str:
@@ -569,12 +570,6 @@ def per_seed_reach(row: dict) -> list:
     """GO search's calls to the reference per seed (rows made before it was per seed hold seed 0's alone)."""
     calls = row.get("go_calls_to_reference")
     return calls if isinstance(calls, list) else [calls]
-
-
-def reached_within_budget(row: dict) -> bool:
-    """The sample-efficiency verdict: more than half the seeds reach the reference within the budget."""
-    calls = per_seed_reach(row)
-    return sum(c is not None for c in calls) * 2 > len(calls)
 
 
 def reach_cell(row: dict) -> str:
