@@ -26,7 +26,9 @@ nodes steps) so the run fits a 2-core CPU; the tables say which budget each got.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -356,35 +358,52 @@ def searches(args) -> None:
 
 # -- part 3: joint vs sequential ------------------------------------------------------------------
 
+def joint_one(args, graph: str, seed: int) -> dict:
+    """One seed on one graph: the joint policy's best runtime and the sequential one's (ms)."""
+    args = argparse.Namespace(**{**vars(args), "seed": seed})
+    reference = goenv.make(f"joint-{graph}")
+    reference.reset(seed=0)
+    # One policy deciding placement, priority and fusion together.
+    _, curve, _, _ = go_run(reference, args.joint_budget, args)
+    # The same budget split over the three tasks in turn, each starting from the last one's decisions.
+    stage = args.joint_budget // 3
+    decisions = {}
+    for task in ("placement", "scheduling", "fusion"):
+        given = {"placement": decisions.get("placement"),
+                 "priority": decisions["priority"].astype(np.float64) if "priority" in decisions else None}
+        env = goenv.make(f"{task}-{graph}", **{k: v for k, v in given.items() if v is not None})
+        agent, _, _, _ = go_run(env, stage, args)
+        decisions.update(agent.optimize(env, budget=1)["decisions"])
+    reference.reset(seed=0)
+    info = reference.step(decisions)[4]
+    sequential = info["runtime"] * 1e3 if not (info["oom"] or info["invalid"]) else float("inf")
+    return {"joint": curve[-1][1], "sequential": sequential}
+
+
 def joint(args) -> None:
+    """Joint vs sequential on each graph, --seeds seeds each (median [range]), the (graph, seed)
+    runs spread over --jobs processes (each run is independent and single-threaded)."""
     path = ROOT / args.out / "go_joint.json"
-    rows = []
     made_at = results_commit()  # each row records the code it was made with
+    runs = [(graph, seed) for graph in args.joint_graphs for seed in args.seeds]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = dict(zip(runs, pool.map(joint_one, [args] * len(runs), *zip(*runs))))
+    rows = []
     for graph in args.joint_graphs:
         reference = goenv.make(f"joint-{graph}")
         reference.reset(seed=0)
+        per_seed = [done[graph, seed] for seed in args.seeds]
         row = {"label": graph, "nodes": reference.unwrapped.graph.num_nodes, "budget": args.joint_budget,
-               "default": reference.unwrapped.core.initial_runtime * 1e3}
-        # One policy deciding placement, priority and fusion together.
-        _, curve, _, _ = go_run(reference, args.joint_budget, args)
-        row["joint"] = curve[-1][1]
-        # The same budget split over the three tasks in turn, each starting from the last one's decisions.
-        stage = args.joint_budget // 3
-        decisions = {}
-        for task in ("placement", "scheduling", "fusion"):
-            given = {"placement": decisions.get("placement"),
-                     "priority": decisions["priority"].astype(np.float64) if "priority" in decisions else None}
-            env = goenv.make(f"{task}-{graph}", **{k: v for k, v in given.items() if v is not None})
-            agent, _, _, _ = go_run(env, stage, args)
-            decisions.update(agent.optimize(env, budget=1)["decisions"])
-        reference.reset(seed=0)
-        info = reference.step(decisions)[4]
-        row["sequential"] = info["runtime"] * 1e3 if not (info["oom"] or info["invalid"]) else float("inf")
-        row["sequential_stages"] = stage
+               "default": reference.unwrapped.core.initial_runtime * 1e3, "seeds": list(args.seeds),
+               "sequential_stages": args.joint_budget // 3}
+        for method in ("joint", "sequential"):
+            values = [run[method] for run in per_seed]
+            row[method] = float(np.median(values))
+            row[f"{method}_runs"] = values
         rows.append({**row, **made_at})
-        write_json(path, rows)
-        print(f"{graph}: joint {row['joint']:.2f} ms, sequential {row['sequential']:.2f} ms "
-              f"(default {row['default']:.2f})", flush=True)
+        print(f"{graph}: joint {row['joint']:.2f} ms, sequential {row['sequential']:.2f} ms (medians of "
+              f"{len(per_seed)} seeds; default {row['default']:.2f})", flush=True)
+    write_json(path, rows)
 
 
 # -- README ---------------------------------------------------------------------------------------
@@ -481,18 +500,31 @@ def readme(args) -> None:
                         f"**{sum(r['zero_shot'] < r['best_heuristic'] * (1 - WIN) for r in own)} of {len(own)}** "
                         f"clusters." if own else ""))
     if joi:
-        rows = [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), fmt(r["sequential"]),
-                 f"**{fmt(r['joint'])}**" if r["joint"] < r["sequential"] else fmt(r["joint"])] for r in joi]
-        parts.append("\n" + markdown_table(
-            ["graph (joint task)", "budget", "default", "sequential (placement → scheduling → fusion)",
-             "joint policy"], rows))
-        parts.append(f"\n{made_by(joi, 'joint')} The joint policy beats the three tasks optimized in turn (same total budget) on "
-                     f"**{sum(r['joint'] < r['sequential'] for r in joi)} of {len(joi)}** graphs.")
+        parts.append(joint_table(joi))
     readme_path = ROOT / args.readme
     text = replace_section(readme_path.read_text(), "go-results", "\n".join(parts) if parts else "(no results yet)")
     tmp = readme_path.with_suffix(".md.tmp")
     tmp.write_text(text)
     tmp.replace(readme_path)
+
+
+def joint_table(rows: list[dict]) -> str:
+    """Joint vs sequential: median [range] over seeds where the rows have them, with the verdicts."""
+
+    def cell(r: dict, method: str) -> str:
+        runs = r.get(f"{method}_runs", [r[method]])
+        return fmt(r[method]) + (f" [{fmt(min(runs))}–{fmt(max(runs))}]" if len(runs) > 1 else "")
+
+    verdicts = [verdict(r["joint"], r["sequential"]) for r in rows]
+    table = markdown_table(["graph (joint task)", "budget", "default", "sequential (placement → scheduling → fusion)",
+                            "joint policy", "joint vs sequential"],
+                           [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), cell(r, "sequential"),
+                             cell(r, "joint"), v] for r, v in zip(rows, verdicts)])
+    seeds = {len(r.get("seeds", [0])) for r in rows}
+    return (f"\n{table}\n\n{made_by(rows, 'joint')} Median [range] over {'/'.join(map(str, sorted(seeds)))} "
+            f"seed(s), ms, the same total budget each way. The joint policy beats the three tasks optimized in turn "
+            f"by more than {WIN:.0%} on **{verdicts.count('win')} of {len(rows)}** graphs and loses on "
+            f"{verdicts.count('loss')}.")
 
 
 def search_table(results: dict) -> str:
@@ -633,7 +665,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-imitation-steps", type=int, default=50)
     parser.add_argument("--joint-graphs", nargs="*", default=["transformer-xl-2", "wavenet-2", "inception"])
     parser.add_argument("--joint-budget", type=int, default=1536)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="search: seeds per method")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="search, joint: seeds per method")
+    parser.add_argument("--jobs", type=int, default=1, help="joint: processes running the (graph, seed) runs")
     parser.add_argument("--search-budget", type=int, default=1024, help="search: simulator calls per method")
     parser.add_argument("--reference-calls", type=int, default=0,
                         help="search: local search's reference budget (the paper's 200,000; 0 = skip)")

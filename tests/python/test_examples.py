@@ -30,7 +30,7 @@ def test_go_results_script_end_to_end(tmp_path):
               "--envs-per-graph", "16", "--imitation-steps", "5", "--max-wall-calls", "200", "--finetune-steps", "32",
               "--finetune-imitation-steps", "3", "--zero-shot-samples", "2", "--joint-graphs", "transformer-xl-2",
               "--joint-budget", "96", "--readme", str(readme), "--figure", str(tmp_path / "curves.png"),
-              "--search-budget", "12", "--seeds", "0", "1", "2", "--reference-calls", "40"]
+              "--search-budget", "12", "--seeds", "0", "1", "2", "--reference-calls", "40", "--jobs", "2"]
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "per-graph", "transfer", "joint",
                            "search", "readme", *common], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -60,6 +60,10 @@ def test_go_results_script_end_to_end(tmp_path):
     assert "Made at commit" in text  # every table says which code made it
     joint = json.loads((tmp_path / "results" / "go_joint.json").read_text())
     assert all(len(r["commit"]) == 40 for r in joint + transfer)
+    # Joint vs sequential per seed (run over 2 processes), the medians of them, the verdict in the README.
+    assert joint[0]["seeds"] == [0, 1, 2] and len(joint[0]["joint_runs"]) == len(joint[0]["sequential_runs"]) == 3
+    assert joint[0]["joint"] == sorted(joint[0]["joint_runs"])[1]
+    assert "joint vs sequential" in text and "over 3 seed(s)" in text
     # The ablation: the same search with the network untrained, added to the rows made before.
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", "readme", "--untrained",
                            *common], capture_output=True, text=True, timeout=600)
