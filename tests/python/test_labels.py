@@ -182,6 +182,37 @@ print(len(names), first.column("runtime")[0].as_py(), graphs.column("lower_bound
     assert table.num_rows == 120 and table.column_names[:4] == ["graph_id", "decision", "source", "runtime"]
 
 
+@pytest.mark.parametrize("task", ["placement", "scheduling", "fusion"])
+def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_default(graphs, tmp_path, task):
+    """Format 3: the labels rows hold the heads the task decides; the others are null (not the
+    same default written K times), the graph row has the env's default, and decisions() gives
+    every head in full, so simulating them reproduces every label."""
+    import pyarrow.parquet as pq
+
+    from goenv.labels.labeller import simulate_all
+
+    labels = _label(graphs, tmp_path / "l", task=task, cluster="4xgpu-nvlink")
+    rows = pq.read_table(labels.files("labels")[1])
+    graph_rows = pq.read_table(labels.files("graphs")[1])
+    env = goenv.make(task, graph=labels.graph(2)["goenv_graph"], cluster="4xgpu-nvlink")
+    decided = set(env.unwrapped.core.heads)
+    for head in ("placement", "priority", "fusion"):
+        assert (rows.column(head).null_count == 0) if head in decided else (rows.column(head).null_count == rows.num_rows)
+        assert graph_rows.column(f"default_{head}").null_count == 0
+    graph, decisions = labels.graph(2), labels.decisions(2)
+    env.reset(seed=0)
+    core = env.unwrapped.core
+    np.testing.assert_array_equal(graph["default_placement"], np.asarray(core.placement))
+    np.testing.assert_array_equal(graph["default_fusion"], np.asarray(core.fusion))
+    for head in {"placement", "priority", "fusion"} - decided:
+        assert decisions[head].shape == (24, graph["num_nodes"])
+        assert (decisions[head] == graph[f"default_{head}"]).all()
+    outcomes = simulate_all(graph["goenv_graph"], goenv.clusters.get("4xgpu-nvlink"),
+                            {head: np.ascontiguousarray(decisions[head]) for head in ("placement", "priority", "fusion")},
+                            labels.config["max_fusion_size"])
+    np.testing.assert_array_equal(outcomes["runtime"], decisions["runtime"])
+
+
 def test_a_corrupt_or_truncated_shard_is_detected_on_read(graphs, tmp_path):
     root = tmp_path / "l"
     _label(graphs, root)
@@ -468,14 +499,15 @@ assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
 
 
 def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
-    """Version 2 writes a row group per graph; a version 1 folder (one per shard, the same
-    columns) still reads, but labelling into it is refused (its bytes would mix two layouts)
+    """Version 3 writes a row group per graph and nulls for the heads the task does not
+    decide; a folder of an older version (1: one row group per shard; 2: every head in every
+    row) still reads, but labelling into it is refused (its bytes would mix two layouts)
     unless overwrite=True; an unknown version is refused on read."""
     import pyarrow.parquet as pq
 
     out = tmp_path / "l"
     labels = _label(graphs, out)
-    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 2
+    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 3
     assert [pq.ParquetFile(f).num_row_groups for f in labels.files()] == [2, 2, 1]  # shard_size 2, 5 graphs
     expected = labels.decisions(3)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -485,9 +517,9 @@ def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
     with pytest.raises(goenv.InvalidArgument, match="format version 1.*nothing was changed"):
         _label(graphs, out)
     assert _files(out) == before
-    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 2
-    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 3}))
-    with pytest.raises(goenv.InvalidGraph, match="format version 3"):
+    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 3
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))
+    with pytest.raises(goenv.InvalidGraph, match="format version 4"):
         goenv.datasets.open_labels(out)
 
 
@@ -550,8 +582,9 @@ def test_a_shard_writer_leaves_the_callers_file_open_and_writes_what_a_buffer_ge
     from goenv.labels import tables
 
     labels = _label(graphs, tmp_path / "labels")
-    item = {"graph": {**labels.graph(0), "graph": labels.graph(0)["goenv_graph"],
-                      "node_features": labels.graph(0)["node_features"]},
+    row = labels.graph(0)
+    item = {"graph": {**row, "graph": row["goenv_graph"],
+                      "defaults": {head: row[f"default_{head}"] for head in ("placement", "priority", "fusion")}},
             **{key: value for key, value in labels.decisions(0).items() if key not in ("graph_id", "decision")}}
     for kind in ("graphs", "labels"):
         sink, reference = io.BytesIO(), tables.pyarrow().BufferOutputStream()

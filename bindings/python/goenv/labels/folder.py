@@ -39,8 +39,10 @@ from goenv.labels.pipeline import label_in_order
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
-FORMAT_VERSION = 2  # 2: one row group per graph (1: one per shard; same columns, still read)
-READABLE_VERSIONS = (1, 2)
+# 3: a head the task does not decide is null in the labels rows, the graph row has the env's
+# defaults (2: every head in every row; 1: one row group per shard, not per graph): all read.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 MANIFEST = "manifest.json"
 KINDS = ("graphs", "labels")
 MAX_MANIFEST_BYTES = 256 << 20
@@ -506,9 +508,11 @@ class Labels:
 
     def decisions(self, index: int) -> dict:
         """Graph `index`'s K labelled decisions: (K,) arrays for scalars and source, (K, N) or
-        (K, devices) for lists."""
+        (K, devices) for lists. Every head is there: one the task does not decide (null in the
+        file) is the graph's default, repeated."""
         k, i = self._locate(index)
-        table = self._shard(k)["labels"]
+        shard = self._shard(k)
+        table = shard["labels"]
         ids = table.column("graph_id").to_numpy()
         lo, hi = np.searchsorted(ids, i, "left"), np.searchsorted(ids, i, "right")
         part = table.slice(lo, hi - lo)
@@ -516,7 +520,10 @@ class Labels:
         out = {}
         for name in part.column_names:
             column = part.column(name).combine_chunks()
-            if pa.types.is_list(column.type):
+            if name in tables.HEADS and column.null_count == len(column) > 0:  # format 3: not decided
+                default = shard["graphs"].column(f"default_{name}")[i - self.shards[k]["first"]]
+                out[name] = np.tile(default.values.to_numpy(zero_copy_only=False), (hi - lo, 1))
+            elif pa.types.is_list(column.type):
                 out[name] = column.flatten().to_numpy(zero_copy_only=False).reshape(hi - lo, -1)
             else:
                 out[name] = np.asarray(column.to_numpy(zero_copy_only=False))

@@ -54,6 +54,7 @@ def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
             "lower_bound": _core.lower_bound(graph, cluster)["value"],
             "default_runtime": float(core.initial_runtime),
             "node_features": np.asarray(observation["node_features"], dtype=np.float32),
+            "defaults": decider.defaults, "decided": decider.heads,
             "graph": graph,
         },
     }
@@ -97,7 +98,8 @@ def draw(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict
 
 def label_drawn(drawn: dict, config: dict) -> dict:
     """draw's decisions with their outcomes: the drawn ones simulated in one call, after the
-    heuristics' outcomes draw already has."""
+    heuristics' outcomes draw already has. Only the heads the task decides are kept: the
+    others are the env's defaults, in the graph's row."""
     prepared, groups = drawn["prepared"], drawn["groups"]
     parts = [drawn["known"]] if drawn["known"] is not None else []
     if drawn["drawn"] is not None:
@@ -105,6 +107,6 @@ def label_drawn(drawn: dict, config: dict) -> dict:
     return {
         "graph": prepared["row"],
         "source": [name for names, _ in groups for name in names],
-        **{head: np.concatenate([d[head] for _, d in groups]) for head in HEADS},
+        **{head: np.concatenate([d[head] for _, d in groups]) for head in prepared["row"]["decided"]},
         **{key: np.concatenate([part[key] for part in parts]) for key in parts[0]},
     }

@@ -9,14 +9,18 @@ graphs-NNNNN.parquet, one row per graph (the graph once, whatever K):
     output_bytes, param_bytes list<int64>; colocation list<int32> (-1: none); edge_src,
     edge_dst list<int32> (producer -> consumer); edge_bytes list<int64>; node_features
     list<fixed_size_list<float32, F>> (the envs' static node features, names in the metadata);
-    graph binary (goenv.Graph.from_bytes restores the graph exactly).
+    default_placement list<int16>, default_priority list<int16>, default_fusion list<int8> (the
+    env's default decision: what the heads the task does not decide keep); graph binary
+    (goenv.Graph.from_bytes restores the graph exactly).
 labels-NNNNN.parquet, one row per (graph, decision):
     graph_id int64, decision int32 (0..K-1), source string (decisions.py: "default",
     "heuristic:NAME", "random", "perturb:MOVES", "policy"); runtime float64 (s); oom, invalid
     bool; bytes_moved float64; peak_memory (bytes), device_busy (s) list<float64> per device;
     placement list<int16> (device), priority list<int16> (level), fusion list<int8> (level)
-    per node; start, finish list<float32> per node (s: to ~1e-7 of the runtime, half the
-    bytes of float64, which the writing time follows; runtime itself is float64, exact).
+    per node, null for a head the task does not decide (placement decides placement only:
+    its rows keep the graph's default_priority and default_fusion, stored once in its row);
+    start, finish list<float32> per node (s: to ~1e-7 of the runtime, half the bytes of
+    float64, which the writing time follows; runtime itself is float64, exact).
 Rows are in (graph_id, decision) order, one row group per graph in both files (ShardWriter
 writes each graph as soon as it is labelled); files are written with fixed options, so equal
 labels give equal bytes.
@@ -29,8 +33,11 @@ import json
 import numpy as np
 
 import goenv._core as _core
+from goenv.labels.decisions import HEADS
 
 # Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
+# The decision heads per node, as stored (devices and levels are small integers).
+HEAD_TYPES = tuple(zip(HEADS, (np.int16, np.int16, np.int8)))
 PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_statistics": False}
 
 
@@ -72,7 +79,9 @@ def _column(pa, lengths: np.ndarray, parts: list[np.ndarray], dtype) -> "pa.Arra
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     if offsets[-1] > np.iinfo(np.int32).max:
         raise ValueError("a shard's column exceeds 2^31 values; use a smaller shard_size")
-    values = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+    # one part (a graph's rows): no copy; pyarrow takes numeric numpy arrays without one too
+    values = (parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype))
+    values = values.astype(dtype, copy=False)
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
 
 
@@ -107,6 +116,7 @@ def graphs_table(labelled: list[dict]):
         "edge_dst": _lists(pa, [np.asarray(x.edge_index)[1] for x in g], np.int32),
         "edge_bytes": _lists(pa, [np.asarray(x.edge_bytes) for x in g], np.int64),
         "node_features": node_features,
+        **{f"default_{head}": _lists(pa, [e["defaults"][head] for e in graphs], dtype) for head, dtype in HEAD_TYPES},
         "graph": pa.array([x.to_bytes() for x in g], pa.binary()),
     }
     metadata = {"op_type_names": json.dumps(list(_core.op_type_names())),
@@ -126,14 +136,16 @@ def labels_table(labelled: list[dict]):
     def per_row(key, dtype):
         return _matrix_rows(pa, [item[key] for item in labelled], dtype)
 
+    def head(name, dtype):  # null where the task does not decide the head (every graph has the same task)
+        return per_row(name, dtype) if name in labelled[0] else pa.nulls(len(graph_ids), pa.list_(pa.from_numpy_dtype(dtype)))
+
     columns = {
         "graph_id": pa.array(graph_ids), "decision": pa.array(decision),
         "source": pa.array([s for item in labelled for s in item["source"]], pa.string()),
         "runtime": scalars("runtime", np.float64), "oom": scalars("oom", bool), "invalid": scalars("invalid", bool),
         "bytes_moved": scalars("bytes_moved", np.float64),
         "peak_memory": per_row("peak_memory", np.float64), "device_busy": per_row("device_busy", np.float64),
-        "placement": per_row("placement", np.int16), "priority": per_row("priority", np.int16),
-        "fusion": per_row("fusion", np.int8), "start": per_row("start", np.float32),
+        **{name: head(name, dtype) for name, dtype in HEAD_TYPES}, "start": per_row("start", np.float32),
         "finish": per_row("finish", np.float32),
     }
     return pa.table(columns)

@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from goenv.labels.decisions import HEADS
 from goenv.labels.folder import Labels
-
-HEADS = ("placement", "priority", "fusion")
 
 
 class LabelledGraphs(torch.utils.data.Dataset):
