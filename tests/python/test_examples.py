@@ -63,7 +63,7 @@ def test_go_results_script_end_to_end(tmp_path):
     # Joint vs sequential per seed (run over 2 processes), the medians of them, the verdict in the README.
     assert joint[0]["seeds"] == [0, 1, 2] and len(joint[0]["joint_runs"]) == len(joint[0]["sequential_runs"]) == 3
     assert joint[0]["joint"] == sorted(joint[0]["joint_runs"])[1]
-    assert "joint vs sequential" in text and "over 3 seed(s)" in text
+    assert "joint vs sequential" in text and "over 3 seed(s)" in text and "go_results.py joint --seeds 0 1 2`" in text
     # The ablation: the same search with the network untrained, added to the rows made before.
     done = subprocess.run([sys.executable, str(EXAMPLES / "go_results.py"), "search", "readme", "--untrained",
                            *common], capture_output=True, text=True, timeout=600)
