@@ -657,3 +657,49 @@ def test_onnx_shape_inference_never_materializes_huge_values():
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) < 200, done.stdout  # MB of peak growth
+
+
+def test_early_sync_flushes_while_the_writer_goes_on_and_stops_before_the_file_closes(tmp_path, monkeypatch):
+    """EarlySync (the labels shards' writer uses it): written() gets the file's descriptor
+    synced on its own thread; close() joins that thread, after which nothing touches the
+    descriptor; a file system that cannot sync stops it quietly (write_atomic's own fsync,
+    which still runs, is the one that reports)."""
+    import threading
+
+    from goenv import files
+
+    synced, ready = [], threading.Event()
+
+    def fake_sync(fd):
+        synced.append((fd, threading.current_thread().name))
+        ready.set()
+
+    monkeypatch.setattr(os, "fdatasync", fake_sync)
+
+    def write(file):
+        early = files.EarlySync(file)
+        file.write(b"x" * 1000)
+        file.flush()
+        early.written()
+        assert ready.wait(10)
+        early.close()
+        assert synced == [(file.fileno(), "goenv-early-sync")]
+        early.written()  # after close: nothing more
+        assert not any(t.name == "goenv-early-sync" for t in threading.enumerate())
+
+    files.write_atomic(tmp_path / "out", write)
+    assert (tmp_path / "out").read_bytes() == b"x" * 1000 and len(synced) == 1
+
+    def failing_sync(fd):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "fdatasync", failing_sync)
+
+    def write_again(file):
+        early = files.EarlySync(file)
+        file.write(b"y")
+        early.written()
+        early.close()
+
+    files.write_atomic(tmp_path / "out", write_again)
+    assert (tmp_path / "out").read_bytes() == b"y"

@@ -17,13 +17,14 @@ import json
 import os
 import secrets
 import stat
+import threading
 from typing import BinaryIO, Callable
 
 from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "checked_output_path", "path_inside", "read_json_file", "read_regular_file", "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file", "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -93,6 +94,47 @@ def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], Non
             pass
         raise
     return target
+
+
+class EarlySync:
+    """Flushes a file that is still being written to disk on a background thread, so that
+    write_atomic's closing fsync has little left to wait for: on this machine a 9 MB labels
+    shard's fsync took 21 ms at the end of its run, 1.6 ms after an earlier fdatasync. The
+    writer calls written() after its writes; the thread syncs whenever bytes arrived since its
+    last sync (a sync takes about as long as its data, so they batch themselves) and mostly
+    waits on the disk, not a core. close() stops and joins it; call it before the file is
+    closed. Durability is unchanged: write_atomic still fsyncs before it renames."""
+
+    def __init__(self, file: BinaryIO):
+        self._fd = file.fileno()
+        self._state = threading.Condition()
+        self._pending = self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="goenv-early-sync", daemon=True)
+        self._thread.start()
+
+    def written(self) -> None:
+        with self._state:
+            self._pending = True
+            self._state.notify()
+
+    def _run(self) -> None:
+        sync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+        while True:
+            with self._state:
+                self._state.wait_for(lambda: self._pending or self._stopped)
+                if self._stopped:
+                    return
+                self._pending = False
+            try:
+                sync(self._fd)
+            except OSError:  # a file system that cannot: write_atomic's own fsync reports it
+                return
+
+    def close(self) -> None:
+        with self._state:
+            self._stopped = True
+            self._state.notify()
+        self._thread.join()
 
 
 def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, what: str = "file",

@@ -32,7 +32,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.files import MAX_FILE_BYTES, EarlySync, path_inside, read_json_file, read_regular_file, write_atomic
 from goenv.labels import decisions, tables
 from goenv.labels.labeller import draw, label_drawn, prepare_graph
 from goenv.labels.pipeline import label_in_order
@@ -116,8 +116,12 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
             kind, name = kinds[0], shard_file(kinds[0], index)
 
             def into(file) -> None:
-                sinks[kind] = _HashingFile(file)
-                into_files(sinks, kinds[1:])
+                early = EarlySync(file)  # the disk writes as the file grows, not all after its last row
+                sinks[kind] = _HashingFile(file, early.written)
+                try:
+                    into_files(sinks, kinds[1:])
+                finally:
+                    early.close()
 
             write_atomic(_inside(root, name), into, what="labels shard")
             entries[kind] = {"file": name, "bytes": sinks[kind].size, "sha256": sinks[kind].sha256.hexdigest()}
@@ -155,18 +159,23 @@ def _spare_core() -> bool:
 
 
 class _HashingFile:
-    """A binary sink that hashes and counts the bytes it passes on to `file` (None: drops them)."""
+    """A binary sink that hashes and counts the bytes it passes on to `file` (None: drops them),
+    calling `written` after each write to the file."""
 
     closed = False
 
-    def __init__(self, file):
-        self.file, self.sha256, self.size = file, hashlib.sha256(), 0
+    def __init__(self, file, written=lambda: None):
+        self.file, self.written, self.sha256, self.size = file, written, hashlib.sha256(), 0
 
     def write(self, data) -> int:
         view = memoryview(data)
         self.sha256.update(view)
         self.size += view.nbytes
-        return view.nbytes if self.file is None else self.file.write(view)
+        if self.file is None:
+            return view.nbytes
+        count = self.file.write(view)
+        self.written()
+        return count
 
     def flush(self) -> None:
         if self.file is not None:
