@@ -24,7 +24,8 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file", "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file",
+           "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))

@@ -35,9 +35,9 @@ import numpy as np
 import goenv._core as _core
 from goenv.labels.decisions import HEADS
 
-# Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
 # The decision heads per node, as stored (devices and levels are small integers).
 HEAD_TYPES = tuple(zip(HEADS, (np.int16, np.int16, np.int8)))
+# Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
 PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_statistics": False}
 
 
@@ -136,8 +136,10 @@ def labels_table(labelled: list[dict]):
     def per_row(key, dtype):
         return _matrix_rows(pa, [item[key] for item in labelled], dtype)
 
-    def head(name, dtype):  # null where the task does not decide the head (every graph has the same task)
-        return per_row(name, dtype) if name in labelled[0] else pa.nulls(len(graph_ids), pa.list_(pa.from_numpy_dtype(dtype)))
+    def head(name, dtype):  # null where the task does not decide the head (all graphs have one task)
+        if name in labelled[0]:
+            return per_row(name, dtype)
+        return pa.nulls(len(graph_ids), pa.list_(pa.from_numpy_dtype(dtype)))
 
     columns = {
         "graph_id": pa.array(graph_ids), "decision": pa.array(decision),
