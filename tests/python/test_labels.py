@@ -204,6 +204,7 @@ def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_defau
     core = env.unwrapped.core
     np.testing.assert_array_equal(graph["default_placement"], np.asarray(core.placement))
     np.testing.assert_array_equal(graph["default_fusion"], np.asarray(core.fusion))
+    np.testing.assert_array_equal(np.stack([graph["edge_src"], graph["edge_dst"]]), graph["goenv_graph"].edge_index)
     for head in {"placement", "priority", "fusion"} - decided:
         assert decisions[head].shape == (24, graph["num_nodes"])
         assert (decisions[head] == graph[f"default_{head}"]).all()
@@ -583,7 +584,7 @@ def test_a_shard_writer_leaves_the_callers_file_open_and_writes_what_a_buffer_ge
 
     labels = _label(graphs, tmp_path / "labels")
     row = labels.graph(0)
-    item = {"graph": {**row, "graph": row["goenv_graph"],
+    item = {"graph": {**row, "graph": row["goenv_graph"], "edge_index": np.stack([row["edge_src"], row["edge_dst"]]),
                       "defaults": {head: row[f"default_{head}"] for head in ("placement", "priority", "fusion")}},
             **{key: value for key, value in labels.decisions(0).items() if key not in ("graph_id", "decision")}}
     for kind in ("graphs", "labels"):

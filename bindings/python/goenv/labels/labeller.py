@@ -54,6 +54,7 @@ def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
             "lower_bound": _core.lower_bound(graph, cluster)["value"],
             "default_runtime": float(core.initial_runtime),
             "node_features": np.asarray(observation["node_features"], dtype=np.float32),
+            "edge_index": observation["edge_index"],  # the env's, already made (Graph.edge_index makes it anew)
             "defaults": decider.defaults, "decided": decider.heads,
             "graph": graph,
         },
