@@ -2,6 +2,7 @@
 over regular files or new paths; inputs are regular files within a size limit.
 
     write_atomic("out/result.npz", data)            # bytes, or a function writing to a binary file
+    early = EarlySync(file)  # in such a function: sync a long-written file as it grows; early.close() before returning
     data = read_regular_file("model.onnx", what="ONNX model")
 
 A device node, FIFO, directory or dangling symbolic link at an output path is refused
