@@ -9,7 +9,8 @@
     python examples/go_results.py readme       # tables + figures from the saved results into README.md
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
-its own process (--graphs splits per-graph over processes); `readme` only reads them.
+its own process (--graphs splits a part over processes; per-graph and joint also spread
+their (graph, seed) runs over --jobs processes); `readme` only reads them.
 
 Budgets are simulator calls and every method is charged every call it makes:
 GO = its teacher (the best of expert, METIS, m-ETF and HEFT: 4 calls + 1 to step
@@ -138,43 +139,78 @@ def suite_order() -> list[str]:
 
 # -- part 1: GO per graph -------------------------------------------------------------------------
 
+def per_graph_one(args, name: str, seed: int) -> dict:
+    """One seed of GO trained on one graph, against the heuristics and local search (ms), all
+    from the same seed (METIS's, local search's, GO's)."""
+    args = argparse.Namespace(**{**vars(args), "seed": seed, "graphs": [name], "resume": False})
+    env = next(env for label_, env in suite_envs(args, {}) if label_ == name)
+    n = env.unwrapped.graph.num_nodes
+    budget = budget_for(n, args)
+    row = {"label": name, "nodes": n, "devices": env.unwrapped.cluster.num_devices, "budget": budget,
+           "default": env.unwrapped.core.initial_runtime * 1e3, "lower_bound": goenv.baselines.lower_bound(env) * 1e3,
+           "imitation_steps": imitation_steps_for(n, args)}
+    row["heuristics"] = {m: goenv.baselines.solve(env, m, seed=seed)["runtime"] * 1e3 for m in HEURISTICS}
+    # Local search's quality as a function of its budget (each budget a fresh run).
+    ls_budgets = sorted({max(8, budget >> k) for k in range(6)})
+    row["local_search_curve"] = [[b, local_search(env, b, seed)[0]] for b in ls_budgets]
+    row["local_search"], ls_seconds = local_search(env, budget, seed)
+    row["local_search_seconds"] = ls_seconds
+    agent, curve, seconds, row["go_local_search"] = go_run(env, budget, args, polish=True)
+    row["go_seconds"], row["go_curve"] = seconds, curve
+    row["go"] = curve[-1][1]
+    row["teacher"] = curve[0][1]
+    row["go_greedy"] = agent.optimize(env, budget=1)["greedy_runtime"] * 1e3
+    row["go_calls_to_local_search"] = calls_to_reach(curve, row["local_search"])
+    # Equal wall time: local search gets the calls that fit in GO's seconds.
+    per_call = ls_seconds / budget
+    row["local_search_wall_budget"] = int(min(args.max_wall_calls, max(budget, seconds / per_call)))
+    row["local_search_wall"], row["local_search_wall_seconds"] = local_search(env, row["local_search_wall_budget"],
+                                                                              seed)
+    return row
+
+
+# Per-seed values of a per-graph row: the row holds their median, and NAME_runs holds them all.
+PER_SEED = ("go", "go_greedy", "go_local_search", "teacher", "local_search", "local_search_seconds",
+            "local_search_wall", "local_search_wall_budget", "go_seconds")
+
+
+def per_graph_row(runs: list[dict], seeds: list[int], made_at: dict) -> dict:
+    """One graph's row from its seeds' runs: medians (and every run) of what varies by seed."""
+    first = runs[0]
+    row = {key: first[key] for key in ("label", "nodes", "devices", "budget", "default", "lower_bound",
+                                       "imitation_steps")}
+    row["seeds"] = list(seeds)
+    row["heuristics_runs"] = {m: [r["heuristics"][m] for r in runs] for m in HEURISTICS}  # METIS's varies by seed
+    row["heuristics"] = {m: float(np.median(values)) for m, values in row["heuristics_runs"].items()}
+    for key in PER_SEED:
+        row[key] = float(np.median([r[key] for r in runs]))
+        row[key + "_runs"] = [r[key] for r in runs]
+    row["local_search_wall_budget"] = int(row["local_search_wall_budget"])
+    row["go_calls_to_local_search"] = [r["go_calls_to_local_search"] for r in runs]  # per seed (None: not reached)
+    row["go_curve"], row["local_search_curve"] = first["go_curve"], first["local_search_curve"]  # the first seed's
+    return {**row, **made_at}
+
+
 def per_graph(args) -> None:
+    """GO trained on each graph, --seeds seeds each (median [range]), the (graph, seed) runs spread
+    over --jobs processes; a graph's row is written once its seeds are done (--resume skips it)."""
     path = ROOT / args.out / "go_per_graph.json"
     rows = {row["label"]: row for row in (read_json(path) or [])}
     order = suite_order()
-    for name, env in suite_envs(args, rows):
-        n = env.unwrapped.graph.num_nodes
-        budget = budget_for(n, args)
-        row = {"label": name, "nodes": n, "devices": env.unwrapped.cluster.num_devices, "budget": budget,
-               "default": env.unwrapped.core.initial_runtime * 1e3,
-               "lower_bound": goenv.baselines.lower_bound(env) * 1e3,
-               "imitation_steps": imitation_steps_for(n, args)}
-        row["heuristics"] = {m: goenv.baselines.solve(env, m, seed=args.seed)["runtime"] * 1e3 for m in HEURISTICS}
-        # Local search's quality as a function of its budget (each budget a fresh run).
-        ls_budgets = sorted({max(8, budget >> k) for k in range(6)})
-        row["local_search_curve"] = [[b, local_search(env, b, args.seed)[0]] for b in ls_budgets]
-        row["local_search"], ls_seconds = local_search(env, budget, args.seed)
-        row["local_search_seconds"] = ls_seconds
-        agent, curve, seconds, row["go_local_search"] = go_run(env, budget, args, polish=True)
-        row["go_seconds"], row["go_curve"] = seconds, curve
-        row["go"] = curve[-1][1]
-        row["teacher"] = curve[0][1]
-        row["go_greedy"] = agent.optimize(env, budget=1)["greedy_runtime"] * 1e3
-        row["go_calls_to_local_search"] = calls_to_reach(curve, row["local_search"])
-        # Equal wall time: local search gets the calls that fit in GO's seconds.
-        per_call = ls_seconds / budget
-        row["local_search_wall_budget"] = int(min(args.max_wall_calls, max(budget, seconds / per_call)))
-        row["local_search_wall"], row["local_search_wall_seconds"] = local_search(
-            env, row["local_search_wall_budget"], args.seed)
-        rows[name] = row
-        write_json(path, sorted(rows.values(), key=lambda r: order.index(r["label"])))
-        best = min(min(row["heuristics"].values()), row["local_search"])
-        print(f"{name}: {n} nodes, budget {budget}: GO {row['go']:.2f} ms (teacher {row['teacher']:.2f}, greedy "
-              f"{row['go_greedy']:.2f}), GO+LS {row['go_local_search']:.2f}, best heuristic "
-              f"{min(row['heuristics'].values()):.2f}, local search {row['local_search']:.2f} "
-              f"({'GO wins' if row['go'] < best * (1 - 1e-9) else 'GO loses'}); equal wall time "
-              f"({seconds:.0f} s, {row['local_search_wall_budget']} calls): local search "
-              f"{row['local_search_wall']:.2f}", flush=True)
+    made_at = results_commit()  # the code this run uses: taken once, at its start
+    names = [name for name, _ in suite_envs(args, rows)]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {(name, seed): pool.submit(per_graph_one, args, name, seed) for name in names for seed in args.seeds}
+        for name in names:
+            row = per_graph_row([futures[name, seed].result() for seed in args.seeds], args.seeds, made_at)
+            rows[name] = row
+            write_json(path, sorted(rows.values(), key=lambda r: order.index(r["label"])))
+            best = min(min(row["heuristics"].values()), row["local_search"])
+            print(f"{name}: {row['nodes']} nodes, budget {row['budget']}, medians of {len(args.seeds)} seed(s): GO "
+                  f"{row['go']:.2f} ms (teacher {row['teacher']:.2f}, greedy {row['go_greedy']:.2f}), GO+LS "
+                  f"{row['go_local_search']:.2f}, best heuristic {min(row['heuristics'].values()):.2f}, local search "
+                  f"{row['local_search']:.2f}: {verdict(row['go'], best)}; equal wall time ({row['go_seconds']:.0f} s, "
+                  f"{row['local_search_wall_budget']} calls): local search {row['local_search_wall']:.2f}", flush=True)
 
 
 # -- part 2: transfer -----------------------------------------------------------------------------
@@ -423,7 +459,10 @@ def made_by(rows: list[dict], part: str) -> str:
     if commits == [""]:
         return (f"Made by `python examples/go_results.py {part}` before results recorded their commit "
                 f"(an earlier placer and agents; not re-run since).")
-    return f"Made at commit {', '.join(f'`{c}`' for c in commits if c)} by `python examples/go_results.py {part}`."
+    older = [f"`{r['label']}`" for r in rows if not commit_label(r)]
+    return (f"Made at commit {', '.join(f'`{c}`' for c in commits if c)} by `python examples/go_results.py {part}`"
+            + (f"; the rows of {', '.join(older)} before results recorded their commit (an earlier placer and "
+               f"agents; not re-run since)." if older else "."))
 
 
 def readme(args) -> None:
@@ -437,30 +476,7 @@ def readme(args) -> None:
     if sea.get("rows"):
         parts.append(search_table(sea))
     if per:
-        rows, wins, wins_ls, wins_wall = [], 0, 0, 0
-        for r in per:
-            best = min(min(r["heuristics"].values()), r["local_search"])
-            won = r["go"] < best * (1 - 1e-9)
-            wins += won
-            wins_ls += r["go_local_search"] < best * (1 - 1e-9)
-            wins_wall += r["go"] < min(best, r["local_search_wall"]) * (1 - 1e-9)
-            calls = r["go_calls_to_local_search"]
-            rows.append([f"`{r['label']}`", str(r["devices"]), f"{r['budget']:,}", fmt(r["default"])]
-                        + [fmt(r["heuristics"][m]) for m in HEURISTICS]
-                        + [fmt(r["local_search"]), f"**{fmt(r['go'])}**" if won else fmt(r["go"]),
-                           fmt(r["go_greedy"]), fmt(r["go_local_search"]),
-                           f"{calls:,}" if calls else "not reached",
-                           f"{fmt(r['local_search_wall'])} ({r['local_search_wall_budget']:,} calls, "
-                           f"{r['go_seconds']:.0f} s)", fmt(r["lower_bound"])])
-        header = (["graph", "devices", "budget (sim. calls)", "default"] + HEURISTICS
-                  + ["local search", "GO (best found)", "GO (greedy)", "GO + local search",
-                     "GO calls to reach local search", "local search at GO's wall time", "lower bound"])
-        parts.append(markdown_table(header, rows))
-        parts.append(f"\n{made_by(per, 'per-graph')} At an equal simulator budget (teacher charged), GO (imitation + PPO, no local-search "
-                     f"polish) beats the best of the heuristics and local search on **{wins} of {len(per)}** "
-                     f"graphs, GO + local search on {wins_ls} of {len(per)}. At equal wall time local search "
-                     f"gets {np.median([r['local_search_wall_budget'] / r['budget'] for r in per]):.0f}x "
-                     f"(median) more calls, and GO beats it on {wins_wall} of {len(per)}.")
+        parts.append(per_graph_table(per))
         plot_curves(per, ROOT / args.figure)
     if tra:
         per_by_label = {r["label"]: r for r in per}
@@ -508,18 +524,55 @@ def readme(args) -> None:
     tmp.replace(readme_path)
 
 
+def seeded_cell(r: dict, key: str) -> str:
+    """A results row's median with its [range] where it holds several seeds' runs (NAME_runs)."""
+    runs = r.get(f"{key}_runs", [r[key]])
+    return fmt(r[key]) + (f" [{fmt(min(runs))}–{fmt(max(runs))}]" if len(runs) > 1 else "")
+
+
+def per_graph_table(rows: list[dict]) -> str:
+    """GO trained per graph: median [range] over seeds where the rows have them; a win is a median
+    better than the best heuristic and local search by more than WIN (the search table's rule)."""
+    table, wins, wins_ls, wins_wall = [], 0, 0, 0
+    for r in rows:
+        best = min(min(r["heuristics"].values()), r["local_search"])
+        won = verdict(r["go"], best) == "win"
+        wins += won
+        wins_ls += verdict(r["go_local_search"], best) == "win"
+        wins_wall += verdict(r["go"], min(best, r["local_search_wall"])) == "win"
+        calls = r["go_calls_to_local_search"]
+        calls = calls if isinstance(calls, list) else [calls]  # (rows of one seed, before --seeds: a number)
+        reached = ", ".join(f"{c:,}" if c else "not reached" for c in calls) if any(calls) else "not reached"
+        go = seeded_cell(r, "go")
+        table.append([f"`{r['label']}`", str(r["devices"]), f"{r['budget']:,}", fmt(r["default"])]
+                     + [fmt(r["heuristics"][m]) for m in HEURISTICS]
+                     + [seeded_cell(r, "local_search"), f"**{go}**" if won else go, seeded_cell(r, "go_greedy"),
+                        seeded_cell(r, "go_local_search"), reached,
+                        f"{seeded_cell(r, 'local_search_wall')} ({r['local_search_wall_budget']:,} calls, "
+                        f"{r['go_seconds']:.0f} s)", fmt(r["lower_bound"])])
+    header = (["graph", "devices", "budget (sim. calls)", "default"] + HEURISTICS
+              + ["local search", "GO (best found)", "GO (greedy)", "GO + local search",
+                 "GO calls to reach local search", "local search at GO's wall time", "lower bound"])
+    seeds = sorted({tuple(r.get("seeds", [0])) for r in rows})
+    part = "per-graph" + (f" --seeds {' '.join(map(str, seeds[0]))}" if len(seeds) == 1 and len(seeds[0]) > 1 else "")
+    n = len(rows)
+    return (f"{markdown_table(header, table)}\n\n{made_by(rows, part)} "
+            + (f"Median [range] over {' / '.join(str(len(s)) for s in seeds)} seed(s), ms. " if len(seeds[-1]) > 1 else "")
+            + f"At an equal simulator budget (teacher charged), GO (imitation + PPO, no local-search polish) beats "
+              f"the best of the heuristics and local search by more than {WIN:.0%} on **{wins} of {n}** graphs, "
+              f"GO + local search on {wins_ls} of {n}. At equal wall time local search gets "
+              f"{np.median([r['local_search_wall_budget'] / r['budget'] for r in rows]):.0f}x (median) more calls, "
+              f"and GO beats it by more than {WIN:.0%} on {wins_wall} of {n}.")
+
+
 def joint_table(rows: list[dict]) -> str:
     """Joint vs sequential: median [range] over seeds where the rows have them, with the verdicts."""
-
-    def cell(r: dict, method: str) -> str:
-        runs = r.get(f"{method}_runs", [r[method]])
-        return fmt(r[method]) + (f" [{fmt(min(runs))}–{fmt(max(runs))}]" if len(runs) > 1 else "")
 
     verdicts = [verdict(r["joint"], r["sequential"]) for r in rows]
     table = markdown_table(["graph (joint task)", "budget", "default", "sequential (placement → scheduling → fusion)",
                             "joint policy", "joint vs sequential"],
-                           [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), cell(r, "sequential"),
-                             cell(r, "joint"), v] for r, v in zip(rows, verdicts)])
+                           [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), seeded_cell(r, "sequential"),
+                             seeded_cell(r, "joint"), v] for r, v in zip(rows, verdicts)])
     seeds = sorted({tuple(r.get("seeds", [0])) for r in rows})
     part = "joint" + (f" --seeds {' '.join(map(str, seeds[0]))}" if len(seeds) == 1 and len(seeds[0]) > 1 else "")
     apart = sum(max(r.get("joint_runs", [r["joint"]])) < min(r.get("sequential_runs", [r["sequential"]])) for r in rows)
@@ -668,8 +721,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-imitation-steps", type=int, default=50)
     parser.add_argument("--joint-graphs", nargs="*", default=["transformer-xl-2", "wavenet-2", "inception"])
     parser.add_argument("--joint-budget", type=int, default=1536)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="search, joint: seeds per method")
-    parser.add_argument("--jobs", type=int, default=1, help="joint: processes running the (graph, seed) runs")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="per-graph, search, joint: seeds per method")
+    parser.add_argument("--jobs", type=int, default=1, help="per-graph, joint: processes running the (graph, seed) runs")
     parser.add_argument("--search-budget", type=int, default=1024, help="search: simulator calls per method")
     parser.add_argument("--reference-calls", type=int, default=0,
                         help="search: local search's reference budget (the paper's 200,000; 0 = skip)")

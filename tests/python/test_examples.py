@@ -40,8 +40,16 @@ def test_go_results_script_end_to_end(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
     rows = json.loads((tmp_path / "results" / "go_per_graph.json").read_text())
     assert [r["label"] for r in rows] == ["transformer-xl-2"] and rows[0]["budget"] == 64
-    assert rows[0]["lower_bound"] <= rows[0]["go"] <= rows[0]["teacher"] == min(rows[0]["heuristics"].values())
-    assert rows[0]["go_local_search"] <= rows[0]["teacher"]
+    # GO per graph on 3 seeds (run over 2 processes): every seed's run, their medians, the commit.
+    assert rows[0]["seeds"] == [0, 1, 2] and len(rows[0]["commit"]) == 40
+    for go, teacher, polished in zip(rows[0]["go_runs"], rows[0]["teacher_runs"], rows[0]["go_local_search_runs"]):
+        assert rows[0]["lower_bound"] <= go <= teacher and polished <= teacher
+    for key in ("go", "local_search", "go_local_search", "local_search_wall"):
+        assert rows[0][key] == sorted(rows[0][f"{key}_runs"])[1]
+    for i, teacher in enumerate(rows[0]["teacher_runs"]):  # the teacher: each seed's best heuristic
+        assert teacher == min(runs[i] for runs in rows[0]["heuristics_runs"].values())
+    assert len(rows[0]["go_calls_to_local_search"]) == 3
+    assert "go_results.py per-graph --seeds 0 1 2`" in text and "Median [range] over 3 seed(s)" in text
     transfer = json.loads((tmp_path / "results" / "go_transfer.json").read_text())
     assert transfer[0]["finetuned"] <= transfer[0]["best_heuristic"]
     # The honest protocol: every search from the best heuristic, 3 seeds, the commit recorded.
@@ -90,6 +98,20 @@ def test_go_results_script_end_to_end(tmp_path):
     assert again["local_search_reference"] == longer["local_search_reference"]
     assert len(again["reference_commit"]) == 40 and again["go_calls_to_reference"] == longer["go_calls_to_reference"]
     assert again["untrained-search"] == longer["untrained-search"] and again["go-search_long"] == longer["go-search_long"]
+
+
+def test_go_results_tables_say_which_rows_are_older(monkeypatch):
+    """A table whose rows were made at different times names the code of each: rows of a run
+    that recorded its commit, and the older rows that predate it (a per-graph run that replaced
+    some graphs only), never the new commit alone; a win is a median better by more than 1%."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    go_results = pytest.importorskip("go_results")
+    new = {"label": "a", "commit": "1" * 40, "dirty": False}
+    assert go_results.made_by([new, {"label": "b"}], "per-graph") == (
+        "Made at commit `1111111111` by `python examples/go_results.py per-graph`; the rows of `b` before results "
+        "recorded their commit (an earlier placer and agents; not re-run since).")
+    assert go_results.made_by([new], "per-graph").endswith("per-graph`.")
+    assert [go_results.verdict(x, 100.0) for x in (98.9, 99.2, 99.7, 100.6)] == ["win", "within noise", "tie", "loss"]
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
