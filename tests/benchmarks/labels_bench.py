@@ -124,7 +124,7 @@ def throughput(folder: str, nodes: int, count: int, k: int = K) -> dict:
         goenv.datasets.generate("random-series-parallel", count, source, params={"num_nodes": nodes}, progress=False)
     goenv.datasets.label(source, os.path.join(folder, "warm"), task=TASK, cluster=CLUSTER, decisions_per_graph=2,
                          progress=False, overwrite=True)  # imports and first calls out of the timing
-    out = os.path.join(folder, f"labels-{nodes}-{k}")
+    out = os.path.join(folder, f"labels-{nodes}-{count}-{k}")
     runs = []  # (label seconds, its CPU seconds, bare seconds, their CPU seconds): LABEL_REPEATS runs, interleaved
     for repeat in range(LABEL_REPEATS):
         start, start_cpu = time.perf_counter(), time.process_time()
