@@ -530,6 +530,13 @@ def seeded_cell(r: dict, key: str) -> str:
     return fmt(r[key]) + (f" [{fmt(min(runs))}–{fmt(max(runs))}]" if len(runs) > 1 else "")
 
 
+def seeded_part(rows: list[dict], part: str) -> tuple[list[tuple], str]:
+    """The rows' seed lists (rows older than --seeds had one) and the command part that made
+    them, with its --seeds when all rows share several."""
+    seeds = sorted({tuple(r.get("seeds", [0])) for r in rows})
+    return seeds, part + (f" --seeds {' '.join(map(str, seeds[0]))}" if len(seeds) == 1 and len(seeds[0]) > 1 else "")
+
+
 def per_graph_table(rows: list[dict]) -> str:
     """GO trained per graph: median [range] over seeds where the rows have them; a win is a median
     better than the best heuristic and local search by more than WIN (the search table's rule)."""
@@ -553,8 +560,7 @@ def per_graph_table(rows: list[dict]) -> str:
     header = (["graph", "devices", "budget (sim. calls)", "default"] + HEURISTICS
               + ["local search", "GO (best found)", "GO (greedy)", "GO + local search",
                  "GO calls to reach local search", "local search at GO's wall time", "lower bound"])
-    seeds = sorted({tuple(r.get("seeds", [0])) for r in rows})
-    part = "per-graph" + (f" --seeds {' '.join(map(str, seeds[0]))}" if len(seeds) == 1 and len(seeds[0]) > 1 else "")
+    seeds, part = seeded_part(rows, "per-graph")
     n = len(rows)
     return (f"{markdown_table(header, table)}\n\n{made_by(rows, part)} "
             + (f"Median [range] over {' / '.join(str(len(s)) for s in seeds)} seed(s), ms. " if len(seeds[-1]) > 1 else "")
@@ -573,8 +579,7 @@ def joint_table(rows: list[dict]) -> str:
                             "joint policy", "joint vs sequential"],
                            [[f"`{r['label']}`", f"{r['budget']:,}", fmt(r["default"]), seeded_cell(r, "sequential"),
                              seeded_cell(r, "joint"), v] for r, v in zip(rows, verdicts)])
-    seeds = sorted({tuple(r.get("seeds", [0])) for r in rows})
-    part = "joint" + (f" --seeds {' '.join(map(str, seeds[0]))}" if len(seeds) == 1 and len(seeds[0]) > 1 else "")
+    seeds, part = seeded_part(rows, "joint")
     apart = sum(max(r.get("joint_runs", [r["joint"]])) < min(r.get("sequential_runs", [r["sequential"]])) for r in rows)
     return (f"\n{table}\n\n{made_by(rows, part)} Median [range] over "
             f"{' / '.join(str(len(s)) for s in seeds)} seed(s), ms, the same total budget each way. The joint policy "
