@@ -1,17 +1,21 @@
 #include "agents/proposals.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "agents/config.h"
 #include "core/error.h"
 
 namespace goenv::agents::proposals {
 
-std::int64_t critical_column(std::int64_t state_dim) {
+std::int64_t state_column(std::int64_t state_dim, const std::string& name) {
   const auto& names = node_state_names(kPolicyObservationVersion);
-  return state_dim - static_cast<std::int64_t>(names.size()) +
-         (std::find(names.begin(), names.end(), "critical") - names.begin());
+  const auto at = std::find(names.begin(), names.end(), name);
+  GOENV_CHECK(at != names.end(), InvalidArgument, "no node_state column named " << name);
+  return state_dim - static_cast<std::int64_t>(names.size()) + (at - names.begin());
 }
+
+std::int64_t critical_column(std::int64_t state_dim) { return state_column(state_dim, "critical"); }
 
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim) {
   const auto& names = node_state_names(kPolicyObservationVersion);
@@ -27,15 +31,66 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
   f.nodes = critical * (1.0 - 1e-3) + 1e-3;
   const torch::Tensor order = graph.order.to(torch::kCPU);
   f.path_nodes = order.index({critical.index({order}) > 0.5});
+  // The wait before each path node: its start minus the previous path node's finish.
+  const float* state = observation.node_state.data();
+  const std::int64_t start = state_column(state_dim, "start"), finish = state_column(state_dim, "finish");
+  const std::int64_t* path = f.path_nodes.data_ptr<std::int64_t>();
+  const std::int64_t length = f.path_nodes.numel();
+  std::vector<double> wait(static_cast<std::size_t>(length), 0.0);
+  for (std::int64_t i = 1; i < length; ++i)
+    wait[i] = std::max(0.0, static_cast<double>(state[path[i] * state_dim + start]) -
+                                static_cast<double>(state[path[i - 1] * state_dim + finish]));
+  f.wait_nodes = torch::tensor(wait, torch::kFloat64);
+  {  // data slack: latest finish over successors' latest starts (the makespan for sinks), backwards
+    const std::int64_t n = graph.num_nodes, e = graph.num_edges;
+    const torch::Tensor src = graph.source.to(torch::kCPU).contiguous(), dst = graph.destination.to(torch::kCPU).contiguous();
+    const std::int64_t* s = src.data_ptr<std::int64_t>();
+    const std::int64_t* d = dst.data_ptr<std::int64_t>();
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(n + 1), 0), targets(static_cast<std::size_t>(e));
+    for (std::int64_t i = 0; i < e; ++i) ++offsets[s[i] + 1];
+    for (std::int64_t v = 0; v < n; ++v) offsets[v + 1] += offsets[v];
+    std::vector<std::int64_t> fill(offsets.begin(), offsets.end() - 1);
+    for (std::int64_t i = 0; i < e; ++i) targets[fill[s[i]]++] = d[i];
+    std::vector<double> begin(static_cast<std::size_t>(n)), end(static_cast<std::size_t>(n));
+    double makespan = 0;
+    for (std::int64_t v = 0; v < n; ++v) {
+      begin[v] = state[v * state_dim + start];
+      end[v] = std::max(begin[v], static_cast<double>(state[v * state_dim + finish]));
+      makespan = std::max(makespan, end[v]);
+    }
+    std::vector<double> latest_start(static_cast<std::size_t>(n)), slack(static_cast<std::size_t>(n)), work(static_cast<std::size_t>(n));
+    const torch::Tensor ordered = order.contiguous();
+    const std::int64_t* topo = ordered.data_ptr<std::int64_t>();
+    for (std::int64_t i = n - 1; i >= 0; --i) {
+      const std::int64_t v = topo[i];
+      double latest_finish = makespan;
+      for (std::int64_t j = offsets[v]; j < offsets[v + 1]; ++j) latest_finish = std::min(latest_finish, latest_start[targets[j]]);
+      work[v] = end[v] - begin[v];
+      latest_start[v] = latest_finish - work[v];
+      slack[v] = std::max(0.0, latest_start[v] - begin[v]);
+    }
+    f.slack_nodes = torch::tensor(slack, torch::kFloat64);
+    f.work_nodes = torch::tensor(work, torch::kFloat64);
+  }
   if (graph.unit.defined()) {
     const torch::Tensor unit = graph.unit.to(torch::kCPU);
     f.units = torch::full({graph.num_units}, 1e-3, torch::kFloat64).scatter_reduce(0, unit, f.nodes, "amax");
-    // A group's place on the path: its first critical member's.
-    std::vector<std::int64_t> seen(static_cast<std::size_t>(graph.num_units), 0), path;
+    // A group's place on the path: its first critical member's (and the wait before it).
+    std::vector<std::int64_t> seen(static_cast<std::size_t>(graph.num_units), 0), units;
+    std::vector<double> unit_wait;
     const torch::Tensor along = unit.index({f.path_nodes}).contiguous();
-    for (const std::int64_t* u = along.data_ptr<std::int64_t>(); u != along.data_ptr<std::int64_t>() + along.numel(); ++u)
-      if (!seen[static_cast<std::size_t>(*u)]) seen[static_cast<std::size_t>(*u)] = 1, path.push_back(*u);
-    f.path_units = torch::tensor(path, torch::kInt64);
+    const std::int64_t* u = along.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < length; ++i)
+      if (!seen[static_cast<std::size_t>(u[i])]) {
+        seen[static_cast<std::size_t>(u[i])] = 1;
+        units.push_back(u[i]);
+        unit_wait.push_back(units.size() == 1 ? 0.0 : wait[i]);
+      }
+    f.path_units = torch::tensor(units, torch::kInt64);
+    f.wait_units = torch::tensor(unit_wait, torch::kFloat64);
+    f.slack_units = torch::full({graph.num_units}, std::numeric_limits<double>::infinity(), torch::kFloat64)
+                        .scatter_reduce(0, unit, f.slack_nodes, "amin");
+    f.work_units = torch::zeros({graph.num_units}, torch::kFloat64).index_add(0, unit, f.work_nodes);
   }
   return f;
 }
@@ -51,6 +106,9 @@ std::int64_t units_moved(std::int64_t k, std::int64_t budget) {
 }
 
 Plan plan(std::int64_t k, std::int64_t budget) {
+  if (k < std::min(budget, kOpeningCalls))
+    for (const LoadMove& move : kLoadMoves)
+      if (move.k == k) return {move.kind, move.size};
   const std::int64_t size = units_moved(k, budget);
   if (size == 0) return {Kind::kDecision, 0};
   const std::int64_t move = k - k / 8;  // 1, 2, 3, ... over the moves alone
@@ -102,10 +160,13 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
                                    std::int64_t placement_head) {
   std::vector<torch::Tensor> out;
   Plan planned = plan(k, budget);
-  if (planned.kind == Kind::kDecision) {
+  auto decision = [&] {  // the policy's greedy decision (k = 0) or one sampled from it
+    out.clear();
     for (const auto& l : logits) out.push_back(sample_actions(l, k == 0, generator).to(torch::kCPU));
     return out;
-  }
+  };
+  if (planned.kind == Kind::kDecision || ((planned.kind == Kind::kShift || planned.kind == Kind::kOffload) && placement_head < 0))
+    return decision();
   if (planned.kind != Kind::kMove && placement_head < 0) planned = {Kind::kMove, units_moved(k, budget)};
   for (const auto& b : best) out.push_back(b.clone());
   const std::size_t head = static_cast<std::size_t>(planned.kind == Kind::kMove ? k % static_cast<std::int64_t>(logits.size())
@@ -114,6 +175,49 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
   torch::Tensor current = out[head][0];                                                                // (U,)
   const std::int64_t units = p.size(0);
   const torch::Tensor path = focus.path_of(units);
+  if (planned.kind == Kind::kOffload) {
+    const auto slack = focus.slack_of(units).accessor<double, 1>();
+    const auto work = focus.work_of(units).accessor<double, 1>();
+    auto values = current.accessor<std::int64_t, 1>();
+    auto allowed = p.accessor<double, 2>();
+    const std::int64_t choices = p.size(1);
+    std::vector<double> busy(static_cast<std::size_t>(choices), 0.0);
+    for (std::int64_t u = 0; u < units; ++u) busy[values[u]] += work[u];
+    const std::int64_t from = std::max_element(busy.begin(), busy.end()) - busy.begin();
+    std::int64_t to = -1;
+    for (std::int64_t c = 0; c < choices; ++c)
+      if (c != from && (to < 0 || busy[c] < busy[to])) to = c;
+    std::vector<std::int64_t> candidates;
+    for (std::int64_t u = 0; u < units; ++u)
+      if (to >= 0 && values[u] == from && allowed[u][to] > 0) candidates.push_back(u);
+    if (candidates.empty()) return decision();
+    const std::int64_t m = std::min<std::int64_t>(planned.size, static_cast<std::int64_t>(candidates.size()));
+    std::partial_sort(candidates.begin(), candidates.begin() + m, candidates.end(),
+                      [&](std::int64_t a, std::int64_t b) { return slack[a] != slack[b] ? slack[a] > slack[b] : a < b; });
+    for (std::int64_t i = 0; i < m; ++i) values[candidates[i]] = to;
+    return out;
+  }
+  if (planned.kind == Kind::kShift) {
+    Runs runs(path, current, p);
+    const auto wait = focus.wait_of(units).accessor<double, 1>();
+    struct Candidate {
+      double wait;
+      std::int64_t unit, choice;
+    };
+    std::vector<Candidate> candidates;  // in path order, the unit before each change first
+    for (std::int64_t r = 1; r < runs.count(); ++r) {
+      const std::int64_t at = runs.starts[static_cast<std::size_t>(r)];
+      const std::int64_t before = runs.path[at - 1], after = runs.path[at];
+      if (runs.allowed[before][runs.choice(r)] > 0) candidates.push_back({wait[at], before, runs.choice(r)});
+      if (runs.allowed[after][runs.choice(r - 1)] > 0) candidates.push_back({wait[at], after, runs.choice(r - 1)});
+    }
+    if (candidates.empty()) return decision();  // the whole path on one choice
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.wait > b.wait; });
+    const Candidate& shift = candidates[static_cast<std::size_t>(planned.size) % candidates.size()];
+    runs.values[shift.unit] = shift.choice;
+    return out;
+  }
   if (planned.kind == Kind::kSmooth) {
     Runs runs(path, current, p);
     std::vector<std::int64_t> before;  // the choices before any run moves

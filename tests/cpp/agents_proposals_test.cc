@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -138,15 +141,23 @@ TEST(Proposals, TheGreedyDecisionOfAStayingPolicyIsTheBestAgain) {
 }
 
 // The plan: decisions at k = 0 and every 8th; the opening's first four moves smooth runs of
-// at most 1, 2, 4, 8 units, its later even-numbered moves join; everything else moves.
+// at most 1, 2, 4, 8 units, its load moves offload and shift, its other even-numbered moves
+// join; everything else moves.
 TEST(Proposals, TheOpeningSmoothsThenJoinsAndMovesThenTheRulerMoves) {
   using proposals::Kind;
-  const std::vector<Kind> sixteen = {Kind::kDecision, Kind::kSmooth, Kind::kSmooth, Kind::kSmooth,
-                                     Kind::kSmooth,   Kind::kMove,   Kind::kJoin,   Kind::kDecision,
-                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,   Kind::kJoin,
-                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,   Kind::kDecision};
+  const std::vector<Kind> sixteen = {Kind::kDecision, Kind::kSmooth, Kind::kSmooth,  Kind::kSmooth,
+                                     Kind::kSmooth,   Kind::kMove,   Kind::kJoin,    Kind::kOffload,
+                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,    Kind::kOffload,
+                                     Kind::kMove,     Kind::kJoin,   Kind::kMove,    Kind::kShift};
   for (std::int64_t k = 0; k < 16; ++k) EXPECT_EQ(proposals::plan(k, 16).kind, sixteen[k]) << "k = " << k;
   for (std::int64_t k = 1; k <= 4; ++k) EXPECT_EQ(proposals::plan(k, 16).size, std::int64_t{1} << (k - 1));
+  EXPECT_EQ(proposals::plan(7, 16).size, 16);
+  EXPECT_EQ(proposals::plan(11, 16).size, 8);
+  EXPECT_EQ(proposals::plan(15, 16).size, 0);  // the best-ranked shift
+  EXPECT_EQ(proposals::plan(23, 1024).kind, Kind::kOffload);
+  EXPECT_EQ(proposals::plan(31, 1024).size, 1);  // the second-ranked shift
+  EXPECT_EQ(proposals::plan(7, 7).kind, Kind::kDecision) << "past a short budget's opening: a sample";
+  for (std::int64_t k : {39, 47, 1023}) EXPECT_EQ(proposals::plan(k, 1024).kind, Kind::kDecision) << "k = " << k;
   for (std::int64_t k = 0; k < 200; ++k) {
     const proposals::Plan opened = proposals::plan(k, 1024), plain = proposals::plan(k);
     EXPECT_TRUE(plain.kind == Kind::kDecision || plain.kind == Kind::kMove) << "no opening without a budget";
@@ -235,6 +246,98 @@ TEST(Proposals, AJoinSendsTheDrawnUnitsRunToItsNeighboursChoice) {
   std::copy_n(std::vector<std::int64_t>{0, 0, 0, 1, 1, 0, 0, 0}.begin(), 8, last_run_joined.begin());
   for (const auto& s : seen) EXPECT_TRUE(expected.count(s) || s == last_run_joined) << "an unexpected join";
   EXPECT_EQ(seen.size(), 5u) << "every run joins, sometimes";
+}
+
+// Start and finish of every op as the best decisions' schedule would show them: op v runs
+// from `start(v)` for one unit of time (the focus reads the node_state columns).
+void set_schedule(PathCase& pc, const std::function<double(std::int64_t)>& start) {
+  const std::int64_t dim = pc.c.state_dim;
+  const std::int64_t s = proposals::state_column(dim, "start"), f = proposals::state_column(dim, "finish");
+  for (std::int64_t v = 0; v < pc.c.graph.num_nodes; ++v) {
+    pc.c.observation.node_state[v * dim + s] = static_cast<float>(start(v));
+    pc.c.observation.node_state[v * dim + f] = static_cast<float>(start(v) + 1);
+  }
+  pc.focus = proposals::focus_of(pc.c.graph, pc.c.observation, dim);
+}
+
+TEST(Proposals, AShiftMovesOneUnitAcrossTheCutOfThePathThatWaitsLongest) {
+  // Along the path: 0 0 0 | 1 1 1 1 | 0 ... (the rest on 0): two cuts, at positions 3 and 7.
+  PathCase pc = path_case({0, 0, 0, 1, 1, 1, 1, 0});
+  std::vector<std::int64_t> position(static_cast<std::size_t>(pc.c.graph.num_nodes), 0);
+  for (std::size_t i = 0; i < pc.path.size(); ++i) position[pc.path[i]] = static_cast<std::int64_t>(i);
+  // Path op i starts at 2i, and 10 later from position 7 on: the path waits 1 at the first cut, 11 at the second.
+  set_schedule(pc, [&](std::int64_t v) { return 2.0 * position[v] + (position[v] >= 7 ? 10.0 : 0.0); });
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, pc.c.graph.num_nodes, 2})};
+  torch::Generator generator = at::detail::createCPUGenerator(5);
+  auto changed = [&](std::int64_t k, std::int64_t budget) {  // (op, its new choice) of the one op that moved
+    const auto proposal = proposals::propose(logits, {pc.best}, pc.focus, k, generator, budget, 0);
+    const torch::Tensor moved = (proposal[0] != pc.best)[0].nonzero();
+    EXPECT_EQ(moved.size(0), 1) << "a shift moves one unit";
+    const std::int64_t v = moved[0][0].item<std::int64_t>();
+    return std::make_pair(v, proposal[0][0][v].item<std::int64_t>());
+  };
+  // Ranked first: the op before the longer wait takes the choice after it; second: the op after it the one before.
+  EXPECT_EQ(changed(15, 16), std::make_pair(pc.path[6], std::int64_t{0}));
+  EXPECT_EQ(changed(31, 32), std::make_pair(pc.path[7], std::int64_t{1}));
+  // A path on one choice has no cut: the shift's call samples a whole decision instead.
+  PathCase flat = path_case({0});
+  set_schedule(flat, [](std::int64_t v) { return static_cast<double>(v); });
+  const auto sampled = proposals::propose(logits, {flat.best}, flat.focus, 15, generator, 16, 0);
+  EXPECT_GT((sampled[0] != flat.best).sum().item<std::int64_t>(), 1) << "uniform logits: a random decision";
+}
+
+TEST(Proposals, DataSlackIsHowMuchLaterEachOpCouldFinishWithoutDelayingTheMakespan) {
+  PathCase pc = path_case({0});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> jitter(0.0, 3.0);
+  std::vector<double> start(static_cast<std::size_t>(pc.c.graph.num_nodes));
+  for (std::int64_t i = 0; i < pc.c.graph.num_nodes; ++i) {  // in topological order, after every producer
+    const std::int64_t v = pc.c.graph.order[i].item<std::int64_t>();
+    double ready = 0;
+    for (std::int64_t e = 0; e < pc.c.graph.num_edges; ++e)
+      if (pc.c.graph.destination[e].item<std::int64_t>() == v)
+        ready = std::max(ready, start[pc.c.graph.source[e].item<std::int64_t>()] + 1);
+    start[v] = ready + std::floor(jitter(rng));
+  }
+  set_schedule(pc, [&](std::int64_t v) { return start[v]; });
+  const auto slack = pc.focus.slack_nodes.accessor<double, 1>();
+  const double makespan = *std::max_element(start.begin(), start.end()) + 1;
+  double least = makespan;
+  for (std::int64_t v = 0; v < pc.c.graph.num_nodes; ++v) {
+    EXPECT_GE(slack[v], 0.0);
+    EXPECT_LE(start[v] + 1 + slack[v], makespan + 1e-9);
+    least = std::min(least, slack[v]);
+  }
+  EXPECT_EQ(least, 0.0) << "the op that finishes last has none";
+  for (std::int64_t e = 0; e < pc.c.graph.num_edges; ++e) {  // a producer's latest finish <= its consumer's latest start
+    const std::int64_t u = pc.c.graph.source[e].item<std::int64_t>(), v = pc.c.graph.destination[e].item<std::int64_t>();
+    EXPECT_LE(start[u] + 1 + slack[u], start[v] + slack[v] + 1e-9) << u << " -> " << v;
+  }
+}
+
+TEST(Proposals, AnOffloadSendsTheBusiestChoicesUnitsWithTheMostSlackToTheLeastBusy) {
+  PathCase pc = path_case({0});
+  set_schedule(pc, [&](std::int64_t v) { return static_cast<double>(pc.c.graph.position[v].item<std::int64_t>()); });
+  const std::int64_t n = pc.c.graph.num_nodes;
+  for (std::int64_t v = 0; v < n; v += 10) pc.best[0][v] = 1;  // choice 2 none, choice 1 a tenth, choice 0 the rest
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, n, 3})};
+  torch::Generator generator = at::detail::createCPUGenerator(9);
+  const auto proposal = proposals::propose(logits, {pc.best}, pc.focus, 7, generator, 16, 0);  // k = 7: 16 units
+  const torch::Tensor moved = (proposal[0] != pc.best)[0].nonzero().view(-1);
+  ASSERT_EQ(moved.size(0), 16);
+  const auto slack = pc.focus.slack_nodes.accessor<double, 1>();
+  double least_moved = std::numeric_limits<double>::infinity(), most_kept = -1;
+  for (std::int64_t v = 0; v < n; ++v) {
+    const bool was_busiest = pc.best[0][v].item<std::int64_t>() == 0;
+    if (proposal[0][0][v].item<std::int64_t>() != pc.best[0][v].item<std::int64_t>()) {
+      EXPECT_TRUE(was_busiest) << "only the busiest choice gives units";
+      EXPECT_EQ(proposal[0][0][v].item<std::int64_t>(), 2) << "to the least busy choice";
+      least_moved = std::min(least_moved, slack[v]);
+    } else if (was_busiest) {
+      most_kept = std::max(most_kept, slack[v]);
+    }
+  }
+  EXPECT_GE(least_moved, most_kept) << "the units with the most slack go";
 }
 
 }  // namespace
