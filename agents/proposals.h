@@ -120,8 +120,9 @@ std::int64_t units_moved(std::int64_t k, std::int64_t budget = 0);
 // (TinyGPT on 4 GPUs: 23.0 ms busy of 23.1) while ops on it could run much later without
 // delaying anything but its queue (a weight update waits for the end of the step anyway);
 // 16 of them on an idle device: 23.01 -> 22.75 ms. The load moves were chosen on the same
-// 8 held-out graphs and TinyGPT's two clusters (16 calls, 15 seeds: better than the best
-// heuristic by > 1% on 6 of 8 and on both clusters, against 6 of 8 and neither without them).
+// 8 held-out graphs and TinyGPT's two clusters, 16 calls: better than the best heuristic by
+// > 1% on 6 of 8 and on both clusters (5 and 15 seeds), against 6 of 8 and neither before.
+// At 1,024 calls they cost gnmt-8 (99 calls, a third of them the opening) its win.
 Plan plan(std::int64_t k, std::int64_t budget = 0);
 
 // Proposal k (plan above) from the policy's masked logits of the best decisions'
