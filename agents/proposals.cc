@@ -17,6 +17,45 @@ std::int64_t state_column(std::int64_t state_dim, const std::string& name) {
 
 std::int64_t critical_column(std::int64_t state_dim) { return state_column(state_dim, "critical"); }
 
+namespace {
+
+// Focus's data slack and work per node from the schedule's start and finish columns: latest
+// finish over the successors' latest starts (the makespan for sinks), in one backward pass.
+void data_slack(const GraphTensors& graph, const torch::Tensor& order, const float* state, std::int64_t state_dim,
+                std::int64_t start, std::int64_t finish, Focus& f) {
+  const std::int64_t n = graph.num_nodes, e = graph.num_edges;
+  const torch::Tensor src = graph.source.to(torch::kCPU).contiguous(), dst = graph.destination.to(torch::kCPU).contiguous();
+  const std::int64_t* s = src.data_ptr<std::int64_t>();
+  const std::int64_t* d = dst.data_ptr<std::int64_t>();
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(n + 1), 0), targets(static_cast<std::size_t>(e));
+  for (std::int64_t i = 0; i < e; ++i) ++offsets[s[i] + 1];
+  for (std::int64_t v = 0; v < n; ++v) offsets[v + 1] += offsets[v];
+  std::vector<std::int64_t> fill(offsets.begin(), offsets.end() - 1);
+  for (std::int64_t i = 0; i < e; ++i) targets[fill[s[i]]++] = d[i];
+  std::vector<double> begin(static_cast<std::size_t>(n)), end(static_cast<std::size_t>(n));
+  double makespan = 0;
+  for (std::int64_t v = 0; v < n; ++v) {
+    begin[v] = state[v * state_dim + start];
+    end[v] = std::max(begin[v], static_cast<double>(state[v * state_dim + finish]));
+    makespan = std::max(makespan, end[v]);
+  }
+  std::vector<double> latest_start(static_cast<std::size_t>(n)), slack(static_cast<std::size_t>(n)),
+      work(static_cast<std::size_t>(n));
+  const std::int64_t* topo = order.data_ptr<std::int64_t>();
+  for (std::int64_t i = n - 1; i >= 0; --i) {
+    const std::int64_t v = topo[i];
+    double latest_finish = makespan;
+    for (std::int64_t j = offsets[v]; j < offsets[v + 1]; ++j) latest_finish = std::min(latest_finish, latest_start[targets[j]]);
+    work[v] = end[v] - begin[v];
+    latest_start[v] = latest_finish - work[v];
+    slack[v] = std::max(0.0, latest_start[v] - begin[v]);
+  }
+  f.slack_nodes = torch::tensor(slack, torch::kFloat64);
+  f.work_nodes = torch::tensor(work, torch::kFloat64);
+}
+
+}  // namespace
+
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim) {
   const auto& names = node_state_names(kPolicyObservationVersion);
   GOENV_CHECK(state_dim >= static_cast<std::int64_t>(names.size()) &&
@@ -29,7 +68,7 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
           .to(torch::kFloat64);
   Focus f;
   f.nodes = critical * (1.0 - 1e-3) + 1e-3;
-  const torch::Tensor order = graph.order.to(torch::kCPU);
+  const torch::Tensor order = graph.order.to(torch::kCPU).contiguous();
   f.path_nodes = order.index({critical.index({order}) > 0.5});
   // The wait before each path node: its start minus the previous path node's finish.
   const float* state = observation.node_state.data();
@@ -41,37 +80,7 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
     wait[i] = std::max(0.0, static_cast<double>(state[path[i] * state_dim + start]) -
                                 static_cast<double>(state[path[i - 1] * state_dim + finish]));
   f.wait_nodes = torch::tensor(wait, torch::kFloat64);
-  {  // data slack: latest finish over successors' latest starts (the makespan for sinks), backwards
-    const std::int64_t n = graph.num_nodes, e = graph.num_edges;
-    const torch::Tensor src = graph.source.to(torch::kCPU).contiguous(), dst = graph.destination.to(torch::kCPU).contiguous();
-    const std::int64_t* s = src.data_ptr<std::int64_t>();
-    const std::int64_t* d = dst.data_ptr<std::int64_t>();
-    std::vector<std::int64_t> offsets(static_cast<std::size_t>(n + 1), 0), targets(static_cast<std::size_t>(e));
-    for (std::int64_t i = 0; i < e; ++i) ++offsets[s[i] + 1];
-    for (std::int64_t v = 0; v < n; ++v) offsets[v + 1] += offsets[v];
-    std::vector<std::int64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (std::int64_t i = 0; i < e; ++i) targets[fill[s[i]]++] = d[i];
-    std::vector<double> begin(static_cast<std::size_t>(n)), end(static_cast<std::size_t>(n));
-    double makespan = 0;
-    for (std::int64_t v = 0; v < n; ++v) {
-      begin[v] = state[v * state_dim + start];
-      end[v] = std::max(begin[v], static_cast<double>(state[v * state_dim + finish]));
-      makespan = std::max(makespan, end[v]);
-    }
-    std::vector<double> latest_start(static_cast<std::size_t>(n)), slack(static_cast<std::size_t>(n)), work(static_cast<std::size_t>(n));
-    const torch::Tensor ordered = order.contiguous();
-    const std::int64_t* topo = ordered.data_ptr<std::int64_t>();
-    for (std::int64_t i = n - 1; i >= 0; --i) {
-      const std::int64_t v = topo[i];
-      double latest_finish = makespan;
-      for (std::int64_t j = offsets[v]; j < offsets[v + 1]; ++j) latest_finish = std::min(latest_finish, latest_start[targets[j]]);
-      work[v] = end[v] - begin[v];
-      latest_start[v] = latest_finish - work[v];
-      slack[v] = std::max(0.0, latest_start[v] - begin[v]);
-    }
-    f.slack_nodes = torch::tensor(slack, torch::kFloat64);
-    f.work_nodes = torch::tensor(work, torch::kFloat64);
-  }
+  data_slack(graph, order, state, state_dim, start, finish, f);
   if (graph.unit.defined()) {
     const torch::Tensor unit = graph.unit.to(torch::kCPU);
     f.units = torch::full({graph.num_units}, 1e-3, torch::kFloat64).scatter_reduce(0, unit, f.nodes, "amax");
