@@ -132,7 +132,8 @@ def pretrain(args) -> dict:
     start = time.perf_counter()
     graphs = training_graphs(Path(args.data), args.scale, args.seed, args.progress)
     agent = goenv.agents.GO(seed=args.seed, learning_rate=args.learning_rate, envs_per_graph=args.envs_per_graph,
-                            graphs_per_update=args.graphs_per_step, num_threads=args.threads, device_head="pairs")
+                            graphs_per_update=args.graphs_per_step, num_threads=args.threads, device_head="pairs",
+                            device=args.device)
     envs = training_envs(graphs, args.clusters, args.max_nodes, args.start)
     imitation, stages = imitate_by_curriculum(agent, envs, args)
     imitation_seconds = time.perf_counter() - start
@@ -146,7 +147,7 @@ def pretrain(args) -> dict:
                "families": sorted({f for f, _ in graphs}), "clusters": args.clusters, "graphs": len(envs),
                "generated": len(graphs), "nodes": [min(sizes), int(np.median(sizes)), max(sizes)],
                "curriculum": stages, "imitation_steps": args.imitation_steps, "ppo_steps": args.ppo_steps,
-               "workers": args.workers, "graphs_per_step": args.graphs_per_step,
+               "workers": args.workers, "graphs_per_step": args.graphs_per_step, "device": args.device,
                "imitation_seconds": imitation_seconds, "seconds": time.perf_counter() - start,
                "bytes": path.stat().st_size,
                "imitation": [[m["step"], m["loss"], m["accuracy"]] for m in imitation],
@@ -244,6 +245,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where the learner trains (Ray rollout workers act on CPU)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--out", default=str(SHIPPED), help="checkpoint folder (default: the package's, shipped)")
     parser.add_argument("--summary", default=str(ROOT / "docs" / "results" / "pretrained_placer.json"))

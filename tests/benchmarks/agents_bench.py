@@ -1,6 +1,7 @@
 """Inference and update time of the GO policy on large random graphs (CPU).
 
-    python tests/benchmarks/agents_bench.py [--sizes 1000 10000 80000] [--threads 2]
+    python tests/benchmarks/agents_bench.py [--sizes 1000 10000 80000] [--threads 2] [--device cuda]
+                                            [--no-plain] [--json PATH]
 
 For each size: a random layered DAG (Graph.from_arrays), a 2-device placement
 env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`:
@@ -13,14 +14,23 @@ env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`
   env      one env.step() (the simulator alone), for scale
   plain    the anchor (plain_policy.py): the same network at the same widths in plain PyTorch,
            its act and its update per env step; `plain / GO` is (act + update per env step) of
-           the anchor over GO's (issue 22's target: at least 2x on CPU)
+           the anchor over GO's (issue 22's target: at least 2x on CPU); on CPU only
+  train    env steps per second of PPO training: envs_per_graph / update (the env steps,
+           the rollout forward pass and one gradient step)
+`--device cuda` runs GO on the GPU (tests/benchmarks/gpu_run.sh); `--json` also writes the rows
+with the commit, torch, device and thread count.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -57,15 +67,15 @@ def median_seconds(fn, repeats: int) -> float:
 
 
 def measure(n: int, hidden: int = 64, segment_length: int = 512, envs_per_graph: int = 4, repeats: int = 3,
-            threads: int = 0, imitate: bool = True) -> dict:
+            threads: int = 0, imitate: bool = True, device: str = "cpu", plain: bool = True) -> dict:
     """Seconds of GO's act, update (per update and per env step), imitation step and env step on an
     n-node layered DAG, and the plain anchor's act and update per env step; `plain_vs_go` is
-    (act + update per env step) of the anchor over GO's."""
+    (act + update per env step) of the anchor over GO's (None without the anchor)."""
     graph = layered_dag(n)
     env = goenv.GraphEnv.from_graph("placement", graph, "2xgpu-pcie")
     obs, _ = env.reset(seed=0)
     agent = goenv.agents.GO(env=env, hidden=hidden, segment_length=segment_length, seed=0, num_threads=threads,
-                            envs_per_graph=envs_per_graph, epochs=1, minibatches=1)
+                            envs_per_graph=envs_per_graph, epochs=1, minibatches=1, device=device)
     agent.act(obs)  # warm-up (allocator, graph tensors)
     out = {"nodes": n, "edges": graph.num_edges, "params": agent.num_parameters,
            "act": median_seconds(lambda: agent.act(obs), repeats)}
@@ -83,21 +93,31 @@ def measure(n: int, hidden: int = 64, segment_length: int = 512, envs_per_graph:
         agent.imitate(env, steps=1, progress=False)  # solves and keeps the teacher
         history = agent.imitate(env, steps=repeats + 1, progress=False)
         out["imitate"] = statistics.median(b["seconds"] - a["seconds"] for a, b in zip(history, history[1:]))
+    out["update_per_step"] = out["update"] / envs_per_graph
+    out["train_steps_per_second"] = envs_per_graph / out["update"]
+    out["plain_act"] = out["plain_update_per_step"] = out["plain_vs_go"] = None
+    if not plain:
+        return out
     torch_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)  # the anchor runs on as many threads as GO
     try:
-        plain = PlainAgent(env, obs, hidden=hidden, segment_length=segment_length)
-        plain.act(obs)  # warm-up
-        out["plain_act"] = median_seconds(lambda: plain.act(obs), repeats)
-        plain.update(env, envs_per_graph)  # warm-up
-        out["plain_update"] = statistics.median(plain.update(env, envs_per_graph) for _ in range(repeats))
+        anchor = PlainAgent(env, obs, hidden=hidden, segment_length=segment_length)
+        anchor.act(obs)  # warm-up
+        out["plain_act"] = median_seconds(lambda: anchor.act(obs), repeats)
+        anchor.update(env, envs_per_graph)  # warm-up
+        out["plain_update"] = statistics.median(anchor.update(env, envs_per_graph) for _ in range(repeats))
     finally:
         torch.set_num_threads(torch_threads)
-    out["update_per_step"] = out["update"] / envs_per_graph
     out["plain_update_per_step"] = out["plain_update"] / envs_per_graph
     out["plain_vs_go"] = (out["plain_act"] + out["plain_update_per_step"]) / (out["act"] + out["update_per_step"])
     return out
+
+
+def commit() -> str | None:
+    """HEAD of this checkout, or $GOENV_COMMIT where the tree is a copy without .git (a GPU machine)."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else os.environ.get("GOENV_COMMIT")
 
 
 def main() -> None:
@@ -108,18 +128,39 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--envs-per-graph", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where GO runs")
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain-PyTorch anchor (always skipped on cuda)")
+    parser.add_argument("--json", help="also write the rows here, with the commit and the machine")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; GO hidden={args.hidden}, "
-          f"segment_length={args.segment_length}, envs_per_graph={args.envs_per_graph}")
+    plain = args.device == "cpu" and not args.no_plain
+    gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else None
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}"
+          f"{f' ({gpu})' if gpu else ''}; GO hidden={args.hidden}, segment_length={args.segment_length}, "
+          f"envs_per_graph={args.envs_per_graph}")
     print(f"{'nodes':>7} {'edges':>7} {'params':>7} {'act s':>8} {'update s':>9} {'update s/step':>13} "
-          f"{'imitate s':>9} {'env step s':>10} {'plain act s':>11} {'plain upd s/step':>16} {'plain / GO':>10}")
+          f"{'train steps/s':>13} {'imitate s':>9} {'env step s':>10} {'plain act s':>11} {'plain upd s/step':>16} "
+          f"{'plain / GO':>10}")
+    rows = []
     for n in args.sizes:
-        m = measure(n, args.hidden, args.segment_length, args.envs_per_graph, args.repeats, args.threads)
+        m = measure(n, args.hidden, args.segment_length, args.envs_per_graph, args.repeats, args.threads,
+                    device=args.device, plain=plain)
+        rows.append(m)
+        anchor = (f"{m['plain_act']:>11.3f} {m['plain_update_per_step']:>16.3f} {m['plain_vs_go']:>9.2f}x" if plain
+                  else f"{'-':>11} {'-':>16} {'-':>10}")
         print(f"{n:>7} {m['edges']:>7} {m['params']:>7} {m['act']:>8.3f} {m['update']:>9.3f} "
-              f"{m['update_per_step']:>13.3f} {m['imitate']:>9.3f} {m['env_step']:>10.4f} {m['plain_act']:>11.3f} "
-              f"{m['plain_update_per_step']:>16.3f} {m['plain_vs_go']:>9.2f}x", flush=True)
+              f"{m['update_per_step']:>13.3f} {m['train_steps_per_second']:>13.1f} {m['imitate']:>9.3f} "
+              f"{m['env_step']:>10.4f} {anchor}", flush=True)
+    if args.json:
+        summary = {"commit": commit(), "torch": torch.__version__, "device": args.device, "gpu": gpu,
+                   "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+                   "threads": torch.get_num_threads(), "hidden": args.hidden, "segment_length": args.segment_length,
+                   "envs_per_graph": args.envs_per_graph, "repeats": args.repeats, "rows": rows}
+        path = Path(args.json)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(summary, indent=1) + "\n")
+        tmp.replace(path)
 
 
 if __name__ == "__main__":

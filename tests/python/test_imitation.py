@@ -180,3 +180,25 @@ def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):
     agent.save(tmp_path / "cuda.agent")
     loaded = agents.load(tmp_path / "cuda.agent")
     assert loaded.teacher(branchy_env)["runtime"] == agent.teacher(branchy_env)["runtime"]
+
+
+def test_on_cuda_the_shipped_placer_decides_as_on_cpu_and_optimize_spends_its_budget():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here: the CUDA path runs where torch sees a GPU")
+    shipped = agents.pretrained("go-placement")
+    env = goenv.make("placement", graph=branchy_graph(3), cluster="4xgpu-pcie")
+
+    def on(device):
+        options = {**shipped.config, "device": device}
+        agent = agents.make_agent(options.pop("algorithm"), **options)
+        agent.set_envs([env])
+        agent.set_weights(shipped.weights, shipped.weights_version)
+        return agent
+
+    cpu, cuda = on("cpu"), on("cuda")
+    assert cuda.device == "cuda" and cpu.device == "cpu"
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(cuda.act(obs, deterministic=True), cpu.act(obs, deterministic=True))
+    result = cuda.optimize(env, budget=16, start="best-heuristic")
+    assert result["simulator_calls"] == 16 + result["start_calls"]
+    assert result["runtime"] <= result["start_runtime"]
