@@ -40,13 +40,22 @@ export PYTHONPATH="$SITE"
 export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 stage "build (_core, _agents)"
+# The distribution's g++, not $CXX: the image's CXX (/opt/gcc) links libstdc++ statically, and a
+# static libstdc++ in each of goenv's modules beside torch's shared one crashes iostreams
+# (std::ostream << long in config_to_text) unless torch happens to be imported first.
+COMPILER=/usr/bin/g++
+[ -x "$COMPILER" ] || COMPILER=$(command -v g++)
+echo "CXX in the environment: ${CXX:-unset}; building with $COMPILER"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGOENV_BUILD_TESTS=OFF \
-  -DPython_EXECUTABLE="$(command -v python3)" -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+  -DCMAKE_CXX_COMPILER="$COMPILER" -DPython_EXECUTABLE="$(command -v python3)" -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
   -DCMAKE_INCLUDE_PATH="$PREFIX/usr/include" -DCMAKE_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu" \
   > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
 grep "goenv agents" "$OUT/cmake.log" || true
 ninja -C "$BUILD" _core _agents > "$OUT/build.log" 2>&1 || { grep -B2 -A12 "error" "$OUT/build.log" | head -80; exit 1; }
 tail -1 "$OUT/build.log"
+for module in "$BUILD"/_core*.so "$BUILD"/agents/_agents*.so; do  # one shared C++ runtime, torch's
+  readelf -d "$module" | grep -q "libstdc++.so" || echo "FAILED: $(basename "$module") links libstdc++ statically"
+done
 # The package as an install lays it out: the Python sources, the two modules, _torch_build.py.
 rm -rf "$PACKAGE" && mkdir -p "$PACKAGE"
 cp -r "$ROOT/bindings/python/goenv" "$PACKAGE/"
