@@ -153,8 +153,13 @@ def search_table(seeds: tuple[int, ...] = (0, 1, 2), budget: int = 1024) -> str:
 
 def results_commit() -> dict:
     """The commit the results are made at, and whether the code differed from it (tracked
-    files outside docs/, where results and figures are written)."""
+    files outside docs/, where results and figures are written). $GOENV_COMMIT, where set, names
+    it instead: a GPU machine's copy of a clean tree, whose .git may be stale (gpu_run.sh)."""
+    import os
     import subprocess
+
+    if os.environ.get("GOENV_COMMIT"):
+        return {"commit": os.environ["GOENV_COMMIT"], "dirty": False}
 
     def git(*command):
         done = subprocess.run(["git", *command], cwd=README.parent, capture_output=True, text=True)

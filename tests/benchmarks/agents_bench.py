@@ -115,9 +115,12 @@ def measure(n: int, hidden: int = 64, segment_length: int = 512, envs_per_graph:
 
 
 def commit() -> str | None:
-    """HEAD of this checkout, or $GOENV_COMMIT where the tree is a copy without .git (a GPU machine)."""
+    """$GOENV_COMMIT where it is set (a GPU machine's copy of the tree, whose .git may be stale or
+    absent: gpu_run.sh's caller names the commit it sent), else HEAD of this checkout."""
+    if os.environ.get("GOENV_COMMIT"):
+        return os.environ["GOENV_COMMIT"]
     done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else os.environ.get("GOENV_COMMIT")
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def main() -> None:

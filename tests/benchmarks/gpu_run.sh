@@ -5,7 +5,7 @@
 # with a CUDA torch, g++, cmake and ninja but none of goenv's other build dependencies and no
 # network (this project's lent H100 / H200): they come as files in DEPS.
 #
-#   tests/benchmarks/gpu_run.sh DEPS OUT
+#   GOENV_COMMIT=$(git rev-parse HEAD) tests/benchmarks/gpu_run.sh DEPS OUT
 #
 # DEPS/deb: `apt-get download libboost1.74-dev libcereal-dev rapidjson-dev libmetis-dev libmetis5`
 # DEPS/whl: `pip download --no-deps --only-binary=:all: --python-version 3.12 gymnasium==1.2.2
