@@ -151,6 +151,41 @@ def search_table(seeds: tuple[int, ...] = (0, 1, 2), budget: int = 1024) -> str:
     return markdown_table(header, rows)
 
 
+def gpu_table() -> str:
+    """The agents on this machine's CPU, the lent GPU machine's CPU and its GPU, from the files
+    tests/benchmarks/gpu_run.sh and agents_bench.py / pretrain_placer.py write in docs/results/gpu."""
+    folder = RESULTS / "gpu"
+    runs = {name: json.loads((folder / f"agents_bench_{name}.json").read_text())
+            for name in ("this_cpu", "h100_host_cpu", "h100")}
+    rows_by = {name: {row["nodes"]: row for row in run["rows"]} for name, run in runs.items()}
+    names = {"this_cpu": f"{runs['this_cpu']['threads']}-thread CPU here",
+             "h100_host_cpu": f"{runs['h100_host_cpu']['threads']}-thread CPU there",
+             "h100": runs["h100"]["gpu"].replace("NVIDIA ", "")}
+
+    def cell(nodes: int, key: str, form: str) -> str:
+        return " / ".join(form.format(rows_by[name][nodes][key]) if nodes in rows_by[name] else "–" for name in names)
+
+    header = ["graph nodes", "act s", "PPO training, env steps/s", "imitation step s", "GPU vs here: training",
+              "simulator step ms"]
+    rows = []
+    for nodes in sorted(rows_by["h100"]):
+        here, gpu = rows_by["this_cpu"].get(nodes), rows_by["h100"][nodes]
+        gain = f"{gpu['train_steps_per_second'] / here['train_steps_per_second']:.1f}x" if here else "–"
+        rows.append([f"{nodes:,}", cell(nodes, "act", "{:.3f}"), cell(nodes, "train_steps_per_second", "{:.1f}"),
+                     cell(nodes, "imitate", "{:.3f}"), gain, f"{gpu['env_step'] * 1e3:.1f}"])
+    pretrain = {name: json.loads((folder / f"pretrain_{name}.json").read_text()) for name in ("this_cpu", "h100")}
+    commits = sorted({run["commit"][:7] for run in [*runs.values(), *pretrain.values()]})
+    return (f"Columns: {' / '.join(names.values())} (median of {runs['h100']['repeats']}; GO hidden "
+            f"{runs['h100']['hidden']}, segments of {runs['h100']['segment_length']}, "
+            f"{runs['h100']['envs_per_graph']} envs per graph; torch {runs['h100']['torch']} there, "
+            f"{runs['this_cpu']['torch']} here; commits {', '.join(commits)}).\n\n"
+            + markdown_table(header, rows)
+            + f"\n\nA short pretraining, the same command on both (`examples/pretrain_placer.py --scale 0.25 "
+              f"--imitation-steps 300 --ppo-steps 256 --workers 0 --threads 4`, {pretrain['h100']['graphs']} graphs): "
+              f"{pretrain['this_cpu']['seconds']:.0f} s here, {pretrain['h100']['seconds']:.0f} s with the learner "
+              f"on the GPU ({pretrain['this_cpu']['seconds'] / pretrain['h100']['seconds']:.1f}x).")
+
+
 def results_commit() -> dict:
     """The commit the results are made at, and whether the code differed from it (tracked
     files outside docs/, where results and figures are written). $GOENV_COMMIT, where set, names
@@ -177,7 +212,7 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def main(argv: list[str]) -> None:
-    which = argv or ["graphs", "baselines", "search", "library-results"]
+    which = argv or ["graphs", "baselines", "search", "library-results", "gpu"]
     text = README.read_text()
     if "graphs" in which:
         text = replace_section(text, "graphs", graphs_table())
@@ -185,6 +220,8 @@ def main(argv: list[str]) -> None:
         text = replace_section(text, "baselines", baselines_table())
     if "library-results" in which:
         text = replace_section(text, "library-results", library_results_table())
+    if "gpu" in which:
+        text = replace_section(text, "gpu", gpu_table())
     if "search" in which:
         table = search_table()
         print(table)

@@ -263,14 +263,31 @@ LIBRARY_EXAMPLES = {
 }
 
 
+def readme_tables():
+    """examples/readme_tables.py, the script that writes the README's tables from docs/results."""
+    spec = importlib.util.spec_from_file_location("readme_tables", EXAMPLES / "readme_tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    return tables
+
+
+def test_readme_gpu_table_is_the_gpu_results():
+    """The README's GPU table is what readme_tables.py writes from docs/results/gpu, where
+    tests/benchmarks/gpu_run.sh ran GO on CUDA and agents_bench.py on CPU, each at a named commit."""
+    tables = readme_tables()
+    assert tables.gpu_table() in tables.README.read_text()
+    for name, device in (("h100", "cuda"), ("h100_host_cpu", "cpu"), ("this_cpu", "cpu")):
+        run = json.loads((tables.RESULTS / "gpu" / f"agents_bench_{name}.json").read_text())
+        assert run["device"] == device and len(run["commit"]) == 40 and run["rows"], name
+        assert all(row["train_steps_per_second"] > 0 and row["act"] > 0 for row in run["rows"]), name
+
+
 def test_readme_library_results_are_the_examples_json_and_beat_default_and_heft():
     """The README's table is what readme_tables.py writes from docs/results/library_*.json;
     those runs (the examples at their default budgets) beat the compiler default over their
     last quarter on every env they ran on, and HEFT with their best on the README's env
     (the median over seeds, where several ran)."""
-    spec = importlib.util.spec_from_file_location("readme_tables", EXAMPLES / "readme_tables.py")
-    tables = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tables)
+    tables = readme_tables()
     assert tables.library_results_table() in tables.README.read_text()
     for (example, env, flags), runs in tables.library_runs().items():
         median = {key: statistics.median(run[key] for run in runs) for key in ("last_quarter_ms", "best_ms")}
