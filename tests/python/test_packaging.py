@@ -70,3 +70,22 @@ def test_installed_torch_is_checked_without_importing_it(monkeypatch):
     with pytest.raises(ImportError, match=r"torch 9\.9\.9 is installed"):
         goenv.agents._check_torch_abi()
     assert "torch" not in sys.modules
+
+
+def test_a_compiler_that_links_libstdcxx_statically_is_refused_for_the_agents(tmp_path):
+    """goenv._agents must share torch's shared libstdc++ (a static copy crashed beside torch on a
+    CUDA image): configuring with -static-libstdc++ stops with the fix named, nothing built."""
+    import shutil
+    import subprocess
+
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    done = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tmp_path / "build"), "-DGOENV_BUILD_TESTS=OFF",
+                           f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_MODULE_LINKER_FLAGS=-static-libstdc++"],
+                          capture_output=True, text=True, timeout=300)
+    if "goenv agents: LibTorch" in done.stdout or "torch is not importable" in done.stdout:
+        pytest.skip("this compiler is not GNU or torch is missing")  # the check is for g++ with torch
+    assert done.returncode != 0
+    message = " ".join(done.stderr.split())
+    assert "links libstdc++ statically" in message and "CXX=/usr/bin/g++" in message, message
+    assert not list((tmp_path / "build").glob("**/*.so"))
