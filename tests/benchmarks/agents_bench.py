@@ -28,7 +28,7 @@ import json
 import os
 import platform
 import statistics
-import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -38,6 +38,9 @@ import torch  # noqa: F401  (before goenv.agents: one LibTorch)
 import goenv
 import goenv.agents
 from plain_policy import PlainAgent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from readme_tables import results_commit  # noqa: E402  (the results scripts' one implementation)
 
 
 def layered_dag(num_nodes: int, seed: int = 0, width: int = 64) -> goenv.Graph:
@@ -114,15 +117,6 @@ def measure(n: int, hidden: int = 64, segment_length: int = 512, envs_per_graph:
     return out
 
 
-def commit() -> str | None:
-    """$GOENV_COMMIT where it is set (a GPU machine's copy of the tree, whose .git may be stale or
-    absent: gpu_run.sh's caller names the commit it sent), else HEAD of this checkout."""
-    if os.environ.get("GOENV_COMMIT"):
-        return os.environ["GOENV_COMMIT"]
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 80000])
@@ -156,7 +150,7 @@ def main() -> None:
               f"{m['update_per_step']:>13.3f} {m['train_steps_per_second']:>13.1f} {m['imitate']:>9.3f} "
               f"{m['env_step']:>10.4f} {anchor}", flush=True)
     if args.json:
-        summary = {"commit": commit(), "torch": torch.__version__, "device": args.device, "gpu": gpu,
+        summary = {**results_commit(), "torch": torch.__version__, "device": args.device, "gpu": gpu,
                    "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
                    "threads": torch.get_num_threads(), "hidden": args.hidden, "segment_length": args.segment_length,
                    "envs_per_graph": args.envs_per_graph, "repeats": args.repeats, "rows": rows}
