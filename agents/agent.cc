@@ -123,9 +123,16 @@ const Teacher* Agent::teacher(const Env& env) const {
 std::string Agent::to_bytes() const {
   return guarded([&] { return checkpoint::write(impl_->model, impl_->sampler.next_slot()); });
 }
-void Agent::from_bytes(const std::string& bytes) {
+void Agent::from_bytes(const std::string& bytes, const std::string& device) {
   guarded([&] {
-    const checkpoint::Checkpoint c = checkpoint::parse(bytes);
+    checkpoint::Checkpoint c = checkpoint::parse(bytes);
+    GOENV_CHECK(!device.empty() || c.config.device != "cuda" || torch::cuda::is_available(), InvalidArgument,
+                "the checkpoint was saved with device='cuda' and torch sees no CUDA device here; load it on "
+                "the CPU with device='cpu' (goenv.agents.load(path, device='cpu'))");
+    if (!device.empty()) {
+      c.config.device = device;
+      validate(c.config);
+    }
     auto fresh = std::make_unique<Impl>(checkpoint::read(c, bytes));
     fresh->sampler.set_next_slot(static_cast<std::size_t>(std::max<std::int64_t>(0, c.next_slot)));
     impl_ = std::move(fresh);

@@ -255,8 +255,9 @@ class Agent {
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;
   // Replaces config, spec and parameters; InvalidArgument on a bad or corrupt
-  // checkpoint (the agent is unchanged then).
-  void from_bytes(const std::string& bytes);
+  // checkpoint (the agent is unchanged then). `device` ('cpu', 'cuda', 'auto'; empty: the
+  // checkpoint's own) says where it loads: an agent trained on a GPU, used on a CPU.
+  void from_bytes(const std::string& bytes, const std::string& device = "");
 
  private:
   struct Impl;

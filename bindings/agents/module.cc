@@ -516,11 +516,11 @@ PYBIND11_MODULE(_agents, m) {
         }
         return py::bytes(bytes);
       })
-      .def("from_bytes", [](agents::Agent& a, const py::bytes& data) {
+      .def("from_bytes", [](agents::Agent& a, const py::bytes& data, const std::string& device) {
         std::string bytes = data;
         py::gil_scoped_release release;
-        a.from_bytes(bytes);
-      }, py::arg("data"));
+        a.from_bytes(bytes, device);
+      }, py::arg("data"), py::arg("device") = "");
 
   m.def("config_fields", [] {
     const auto defaults = agents::config_to_text(agents::AgentConfig{});

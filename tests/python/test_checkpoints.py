@@ -22,7 +22,7 @@ from helpers import require_agents
 
 agents = require_agents()
 from goenv.agents import convert  # noqa: E402
-from test_agents import placement_env, small  # noqa: E402
+from test_agents import placement_env, small, torch  # noqa: E402
 
 LEGACY = Path(__file__).resolve().parent / "data" / "legacy" / "go-placement-2dev-format2.agent"
 SHIPPED = Path(agents.__file__).resolve().parent / "pretrained" / "go-placement.agent"
@@ -189,3 +189,27 @@ def test_checkpoints_are_read_only_from_regular_files_and_written_only_over_them
     assert (tmp_path / "fifo").exists() and not (tmp_path / "fifo").is_file()
     with pytest.raises(goenv.InvalidArgument, match="not a regular file"):
         agents.load("/dev/zero")
+
+
+def test_an_agent_saved_on_a_gpu_loads_on_the_cpu_with_device_cpu(saved, tmp_path):
+    """Trained on a GPU, used on a CPU: load(path, device="cpu") puts it there; without a GPU
+    and without device=, the error names that fix; a bad device changes nothing."""
+    env, agent, data = saved
+    header, _ = split(data)
+    assert header["__metadata__"]["config.device"] in ("auto", "cpu")
+    path = tmp_path / "cuda.agent"
+    path.write_bytes(crafted(data, lambda h, b: h["__metadata__"].__setitem__("config.device", "cuda")))
+    obs = env.reset(seed=0)[0]
+    loaded = agents.load(path, device="cpu")
+    assert loaded.device == "cpu" and loaded.config["device"] == "cpu"
+    assert loaded.act(obs, deterministic=True).tolist() == agent.act(obs, deterministic=True).tolist()
+    assert agents.GO().load(path, device="auto").device in ("cpu", "cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(goenv.InvalidArgument, match=r"saved with device='cuda'.*device='cpu'"):
+            agents.load(path)
+    before = np.array(agent.weights)
+    with pytest.raises(goenv.InvalidArgument, match="device must be"):
+        agent.load(path, device="tpu")
+    with pytest.raises(goenv.InvalidArgument, match="device must be"):
+        agents.load(path, device=0)
+    np.testing.assert_array_equal(agent.weights, before)

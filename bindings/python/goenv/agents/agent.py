@@ -297,15 +297,16 @@ class Agent:
         temporary file, then os.replace; only over a regular file or a new path."""
         write_atomic(path, self._agent.to_bytes(), what="checkpoint")
 
-    def load(self, path: str | os.PathLike) -> "Agent":
+    def load(self, path: str | os.PathLike, device: str | None = None) -> "Agent":
         """Replaces config and parameters with a checkpoint's; goenv.InvalidArgument on a
-        file that is not a valid checkpoint of this algorithm (the agent is then unchanged)."""
+        file that is not a valid checkpoint of this algorithm (the agent is then unchanged).
+        `device` ('cpu', 'cuda', 'auto'; None: the checkpoint's) says where it loads."""
         data = read_regular_file(path, what="checkpoint")
         algorithm = native().checkpoint_algorithm(data)
         if self.algorithm is not None and algorithm != self.algorithm:
             raise InvalidArgument(f"{os.fspath(path)} holds a {algorithm!r} agent, not {self.algorithm!r}; "
                                   "use goenv.agents.load(path)")
-        self._agent.from_bytes(data)
+        self._agent.from_bytes(data, _device_option(device))
         return self
 
     # -- introspection -----------------------------------------------------
@@ -353,15 +354,23 @@ registry.register("ppo", PPO, "GraphSAGE encoder + per-node MLP heads, trained w
 registry.register("go", GO, "the GO policy (GraphSAGE, segment-recurrent attention, FiLM), trained with PPO")
 
 
-def load(path: str | os.PathLike) -> Agent:
-    """The agent saved at `path`, as a PPO or GO object."""
-    return load_bytes(read_regular_file(path, what="checkpoint"))
+def _device_option(device: str | None) -> str:
+    """A load's device for the native call: '' keeps the checkpoint's."""
+    if device is not None and not isinstance(device, str):
+        raise InvalidArgument(f"device must be 'cpu', 'cuda', 'auto' or None, got {device!r}")
+    return device or ""
 
 
-def load_bytes(data: bytes) -> Agent:
+def load(path: str | os.PathLike, device: str | None = None) -> Agent:
+    """The agent saved at `path`, as a PPO or GO object, on `device` ('cpu', 'cuda', 'auto';
+    None: where it was configured; device='cpu' loads one trained on a GPU on a machine without)."""
+    return load_bytes(read_regular_file(path, what="checkpoint"), device)
+
+
+def load_bytes(data: bytes, device: str | None = None) -> Agent:
     """The agent a checkpoint's bytes hold; goenv.InvalidArgument names what is wrong with bad ones."""
     agent = registry.make_agent(native().checkpoint_algorithm(data))
-    agent._agent.from_bytes(data)
+    agent._agent.from_bytes(data, _device_option(device))
     return agent
 
 
