@@ -42,7 +42,8 @@ export LD_LIBRARY_PATH="$PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_
 stage "build (_core, _agents)"
 # The distribution's g++, not $CXX: the image's CXX (/opt/gcc) links libstdc++ statically, and a
 # static libstdc++ in each of goenv's modules beside torch's shared one crashes iostreams
-# (std::ostream << long in config_to_text) unless torch happens to be imported first.
+# (std::ostream << long in config_to_text) unless torch happens to be imported first; CMake
+# refuses such a compiler for _agents, and the readelf check below covers _core too.
 COMPILER=/usr/bin/g++
 [ -x "$COMPILER" ] || COMPILER=$(command -v g++)
 echo "CXX in the environment: ${CXX:-unset}; building with $COMPILER"
