@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "agents/config.h"
 #include "core/error.h"
@@ -162,6 +164,31 @@ std::int64_t position_of(const torch::Tensor& path, std::int64_t u) {
   return at.size(0) > 0 ? at[0][0].item<std::int64_t>() : -1;
 }
 
+// The move weights past the opening: focus, raised to 1 + kWaitWeight x wait / (the mean of
+// the path's waits) for the two units on either side of each wait; and per unit, the choice
+// on the other side of its wait (-1 for units beside none; the longer wait's where two).
+std::pair<torch::Tensor, std::vector<std::int64_t>> wait_weights(const Focus& focus, std::int64_t units,
+                                                                 const torch::TensorAccessor<std::int64_t, 1>& values) {
+  torch::Tensor weight = focus.of(units).clone();
+  std::vector<std::int64_t> across(static_cast<std::size_t>(units), -1);
+  const torch::Tensor& path = focus.path_of(units);
+  const torch::Tensor& waits = focus.wait_of(units);
+  const std::int64_t length = path.size(0), waiting = (waits > 0).sum().item<std::int64_t>();
+  if (waiting == 0) return {weight, across};
+  const double mean = waits.sum().item<double>() / static_cast<double>(waiting);
+  auto w = weight.accessor<double, 1>();
+  const auto wait = waits.accessor<double, 1>();
+  const auto along = path.accessor<std::int64_t, 1>();
+  for (std::int64_t i = 1; i < length; ++i) {
+    if (!(wait[i] > 0)) continue;
+    const double raised = 1.0 + kWaitWeight * wait[i] / mean;
+    const std::int64_t before = along[i - 1], after = along[i];
+    if (raised > w[before]) w[before] = raised, across[before] = values[after];
+    if (raised > w[after]) w[after] = raised, across[after] = values[before];
+  }
+  return {weight, across};
+}
+
 }  // namespace
 
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
@@ -236,15 +263,24 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
     return out;
   }
   const std::int64_t moves = planned.kind == Kind::kJoin ? 1 : std::min(units, planned.size);
-  // Gumbel top-m over log((1 - p(current)) x focus): units without another allowed choice weigh 0.
-  const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
-  const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
-  const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0) * focus.of(units)) - torch::log(-torch::log(uniform));
-  const torch::Tensor chosen = std::get<1>(key.topk(moves));
   auto values = current.accessor<std::int64_t, 1>();
   auto allowed = p.accessor<double, 2>();
-  // A choice for unit u other than its current one, sampled from the policy; -1 where it has none.
+  // Past the opening, the units beside the path's waits weigh more, and each knows the choice
+  // across its wait (-1: none).
+  torch::Tensor weight = focus.of(units);
+  std::vector<std::int64_t> across;
+  if (k >= std::min(budget, kOpeningCalls)) std::tie(weight, across) = wait_weights(focus, units, values);
+  // Gumbel top-m over log((1 - p(current)) x weight): units without another allowed choice weigh 0.
+  const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
+  const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
+  const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0) * weight) - torch::log(-torch::log(uniform));
+  const torch::Tensor chosen = std::get<1>(key.topk(moves));
+  // A choice for unit u other than its current one: the one across its wait (kAcrossShare of
+  // the time, where it has one), else sampled from the policy; -1 where it has none.
   auto elsewhere = [&](std::int64_t u) -> std::int64_t {
+    if (!across.empty() && across[u] >= 0 && across[u] != values[u] && allowed[u][across[u]] > 0 &&
+        torch::rand({1}, generator, torch::kFloat64).item<double>() < kAcrossShare)
+      return across[u];
     torch::Tensor other = p[u].clone();
     other[values[u]] = 0.0;
     if (!(other.sum().item<double>() > 1e-12)) return -1;

@@ -286,6 +286,47 @@ TEST(Proposals, AShiftMovesOneUnitAcrossTheCutOfThePathThatWaitsLongest) {
   EXPECT_GT((sampled[0] != flat.best).sum().item<std::int64_t>(), 1) << "uniform logits: a random decision";
 }
 
+// Past the opening, a move draws the units beside the path's waits most often (kWaitWeight)
+// and sends them across their wait half the time (kAcrossShare).
+TEST(Proposals, PastTheOpeningMovesAimAtThePathsWaitAndCrossIt) {
+  // Along the path: 0 0 0 0 0 0 0 | 1 ... (the rest on 1): one cut, at position 7, where the
+  // path waits 10; everywhere else the next path op starts as the last one finishes.
+  PathCase pc = path_case({0, 0, 0, 0, 0, 0, 0, 1});
+  std::vector<std::int64_t> position(static_cast<std::size_t>(pc.c.graph.num_nodes), 0);
+  for (std::size_t i = 0; i < pc.path.size(); ++i) position[pc.path[i]] = static_cast<std::int64_t>(i);
+  set_schedule(pc, [&](std::int64_t v) { return 1.0 * position[v] + (position[v] >= 7 ? 10.0 : 0.0); });
+  ASSERT_GT(pc.path.size(), 30u);
+  const std::vector<torch::Tensor> logits = {torch::zeros({1, pc.c.graph.num_nodes, 4})};  // 4 choices, no preference
+  torch::Generator generator = at::detail::createCPUGenerator(11);
+  const std::int64_t before = pc.path[6], after = pc.path[7];
+  auto draws = [&](int& beside, int& crossed) {  // 400 one-unit moves past the opening (k = 33)
+    ASSERT_EQ(proposals::plan(33, 1024).kind, proposals::Kind::kMove);
+    ASSERT_EQ(proposals::plan(33, 1024).size, 1);
+    beside = crossed = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      const auto proposal = proposals::propose(logits, {pc.best}, pc.focus, 33, generator, 1024, 0)[0][0];
+      const torch::Tensor moved = (proposal != pc.best[0]).nonzero().view(-1);
+      ASSERT_EQ(moved.size(0), 1);
+      const std::int64_t v = moved[0].item<std::int64_t>(), to = proposal[v].item<std::int64_t>();
+      if (v == before || v == after) {
+        ++beside;
+        crossed += to == pc.best[0][v == before ? after : before].item<std::int64_t>();
+      }
+    }
+  };
+  int beside = 0, crossed = 0;
+  draws(beside, crossed);
+  // Weight 1 + 8 x 10 / 10 = 9 for each of the two against 1 for each of the other path units:
+  // about 18 / (18 + path - 2) of the draws (a third here; 2 / path, a twentieth, without).
+  EXPECT_GT(beside, 400 / 5);
+  // Across half the time, else one of the 3 other choices at random: about 2 / 3 (a third without).
+  EXPECT_GT(crossed * 2, beside);
+  // The same path without the wait: the two are drawn as often as any other path unit.
+  set_schedule(pc, [&](std::int64_t v) { return 1.0 * position[v]; });
+  draws(beside, crossed);
+  EXPECT_LT(beside, 400 / 8);
+}
+
 TEST(Proposals, DataSlackIsHowMuchLaterEachOpCouldFinishWithoutDelayingTheMakespan) {
   PathCase pc = path_case({0});
   std::mt19937 rng(3);
