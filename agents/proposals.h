@@ -98,11 +98,11 @@ inline constexpr LoadMove kLoadMoves[] = {
 // unit beside a wait weighs 1 + kWaitWeight x (that wait / the path's mean wait) in the draw
 // (1 elsewhere on the path), and goes, kAcrossShare of the time, to the choice across its wait
 // instead of one sampled from the policy. At 1,024 calls, 5 seeds (0-4, then 5-9):
-// amoebanet 267.8 -> 257.3 and 267.3 -> 256.3 ms, transformer-xl-2 38.3 -> 38.0 and 37.7 -> 37.6,
+// amoebanet 267.8 -> 258.2 and 267.3 -> 256.3 ms, transformer-xl-2 38.3 -> 38.0 and 37.7 -> 37.6,
 // the other go-placement graphs within their seed ranges. Chosen on those graphs (weights 2, 4,
-// 8, 32; the choice across never, half the time, always). The opening is unchanged: with the
-// weights from the first call, transformer-xl-4's 16-call search lost its 1% over the best
-// heuristic.
+// 8, 32; the choice across never, half the time, always). Proposals of the opening (index
+// below kOpeningCalls) are unchanged: with the weights from the first call,
+// transformer-xl-4's 16-call search lost its 1% over the best heuristic.
 inline constexpr double kWaitWeight = 8.0;
 inline constexpr double kAcrossShare = 0.5;
 
@@ -148,8 +148,8 @@ Plan plan(std::int64_t k, std::int64_t budget = 0);
 //  * A move: units drawn with weight (1 - p(their current choice)) x focus (the units the
 //    policy most wants to change, on the critical path; past the opening, raised beside the
 //    path's waits: kWaitWeight) go to a choice sampled from the policy among the others (or,
-//    past the opening, across their wait: kAcrossShare) (GiPH and Placeto relocate; REGAL lets a policy guide a
-//    search's moves). A move of m >= 2 units is a segment: the m units of the critical
+//    past the opening, across their wait: kAcrossShare) (GiPH and Placeto relocate; REGAL
+//    lets a policy guide a search's moves). A move of m >= 2 units is a segment: the m units of the critical
 //    path around the drawn one (in topological order) all go to its new choice.
 //  * A join: the drawn unit's run (the units around it on the critical path with its
 //    choice) goes to the choice of the runs before and after it; where those two differ,
