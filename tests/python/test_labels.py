@@ -184,7 +184,7 @@ print(len(names), first.column("runtime")[0].as_py(), graphs.column("lower_bound
 
 @pytest.mark.parametrize("task", ["placement", "scheduling", "fusion"])
 def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_default(graphs, tmp_path, task):
-    """Format 3: the labels rows hold the heads the task decides; the others are null (not the
+    """Format 3 on: the labels rows hold the heads the task decides; the others are null (not the
     same default written K times), the graph row has the env's default, and decisions() gives
     every head in full, so simulating them reproduces every label."""
     import pyarrow.parquet as pq
@@ -199,6 +199,18 @@ def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_defau
     for head in ("placement", "priority", "fusion"):
         assert (rows.column(head).null_count == 0) if head in decided else (rows.column(head).null_count == rows.num_rows)
         assert graph_rows.column(f"default_{head}").null_count == 0
+    # Format 4: every column and list value is required in the Parquet schema (no definition
+    # levels to write) but the undecided heads, which are null.
+    undecided = {"placement", "priority", "fusion"} - decided
+    for table, optional in ((rows, undecided), (graph_rows, set())):
+        for field in table.schema:
+            assert field.nullable == (field.name in optional), field
+            inner = field.type
+            while hasattr(inner, "value_field"):  # lists, fixed-size lists of lists
+                assert not inner.value_field.nullable, field
+                inner = inner.value_type
+    for leaf in pq.ParquetFile(labels.files("labels")[1]).schema:  # a list's level only tells an empty list apart
+        assert leaf.max_definition_level == leaf.path.count(".list.element") + (leaf.path.split(".")[0] in undecided)
     graph, decisions = labels.graph(2), labels.decisions(2)
     env.reset(seed=0)
     core = env.unwrapped.core
@@ -517,15 +529,15 @@ assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
 
 
 def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
-    """Version 3 writes a row group per graph and nulls for the heads the task does not
-    decide; a folder of an older version (1: one row group per shard; 2: every head in every
-    row) still reads, but labelling into it is refused (its bytes would mix two layouts)
+    """Version 4 writes a row group per graph, nulls for the heads the task does not decide and
+    every other column required; a folder of an older version (1: one row group per shard; 2:
+    every head in every row; 3: every column optional) still reads, but labelling into it is refused (its bytes would mix two layouts)
     unless overwrite=True; an unknown version is refused on read."""
     import pyarrow.parquet as pq
 
     out = tmp_path / "l"
     labels = _label(graphs, out)
-    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 3
+    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 4
     assert [pq.ParquetFile(f).num_row_groups for f in labels.files()] == [2, 2, 1]  # shard_size 2, 5 graphs
     expected = labels.decisions(3)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -535,9 +547,9 @@ def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
     with pytest.raises(goenv.InvalidArgument, match="format version 1.*nothing was changed"):
         _label(graphs, out)
     assert _files(out) == before
-    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 3
-    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))
-    with pytest.raises(goenv.InvalidGraph, match="format version 4"):
+    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 4
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 5}))
+    with pytest.raises(goenv.InvalidGraph, match="format version 5"):
         goenv.datasets.open_labels(out)
 
 

@@ -39,10 +39,12 @@ from goenv.labels.pipeline import label_in_order
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
-# 3: a head the task does not decide is null in the labels rows, the graph row has the env's
-# defaults (2: every head in every row; 1: one row group per shard, not per graph): all read.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# 4: every column required (non-null) in the Parquet schema but the heads the task does not
+# decide (3: all optional; a head the task does not decide is null in the labels rows, the
+# graph row has the env's defaults; 2: every head in every row; 1: one row group per shard,
+# not per graph): all read.
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST = "manifest.json"
 KINDS = ("graphs", "labels")
 MAX_MANIFEST_BYTES = 256 << 20
