@@ -132,10 +132,14 @@ def test_perturbations_move_distinct_units_drawn_uniformly():
         assert np.all(np.abs(tally - expected) < 5 * np.sqrt(expected))  # uniform over the units
 
 
-def test_random_decisions_are_uniform_over_each_units_allowed_choices():
+@pytest.mark.parametrize("allowed", [[[1, 1, 1, 1], [0, 1, 0, 1], [0, 0, 1, 0], [1, 0, 1, 1]], [[1, 1, 1, 1]] * 4],
+                         ids=["some-allowed", "all-allowed"])
+def test_random_decisions_are_uniform_over_each_units_allowed_choices(allowed):
+    """Both ways of drawing: a rank among each unit's allowed choices, and one bounded draw
+    where every unit allows every choice."""
     from goenv.labels.decisions import Decider
 
-    allowed = np.array([[1, 1, 1, 1], [0, 1, 0, 1], [0, 0, 1, 0], [1, 0, 1, 1]], bool)
+    allowed = np.array(allowed, bool)
     decider = Decider.__new__(Decider)  # a Decider over these units alone, without an env
     decider.rng, decider.heads, decider.units = np.random.default_rng(0), ["placement"], {"placement": (None, allowed, None)}
     decider.defaults = {"placement": np.zeros(4, np.int16), "priority": np.zeros(4, np.int16),
