@@ -95,9 +95,10 @@ def _matrix_rows(pa, matrices: list[np.ndarray], dtype) -> "pa.Array":
     return _column(pa, lengths, [m.reshape(-1) for m in matrices], dtype)
 
 
-def required_list(pa, value_type) -> "pa.DataType":
-    """list<value_type> whose values are never null (Parquet writes no definition levels for them)."""
-    return pa.list_(pa.field("item", value_type, nullable=False))
+def required_list(pa, value_type, size: int = -1) -> "pa.DataType":
+    """list<value_type> (of `size` values each if given) whose values are never null (Parquet
+    writes no definition levels for them)."""
+    return pa.list_(pa.field("item", value_type, nullable=False), size)
 
 
 def _required_table(pa, columns: dict, nullable: tuple[str, ...] = ()):
@@ -112,8 +113,7 @@ def _column(pa, lengths: np.ndarray, parts: list[np.ndarray], dtype) -> "pa.Arra
         raise ValueError("a shard's column exceeds 2^31 values; use a smaller shard_size")
     # one part (a graph's rows): no copy; pyarrow takes numeric numpy arrays without one too
     values = (parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype))
-    values = values.astype(dtype, copy=False)
-    values = pa.array(values)
+    values = pa.array(values.astype(dtype, copy=False))
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=required_list(pa, values.type))
 
 
@@ -125,7 +125,7 @@ def graphs_table(labelled: list[dict]):
     width = features[0].shape[1] if features else len(_core.node_feature_names())
     flat = pa.array(np.concatenate([f.reshape(-1) for f in features]) if features else np.zeros(0, np.float32))
     lengths = np.array([f.shape[0] for f in features], dtype=np.int64)
-    rows = pa.FixedSizeListArray.from_arrays(flat, type=pa.list_(pa.field("item", pa.float32(), nullable=False), width))
+    rows = pa.FixedSizeListArray.from_arrays(flat, type=required_list(pa, pa.float32(), width))
     node_features = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
                                              rows, type=required_list(pa, rows.type))
     columns = {
