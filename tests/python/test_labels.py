@@ -535,8 +535,9 @@ assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
 def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
     """Version 4 writes a row group per graph, nulls for the heads the task does not decide and
     every other column required; a folder of an older version (1: one row group per shard; 2:
-    every head in every row; 3: every column optional) still reads, but labelling into it is refused (its bytes would mix two layouts)
-    unless overwrite=True; an unknown version is refused on read."""
+    every head in every row; 3: every column optional) still reads, but labelling into it is
+    refused (its bytes would mix two layouts) unless overwrite=True; an unknown version is
+    refused on read."""
     import pyarrow.parquet as pq
 
     out = tmp_path / "l"

@@ -92,15 +92,14 @@ class Decider:
         for head in self.heads:
             allowed = self.units[head][1]
             units, choices = allowed.shape
-            numbers = allowed.sum(axis=1)
-            if (numbers == choices).all():  # every choice allowed everywhere (the usual case): one bounded draw
+            if allowed.all():  # every choice allowed everywhere (the usual case): one bounded draw
                 drawn = self.rng.integers(choices, size=(count, units))
             else:
                 # the r-th allowed choice of each unit, r uniform below the unit's number of them
                 # (a unit that allows none keeps choice 0); r from uniform floats, which numpy
                 # draws several times faster than integers below a bound per unit
                 listed = np.argsort(~allowed, axis=1, kind="stable")  # the allowed choices first, in order
-                bound = np.maximum(numbers, 1)
+                bound = np.maximum(allowed.sum(axis=1), 1)
                 ranks = np.minimum((self.rng.random((count, units)) * bound).astype(np.int64), bound - 1)
                 drawn = listed[np.arange(units), ranks]
             chosen[head] = self._node_values(head, drawn)
