@@ -186,6 +186,36 @@ print(len(names), first.column("runtime")[0].as_py(), graphs.column("lower_bound
     assert table.num_rows == 120 and table.column_names[:4] == ["graph_id", "decision", "source", "runtime"]
 
 
+@pytest.mark.parametrize("task", ["placement", "joint"])
+def test_hugging_face_datasets_reads_both_files_without_goenv(graphs, tmp_path, task):
+    """README's `load_dataset("parquet", data_files=labels.files())`, as a user without goenv
+    runs it: offline, one call per file kind (the two kinds have different columns)."""
+    pytest.importorskip("datasets")
+    labels = _label(graphs, tmp_path / "l", task=task)
+    script = f"""
+import sys
+sys.modules["goenv"] = None  # importing goenv would fail: Hugging Face datasets alone
+from datasets import load_dataset
+graphs = load_dataset("parquet", data_files={labels.files("graphs")!r}, split="train")
+rows = load_dataset("parquet", data_files={labels.files("labels")!r}, split="train").with_format("numpy")
+assert graphs.num_rows == 5 and graphs["graph_id"] == list(range(5)), graphs
+assert rows.num_rows == 5 * 24, rows
+n = graphs[2]["num_nodes"]
+assert len(graphs[2]["node_features"]) == n and len(graphs[2]["node_features"][0]) == {len(goenv._core.node_feature_names())}
+row = rows[2 * 24 + 5]
+assert row["graph_id"] == 2 and row["decision"] == 5 and len(row["start"]) == n and len(row["placement"]) == n
+print(row["runtime"], row["priority"] is None, ",".join(map(str, row["placement"].tolist())))
+"""
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    runtime, priority_is_null, placement = out.stdout.split()[-3:]
+    decisions = labels.decisions(2)
+    assert float(runtime) == decisions["runtime"][5]
+    assert priority_is_null == str(task == "placement")  # a head the placement task does not decide
+    assert [int(d) for d in placement.split(",")] == decisions["placement"][5].tolist()
+
+
 @pytest.mark.parametrize("task", ["placement", "scheduling", "fusion"])
 def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_default(graphs, tmp_path, task):
     """Format 3 on: the labels rows hold the heads the task decides; the others are null (not the
