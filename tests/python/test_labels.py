@@ -201,7 +201,8 @@ rows = load_dataset("parquet", data_files={labels.files("labels")!r}, split="tra
 assert graphs.num_rows == 5 and graphs["graph_id"] == list(range(5)), graphs
 assert rows.num_rows == 5 * 24, rows
 n = graphs[2]["num_nodes"]
-assert len(graphs[2]["node_features"]) == n and len(graphs[2]["node_features"][0]) == {len(goenv._core.node_feature_names())}
+features = graphs[2]["node_features"]
+assert len(features) == n and len(features[0]) == {len(goenv._core.node_feature_names())}
 row = rows[2 * 24 + 5]
 assert row["graph_id"] == 2 and row["decision"] == 5 and len(row["start"]) == n and len(row["placement"]) == n
 print(row["runtime"], row["priority"] is None, ",".join(map(str, row["placement"].tolist())))
