@@ -662,3 +662,14 @@ def test_a_shard_writer_leaves_the_callers_file_open_and_writes_what_a_buffer_ge
         gc.collect()
         assert not sink.closed
         assert sink.getvalue() == reference.getvalue().to_pybytes()
+
+
+def test_a_shard_column_of_more_than_2_31_values_is_a_clear_error():
+    """Parquet's list offsets are int32: a shard's column past them asks for smaller shards
+    (checked before any array is built, for the node features' nested lists too)."""
+    from goenv.labels import tables
+
+    pa = tables.pyarrow()
+    with pytest.raises(ValueError, match="use a smaller shard_size"):
+        tables._list_array(pa, np.array([2**31 - 1, 1]), pa.array(np.zeros(0, np.float32)))
+    assert tables._list_array(pa, np.array([2, 1]), pa.array(np.arange(3, dtype=np.int16))).to_pylist() == [[0, 1], [2]]

@@ -108,12 +108,16 @@ def _required_table(pa, columns: dict, nullable: tuple[str, ...] = ()):
 
 
 def _column(pa, lengths: np.ndarray, parts: list[np.ndarray], dtype) -> "pa.Array":
+    # one part (a graph's rows): no copy; pyarrow takes numeric numpy arrays without one too
+    values = (parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype))
+    return _list_array(pa, lengths, pa.array(values.astype(dtype, copy=False)))
+
+
+def _list_array(pa, lengths: np.ndarray, values) -> "pa.Array":
+    """A list column whose row i holds the next lengths[i] entries of `values` (a pyarrow array)."""
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     if offsets[-1] > np.iinfo(np.int32).max:
         raise ValueError("a shard's column exceeds 2^31 values; use a smaller shard_size")
-    # one part (a graph's rows): no copy; pyarrow takes numeric numpy arrays without one too
-    values = (parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype))
-    values = pa.array(values.astype(dtype, copy=False))
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=required_list(pa, values.type))
 
 
@@ -126,8 +130,6 @@ def graphs_table(labelled: list[dict]):
     flat = pa.array(np.concatenate([f.reshape(-1) for f in features]) if features else np.zeros(0, np.float32))
     lengths = np.array([f.shape[0] for f in features], dtype=np.int64)
     rows = pa.FixedSizeListArray.from_arrays(flat, type=required_list(pa, pa.float32(), width))
-    node_features = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)),
-                                             rows, type=required_list(pa, rows.type))
     columns = {
         "graph_id": pa.array([e["graph_id"] for e in graphs], pa.int64()),
         "name": pa.array([e["name"] for e in graphs], pa.string()),
@@ -148,7 +150,7 @@ def graphs_table(labelled: list[dict]):
         "edge_src": _lists(pa, [e["edge_index"][0] for e in graphs], np.int32),
         "edge_dst": _lists(pa, [e["edge_index"][1] for e in graphs], np.int32),
         "edge_bytes": _lists(pa, [np.asarray(x.edge_bytes) for x in g], np.int64),
-        "node_features": node_features,
+        "node_features": _list_array(pa, lengths, rows),
         **{f"default_{head}": _lists(pa, [e["defaults"][head] for e in graphs], dtype) for head, dtype in HEAD_TYPES},
         "graph": pa.array([x.to_bytes() for x in g], pa.binary()),
     }
