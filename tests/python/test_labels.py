@@ -117,6 +117,26 @@ def test_simulate_batch_is_simulate_row_by_row(graphs):
         _core.simulate_batch(graph, cluster, placement + 0.5)
 
 
+@pytest.mark.parametrize("count", [1, 2, 7])
+def test_simulating_in_two_halves_at_once_gives_the_same_outcomes(count):
+    """A shard's last graph is simulated in two halves on two threads (labeller.simulate_halves):
+    every array equals the one call's, in order, whatever the count (odd, or too few to split)."""
+    from goenv.labels.labeller import simulate_all, simulate_halves
+
+    graph = goenv.datasets.load("random-layered", **SMALL, seed=3)
+    cluster = goenv.clusters.get("4xgpu-nvlink")
+    n, rng = graph.num_nodes, np.random.default_rng(1)
+    decisions = {"placement": rng.integers(4, size=(count, n)).astype(np.int16),
+                 "priority": rng.integers(3, size=(count, n)).astype(np.int16),
+                 "fusion": rng.integers(2, size=(count, n)).astype(np.int8)}
+    decisions["priority"][0] = 0  # a half may hold only default rows: the same outcomes
+    whole, halves = simulate_all(graph, cluster, decisions, 4), simulate_halves(graph, cluster, decisions, 4)
+    assert whole.keys() == halves.keys()
+    for key in whole:
+        np.testing.assert_array_equal(halves[key], whole[key], err_msg=key)
+        assert halves[key].dtype == whole[key].dtype and len(halves[key]) == count
+
+
 def test_perturbations_move_distinct_units_drawn_uniformly():
     from goenv.labels.decisions import _distinct
 

@@ -130,8 +130,11 @@ def label_shard(source: Source, config: dict, index: int, first: int, count: int
             return
         writers = {kind: tables.ShardWriter(kind, sinks[kind]) for kind in KINDS}
         try:
-            rows = label_in_order(lambda graph_id: label_drawn(drawn(graph_id), config), writers, first, count,
-                                  name=f"goenv-labels-shard-{index}")
+            # the last graph's drawn decisions in two halves at once: the other thread has no
+            # graph left to label beside it (16 1,000-node graphs: 294 -> 279 ms, median of 9)
+            last = first + count - 1
+            rows = label_in_order(lambda graph_id: label_drawn(drawn(graph_id), config, halves=graph_id == last),
+                                  writers, first, count, name=f"goenv-labels-shard-{index}")
         except BaseException:
             for kind in KINDS:  # the files are dropped (write_atomic removes them): their footers go nowhere
                 sinks[kind].file = None
