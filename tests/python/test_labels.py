@@ -281,21 +281,23 @@ def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_defau
     np.testing.assert_array_equal(outcomes["runtime"], decisions["runtime"])
 
 
-def test_every_column_is_snappy_but_the_per_node_times(graphs, tmp_path):
+def test_every_column_has_its_codec(graphs, tmp_path):
     """The per-node start and finish (float32 times, which snappy barely shrinks) are stored
-    uncompressed, every other column of both files with snappy: a column whose Parquet leaf
-    path the writer missed would go uncompressed silently."""
+    uncompressed, the decision heads (small integers) with zstd, every other column of both
+    files with snappy: a column whose Parquet leaf path the writer missed would go
+    uncompressed silently."""
     import pyarrow.parquet as pq
 
     labels = _label(graphs, tmp_path / "l", task="joint", cluster="4xgpu-nvlink")
+    heads = {f"{head}.list.element": "ZSTD" for head in ("placement", "priority", "fusion")}
+    times = {"start.list.element": "UNCOMPRESSED", "finish.list.element": "UNCOMPRESSED"}
     for kind in ("labels", "graphs"):
         for path in labels.files(kind):
             metadata = pq.ParquetFile(path).metadata
             codecs = {metadata.row_group(g).column(c).path_in_schema: metadata.row_group(g).column(c).compression
                       for g in range(metadata.num_row_groups) for c in range(metadata.num_columns)}
-            plain = {name for name, codec in codecs.items() if codec != "SNAPPY"}
-            assert plain == ({"start.list.element", "finish.list.element"} if kind == "labels" else set()), plain
-            assert set(codecs.values()) <= {"SNAPPY", "UNCOMPRESSED"}
+            other = {name: codec for name, codec in codecs.items() if codec != "SNAPPY"}
+            assert other == ({**heads, **times} if kind == "labels" else {}), other
 
 
 def test_a_corrupt_or_truncated_shard_is_detected_on_read(graphs, tmp_path):
