@@ -281,23 +281,25 @@ def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_defau
     np.testing.assert_array_equal(outcomes["runtime"], decisions["runtime"])
 
 
-def test_every_column_has_its_codec(graphs, tmp_path):
-    """The per-node start and finish (float32 times, which snappy barely shrinks) are stored
-    uncompressed, the decision heads (small integers) with zstd, every other column of both
-    files with snappy: a column whose Parquet leaf path the writer missed would go
-    uncompressed silently."""
+def test_every_column_has_its_codec_and_encoding(graphs, tmp_path):
+    """The per-node start and finish (float32 times) are byte-stream split, then snappy, the
+    decision heads (small integers) zstd, every other column of both files plain snappy: a
+    column whose Parquet leaf path the writer missed would go uncompressed silently."""
     import pyarrow.parquet as pq
 
     labels = _label(graphs, tmp_path / "l", task="joint", cluster="4xgpu-nvlink")
-    heads = {f"{head}.list.element": "ZSTD" for head in ("placement", "priority", "fusion")}
-    times = {"start.list.element": "UNCOMPRESSED", "finish.list.element": "UNCOMPRESSED"}
+    zstd = {f"{head}.list.element" for head in ("placement", "priority", "fusion")}
+    split = {"start.list.element", "finish.list.element"}
     for kind in ("labels", "graphs"):
         for path in labels.files(kind):
             metadata = pq.ParquetFile(path).metadata
-            codecs = {metadata.row_group(g).column(c).path_in_schema: metadata.row_group(g).column(c).compression
-                      for g in range(metadata.num_row_groups) for c in range(metadata.num_columns)}
-            other = {name: codec for name, codec in codecs.items() if codec != "SNAPPY"}
-            assert other == ({**heads, **times} if kind == "labels" else {}), other
+            columns = [metadata.row_group(g).column(c) for g in range(metadata.num_row_groups)
+                       for c in range(metadata.num_columns)]
+            codecs = {column.path_in_schema: column.compression for column in columns}
+            assert {name for name, codec in codecs.items() if codec != "SNAPPY"} == (zstd if kind == "labels" else set())
+            assert set(codecs.values()) <= {"SNAPPY", "ZSTD"}
+            encoded = {column.path_in_schema for column in columns if "BYTE_STREAM_SPLIT" in column.encodings}
+            assert encoded == (split if kind == "labels" else set()), encoded
 
 
 def test_a_corrupt_or_truncated_shard_is_detected_on_read(graphs, tmp_path):
