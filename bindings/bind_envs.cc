@@ -26,31 +26,6 @@ py::dict solution_dict(const Env& env, const Solution& s) {
   return d;
 }
 
-// A start given as {head: values} (any subset of placement / priority / fusion).
-Solution solution_from(const Env& env, const py::dict& d) {
-  const std::int64_t n = env.graph().num_nodes();
-  Solution s;
-  for (auto [key, value] : d) {
-    const std::string head = py::str(key);
-    GOENV_CHECK(head == "placement" || head == "priority" || head == "fusion", InvalidArgument,
-                env.id() << ": a start has keys placement, priority and fusion, got '" << head << "'");
-    try {
-      if (head == "priority") {
-        s.priority = double_array(value, n, "start priority");
-        continue;
-      }
-      const auto values = integer_array(value, n, "start " + head);
-      std::vector<std::int32_t> narrow(values.size());
-      for (std::size_t v = 0; v < values.size(); ++v)  // beyond int32: -1, reported as out of range
-        narrow[v] = values[v] < 0 || values[v] > INT32_MAX ? -1 : static_cast<std::int32_t>(values[v]);
-      (head == "placement" ? s.placement : s.fusion) = std::move(narrow);
-    } catch (const InvalidAction& e) {
-      throw InvalidArgument(e.what());  // a bad start is a bad argument, not an action
-    }
-  }
-  return s;
-}
-
 // `best`: env.best() copied under the env's guard with the info.
 py::dict info_dict(const Env& env, const StepInfo& info, const Solution& best) {
   py::dict d;
@@ -223,6 +198,8 @@ void bind_envs(py::module_& m) {
         Solution s = solution_from(env, start);
         guarded(env.guard(), [&] { env.set_start(std::move(s)); });
       }, py::arg("start"), "Makes every later reset start from these decisions ({head: values}); checked.")
+      .def_property_readonly("has_start", &Env::has_start,
+                             "Whether a start was set (a named one or decisions): `start` is then where resets begin.")
       .def_property_readonly("global_dim", [](const Env&) { return global_names().size(); })
       .def_property_readonly("action_mask_width", &Env::action_mask_width)
       .def_property_readonly("graph", [](const Env& env) { return std::const_pointer_cast<Graph>(env.graph_ptr()); })

@@ -87,4 +87,30 @@ inline EnvConfig config_from(const py::dict& options) {
   return c;
 }
 
+// A start given as {head: values} (any subset of placement / priority / fusion): env.set_start's
+// argument in goenv._core, and an env description's "start" in goenv._agents.
+inline Solution solution_from(const Env& env, const py::dict& d) {
+  const std::int64_t n = env.graph().num_nodes();
+  Solution s;
+  for (auto [key, value] : d) {
+    const std::string head = py::str(key);
+    GOENV_CHECK(head == "placement" || head == "priority" || head == "fusion", InvalidArgument,
+                env.id() << ": a start has keys placement, priority and fusion, got '" << head << "'");
+    try {
+      if (head == "priority") {
+        s.priority = double_array(value, n, "start priority");
+        continue;
+      }
+      const auto values = integer_array(value, n, "start " + head);
+      std::vector<std::int32_t> narrow(values.size());
+      for (std::size_t v = 0; v < values.size(); ++v)  // beyond int32: -1, reported as out of range
+        narrow[v] = values[v] < 0 || values[v] > INT32_MAX ? -1 : static_cast<std::int32_t>(values[v]);
+      (head == "placement" ? s.placement : s.fusion) = std::move(narrow);
+    } catch (const InvalidAction& e) {
+      throw InvalidArgument(e.what());  // a bad start is a bad argument, not an action
+    }
+  }
+  return s;
+}
+
 }  // namespace goenv::bindings

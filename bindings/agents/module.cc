@@ -62,8 +62,22 @@ std::unique_ptr<Env> env_argument(py::handle value) {
   const EnvConfig config = config_from(d["options"].cast<py::dict>());
   GOENV_CHECK(config.graph_params.empty() && config.cluster.empty(), InvalidArgument,
               "env description: unknown option(s); the graph and cluster travel as bytes");
-  py::gil_scoped_release release;
-  return make_env_on_graph(task, graph_from_bytes(graph), cluster_from_bytes(cluster), config);
+  std::unique_ptr<Env> env;
+  {
+    py::gil_scoped_release release;
+    env = make_env_on_graph(task, graph_from_bytes(graph), cluster_from_bytes(cluster), config);
+  }
+  // A start of given decisions ({head: values}, checked as set_start checks them): what
+  // the described env's resets begin from (a named start travels in the options).
+  if (d.contains("start") && !d["start"].is_none()) {
+    GOENV_CHECK(py::isinstance<py::dict>(d["start"]), InvalidArgument,
+                "env description: 'start' must be {head: values}, got "
+                    << std::string(py::str(py::type::handle_of(d["start"]).attr("__name__"))));
+    Solution start = solution_from(*env, d["start"].cast<py::dict>());
+    py::gil_scoped_release release;
+    env->set_start(std::move(start));
+  }
+  return env;
 }
 
 py::dict metrics_dict(const agents::UpdateMetrics& m) {

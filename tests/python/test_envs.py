@@ -389,6 +389,21 @@ def test_pickle_and_state_round_trip():
         assert_same_info(result[4], expected[4])
 
 
+def test_a_start_of_decisions_survives_pickling():
+    """set_start's decisions travel with a pickled env (copies, Ray workers): they were
+    dropped, and the copy's resets began from the default."""
+    env = goenv.make("placement-transformer-xl-2")
+    n = env.unwrapped.graph.num_nodes
+    split = np.arange(n) % 2
+    env.unwrapped.set_start(split)
+    _, info = env.reset(seed=0)
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.unwrapped.core.has_start
+    np.testing.assert_array_equal(copy.unwrapped.start["placement"], env.unwrapped.start["placement"])  # as adopted
+    assert copy.reset(seed=0)[1]["runtime"] == info["runtime"] != info["initial_runtime"]
+    assert not pickle.loads(pickle.dumps(goenv.make("placement-transformer-xl-2"))).unwrapped.core.has_start
+
+
 # ------------------------------------------------------------ bad input
 
 

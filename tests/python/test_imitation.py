@@ -150,6 +150,32 @@ def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_en
         agent.optimize(branchy_env, budget=0)
 
 
+def test_optimize_starts_from_given_decisions_or_the_envs_own_start():
+    """A start of decisions, given to optimize or set on the env (set_start), is where the search
+    starts (it used to be dropped on the way to the C++ agent, which then started from the
+    default); a malformed or infeasible one is a clear error and changes nothing."""
+    agent = agents.pretrained("go-placement")
+    env = goenv.make("placement", graph=branchy_graph(5), cluster="2xgpu-nvlink")
+    env.reset(seed=0)
+    n = env.unwrapped.graph.num_nodes
+    split = np.arange(n) % 2  # not a decision any heuristic or the default makes
+    _, _, _, _, info = env.step(split)
+    given = agent.optimize(env, budget=6, start=split, seed=0)
+    assert given["start"] == "given" and given["start_runtime"] == pytest.approx(info["runtime"], rel=1e-12)
+    assert given["runtime"] <= given["start_runtime"] and given["simulator_calls"] == 6 + given["start_calls"]
+    assert agent.optimize(env, budget=6, start={"placement": split}, seed=0)["curve"].tolist() == \
+        given["curve"].tolist()
+    assert not env.unwrapped.core.has_start  # optimize searched a copy: the env's start is unchanged
+    env.unwrapped.set_start(split)  # the env's own start, used when start is None
+    own = agent.optimize(env, budget=6, seed=0)
+    assert own["start"] == "given" and own["curve"].tolist() == given["curve"].tolist()
+    with pytest.raises(goenv.InvalidArgument, match="start placement"):
+        agent.optimize(env, budget=6, start=split[:-1])
+    with pytest.raises(goenv.InvalidArgument, match="keys placement, priority and fusion"):
+        agent.optimize(env, budget=6, start={"devices": split})
+    assert env.unwrapped.core.has_start  # the bad starts changed nothing
+
+
 def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
     agent = agents.pretrained("go-placement")
     assert isinstance(agent, agents.GO) and agent.spec["heads"] == ["placement"]

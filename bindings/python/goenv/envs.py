@@ -274,6 +274,7 @@ class GraphEnv(gymnasium.Env):
             "graph": self.graph,
             "cluster": self.cluster,
             "options": env_options(self.core),
+            "start": dict(self.core.start) if self.core.has_start else None,  # decisions set_start gave
             "state": self.core.get_state(),
             "render_mode": self.render_mode,
             "share_static": self.share_static,
@@ -281,6 +282,8 @@ class GraphEnv(gymnasium.Env):
 
     def __setstate__(self, saved: dict) -> None:
         core = _core.make_env_on_graph(saved["task"], saved["graph"], saved["cluster"], **saved["options"])
+        if saved.get("start") is not None:
+            core.set_start(saved["start"])
         core.set_state(saved["state"])
         self.__init__(render_mode=saved["render_mode"], core=core, share_static=saved.get("share_static", False))
 

@@ -159,12 +159,14 @@ class Agent:
         {method, runtime (s), reward, simulator_calls, decisions: {head: (N,) int64}}."""
         return self._agent.teacher(env_argument(env))
 
-    def optimize(self, env: Any, budget: int = 16, start: str | None = None, local_search_budget: int = 0, *,
+    def optimize(self, env: Any, budget: int = 16, start: Any = None, local_search_budget: int = 0, *,
                  seed: int | None = None, samples: int | None = None) -> dict:
         """Policy-guided search on a copy of `env`: an improvement episode of exactly
         `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
-        name; None: the env's own start, or the best decision training found on the graph
-        when that is better), the policy proposing its greedy decision, moves of the units it
+        name, or given decisions as reset's options take them: {head: (N,) values}, an array
+        being a placement; None: the env's own start (a named one or decisions set with
+        set_start), or the best decision training found on the graph when that is better),
+        the policy proposing its greedy decision, moves of the units it
         most wants to change on the best schedule's critical path (1-16 at a time, to choices
         it samples; several at once are a segment of that path, to one choice) and whole sampled
         decisions. Its first min(budget, 32) proposals open with big changes: four smoothings of
@@ -187,11 +189,16 @@ class Agent:
             budget = samples
         _check_count("budget", budget)
         _check_count("local_search_budget", local_search_budget, low=0)
-        if start is not None and not isinstance(start, str):
-            raise InvalidArgument(f"start must be a name ('default', 'best-heuristic', a baseline), got {start!r}")
+        described = env_argument(env)
+        if start is not None and not isinstance(start, str):  # given decisions: the copy's own start
+            if isinstance(described, str):
+                raise InvalidArgument("a start of given decisions needs the env itself, not its id")
+            if not isinstance(start, dict):
+                start = {"placement": start}
+            described, start = {**described, "start": start}, None
         if seed is not None:
             _check_count("seed", seed, low=0)
-        return self._agent.optimize(env_argument(env), int(budget), start or "", int(local_search_budget),
+        return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
                                     -1 if seed is None else int(seed))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------

@@ -15,7 +15,9 @@ from goenv.envs import GraphEnv, env_options, strip_gym_id
 
 def env_argument(env: Any):
     """An env id (gymnasium ids too), or a GraphEnv / wrapper / goenv._core.Env described as a dict
-    {id, task, graph: bytes, cluster: bytes, options}."""
+    {id, task, graph: bytes, cluster: bytes, options, start}: `start` the decisions its resets
+    begin from ({head: values}) when it has a start (set_start with decisions, or a named one),
+    else None."""
     if isinstance(env, str):
         return strip_gym_id(env)
     if isinstance(env, dict) and {"task", "graph", "cluster", "options"} <= env.keys():
@@ -29,6 +31,7 @@ def env_argument(env: Any):
         "graph": core.graph.to_bytes(),
         "cluster": core.cluster.__getstate__(),
         "options": env_options(core),
+        "start": dict(core.start) if core.has_start else None,
     }
 
 
