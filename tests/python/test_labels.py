@@ -182,11 +182,20 @@ def test_same_call_same_bytes_and_the_samplers_draw_one_kind(graphs, tmp_path):
     assert all(s.startswith("perturb:") for s in only_perturb.decisions(1)["source"])
 
 
+def _run_without_goenv(script: str, **environment: str) -> str:
+    """`script` run by a fresh interpreter in which `import goenv` fails, as a reader of the files
+    without goenv (pyarrow alone, Hugging Face datasets); `environment` added to its variables.
+    Its stdout; its stderr in the failure."""
+    code = 'import sys\nsys.modules["goenv"] = None  # importing goenv fails\n' + script
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, **environment})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
 def test_parquet_reads_with_pyarrow_alone_graph_once_per_graph(graphs, tmp_path):
     labels = _label(graphs, tmp_path / "l")
     script = f"""
-import sys
-sys.modules["goenv"] = None  # importing goenv would fail: pyarrow alone
 import pyarrow.parquet as pq, pyarrow as pa, json
 graphs = pa.concat_tables([pq.read_table(f) for f in {labels.files("graphs")!r}])
 rows = pa.concat_tables([pq.read_table(f) for f in {labels.files("labels")!r}])
@@ -198,7 +207,7 @@ assert all(len(x) == n for x in first.column("start").to_pylist())
 names = json.loads(graphs.schema.metadata[b"op_type_names"])
 print(len(names), first.column("runtime")[0].as_py(), graphs.column("lower_bound")[2].as_py())
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    out = _run_without_goenv(script).split()
     assert int(out[0]) == len(goenv._core.op_type_names())
     assert float(out[1]) == labels.decisions(2)["runtime"][0]
     assert float(out[2]) <= labels.decisions(2)["runtime"].min()
@@ -213,8 +222,6 @@ def test_hugging_face_datasets_reads_both_files_without_goenv(graphs, tmp_path, 
     pytest.importorskip("datasets")
     labels = _label(graphs, tmp_path / "l", task=task)
     script = f"""
-import sys
-sys.modules["goenv"] = None  # importing goenv would fail: Hugging Face datasets alone
 from datasets import load_dataset
 graphs = load_dataset("parquet", data_files={labels.files("graphs")!r}, split="train")
 rows = load_dataset("parquet", data_files={labels.files("labels")!r}, split="train").with_format("numpy")
@@ -227,10 +234,8 @@ row = rows[2 * 24 + 5]
 assert row["graph_id"] == 2 and row["decision"] == 5 and len(row["start"]) == n and len(row["placement"]) == n
 print(row["runtime"], row["priority"] is None, ",".join(map(str, row["placement"].tolist())))
 """
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    runtime, priority_is_null, placement = out.stdout.split()[-3:]
+    out = _run_without_goenv(script, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    runtime, priority_is_null, placement = out.split()[-3:]
     decisions = labels.decisions(2)
     assert float(runtime) == decisions["runtime"][5]
     assert priority_is_null == str(task == "placement")  # a head the placement task does not decide
