@@ -43,21 +43,15 @@ from goenv.labels.decisions import HEADS
 HEAD_TYPES = tuple(zip(HEADS, (np.int16, np.int16, np.int8)))
 # Snappy without dictionaries: 3-4x faster to write than zstd with them (measured on label shards).
 PARQUET_OPTIONS = {"compression": "snappy", "use_dictionary": False, "write_statistics": False}
-# ...but other codecs for two kinds of column (per column, by name; the rest get snappy):
-CODECS = {
-    # the per-node times: float32 times of a schedule barely repeat, so snappy alone saved 3% of
-    # their bytes for 10% of the labels file's writing time; after a byte-stream split (each
-    # value's four bytes in four streams: the exponents and high mantissas repeat) it saves
-    # 30% (the labels file above 8.72 -> 6.04 MB) for 1% of a labelling's CPU time
-    "start": "snappy", "finish": "snappy",
-    # the decision heads, small integers Parquet stores as int32: zstd writes them in the time
-    # snappy takes, 4.5x smaller (16 graphs of 1,000 nodes, 64 placements each: the labels
-    # file 9.35 -> 8.51 MB; a joint labelling's 11.05 -> 8.90 MB)
-    **{head: "zstd" for head in HEADS},
-}
-
-
-# Encodings other than PLAIN, per column (by name).
+# ...but zstd for the decision heads, small integers Parquet stores as int32: it writes them in
+# the time snappy takes, 4.5x smaller (16 graphs of 1,000 nodes, 64 placements each: the labels
+# file 9.35 -> 8.51 MB; a joint labelling's 11.05 -> 8.90 MB). Codecs per column, by name.
+CODECS = {head: "zstd" for head in HEADS}
+# Encodings other than PLAIN, per column (by name). The per-node times are float32 values of a
+# schedule that barely repeat, so snappy alone saved 3% of their bytes for 10% of the labels
+# file's writing time; after a byte-stream split (each value's four bytes in four streams: the
+# exponents and high mantissas repeat) it saves 30% (the labels file above 8.72 -> 6.04 MB) for
+# about 1% of a labelling's CPU time.
 ENCODINGS = {"start": "BYTE_STREAM_SPLIT", "finish": "BYTE_STREAM_SPLIT"}
 
 
