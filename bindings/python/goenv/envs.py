@@ -274,7 +274,7 @@ class GraphEnv(gymnasium.Env):
             "graph": self.graph,
             "cluster": self.cluster,
             "options": env_options(self.core),
-            "start": dict(self.core.start) if self.core.has_start else None,  # decisions set_start gave
+            "start": env_start(self.core),
             "state": self.core.get_state(),
             "render_mode": self.render_mode,
             "share_static": self.share_static,
@@ -312,6 +312,12 @@ def env_options(core: "_core.Env") -> dict:
     """The options that rebuild `core` on its graph and cluster (_core.make_env_on_graph keywords)."""
     config = core.config
     return {key: config[key] for key in GraphEnv.OPTIONS}
+
+
+def env_start(core: "_core.Env") -> dict | None:
+    """The decisions `core`'s resets begin from when a start was set ({head: values}; set_start
+    on the rebuilt env restores it: decisions given to set_start are in no option), else None."""
+    return dict(core.start) if core.has_start else None
 
 
 def readonly_copy(array: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import goenv._core as _core
-from goenv.envs import GraphEnv, env_options, strip_gym_id
+from goenv.envs import GraphEnv, env_options, env_start, strip_gym_id
 
 
 def env_argument(env: Any):
@@ -31,7 +31,7 @@ def env_argument(env: Any):
         "graph": core.graph.to_bytes(),
         "cluster": core.cluster.__getstate__(),
         "options": env_options(core),
-        "start": dict(core.start) if core.has_start else None,
+        "start": env_start(core),
     }
 
 
