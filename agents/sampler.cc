@@ -38,7 +38,7 @@ std::unique_ptr<Env> copy_env(const Env& prototype) {
   config.observation_version = kPolicyObservationVersion;
   config.start.clear();  // the prototype's start, resolved once, is copied below
   auto env = make_env_on_graph(prototype.task(), prototype.graph_ptr(), prototype.cluster(), config);
-  if (prototype.has_start()) env->set_start(prototype.start());
+  if (prototype.has_start()) env->set_start(prototype.start(), prototype.config().start);
   return env;
 }
 

@@ -182,8 +182,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   if (!start.empty()) from = start_decisions(*env, start, &result.start_calls);
   // Named: the argument, else the env's named start; decisions set on the env are "given".
   const std::string& named = prototype.config().start;
-  const bool unnamed = named.empty() || named == "default";
-  result.start = !start.empty() ? start : !unnamed ? named : prototype.has_start() ? "given" : "default";
+  result.start = !start.empty() ? start : !named.empty() ? named : prototype.has_start() ? "given" : "default";
   const std::uint64_t seed = reset_seed(model.config, 0, kEvaluation, 0);
   StepInfo info;
   DynamicObservation best_obs = env->reset(seed, &info, &from);  // checks the start: infeasible -> InvalidArgument

@@ -159,7 +159,8 @@ void bind_envs(py::module_& m) {
         d["max_fusion_size"] = c.max_fusion_size;
         d["colocation"] = c.colocation;
         d["observation_version"] = c.observation_version;
-        d["start"] = c.start.empty() ? std::string("default") : c.start;
+        // "given": decisions set as such (set_start), which no option rebuilds (envs.env_options).
+        d["start"] = !c.start.empty() ? c.start : env.has_start() ? std::string("given") : std::string("default");
         if (c.initial_placement.empty()) d["placement"] = c.placement;
         else d["placement"] = to_numpy(std::vector<std::int32_t>(c.initial_placement), {env.graph().num_nodes()});
         if (c.initial_priority.empty()) d["priority"] = py::none();
@@ -194,10 +195,12 @@ void bind_envs(py::module_& m) {
       .def_property_readonly("start", [](const Env& env) {
         return solution_dict(env, guarded(env.guard(), [&] { return env.start(); }));
       }, "The decisions every reset starts from ({head: values}): the initial ones unless a start was set.")
-      .def("set_start", [](Env& env, const py::dict& start) {
+      .def("set_start", [](Env& env, const py::dict& start, std::string name) {
         Solution s = solution_from(env, start);
-        guarded(env.guard(), [&] { env.set_start(std::move(s)); });
-      }, py::arg("start"), "Makes every later reset start from these decisions ({head: values}); checked.")
+        guarded(env.guard(), [&] { env.set_start(std::move(s), std::move(name)); });
+      }, py::arg("start"), py::arg("name") = "",
+         "Makes every later reset start from these decisions ({head: values}); checked. `name`: the "
+         "start's name for config['start'] (a baseline's, 'default'), empty for decisions given as such.")
       .def_property_readonly("has_start", &Env::has_start,
                              "Whether a start was set (a named one or decisions): `start` is then where resets begin.")
       .def_property_readonly("global_dim", [](const Env&) { return global_names().size(); })

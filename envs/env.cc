@@ -234,11 +234,12 @@ Solution Env::checked_start(Solution start, SimulationResult* result) {
   return start;
 }
 
-void Env::set_start(Solution start) {
+void Env::set_start(Solution start, std::string name) {
   SimulationResult result;
   Solution checked = checked_start(std::move(start), &result);
   start_ = std::move(checked);
   start_result_ = std::move(result);
+  config_.start = std::move(name);
 }
 
 Solution Env::start() const {

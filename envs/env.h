@@ -155,8 +155,10 @@ class Env {
   // = that head's initial decisions; heads the task does not decide keep the
   // initial ones). Checked (sizes, ranges, priority levels, colocation, memory):
   // an infeasible start throws InvalidArgument naming why and changes nothing.
-  // Colocation "follow" repairs a split group as a step would.
-  void set_start(Solution start);
+  // Colocation "follow" repairs a split group as a step would. `name` becomes config().start:
+  // the start's name ("default", a baseline's), or empty for decisions given as such, so that
+  // the config never names a start that was replaced.
+  void set_start(Solution start, std::string name = {});
   // The start decisions in force for the next reset (the initial ones when none was set).
   Solution start() const;
   bool has_start() const { return start_.has_value(); }

@@ -32,7 +32,8 @@ Solution start_decisions(Env& env, const std::string& name, std::int64_t* simula
 }
 
 void apply_configured_start(Env& env) {
-  if (!is_default(env.config().start)) env.set_start(start_decisions(env, env.config().start));
+  const std::string name = env.config().start;  // a copy: set_start writes the config
+  if (!is_default(name)) env.set_start(start_decisions(env, name), name);
 }
 
 }  // namespace goenv

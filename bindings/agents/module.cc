@@ -68,14 +68,15 @@ std::unique_ptr<Env> env_argument(py::handle value) {
     env = make_env_on_graph(task, graph_from_bytes(graph), cluster_from_bytes(cluster), config);
   }
   // A start of given decisions ({head: values}, checked as set_start checks them): what
-  // the described env's resets begin from (a named start travels in the options).
+  // the described env's resets begin from. A named start travels in the options too, and
+  // keeps its name; given decisions have "default" there (envs.env_options).
   if (d.contains("start") && !d["start"].is_none()) {
     GOENV_CHECK(py::isinstance<py::dict>(d["start"]), InvalidArgument,
                 "env description: 'start' must be {head: values}, got "
                     << std::string(py::str(py::type::handle_of(d["start"]).attr("__name__"))));
     Solution start = solution_from(*env, d["start"].cast<py::dict>());
     py::gil_scoped_release release;
-    env->set_start(std::move(start));
+    env->set_start(std::move(start), config.start == "default" ? std::string() : config.start);  // as envs.start_name
   }
   return env;
 }

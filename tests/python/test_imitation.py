@@ -6,6 +6,8 @@ Skipped as a whole when torch or goenv._agents is missing.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -174,6 +176,33 @@ def test_optimize_starts_from_given_decisions_or_the_envs_own_start():
     with pytest.raises(goenv.InvalidArgument, match="keys placement, priority and fusion"):
         agent.optimize(env, budget=6, start={"devices": split})
     assert env.unwrapped.core.has_start  # the bad starts changed nothing
+
+
+def test_a_replaced_start_is_reported_under_its_own_name():
+    """The env's config names the start in force: a start named at make() and then replaced
+    with decisions is "given" (it used to be reported under the old name), one set by name keeps
+    that name, and both survive pickling."""
+    agent = agents.pretrained("go-placement")
+    env = goenv.make("placement", graph=branchy_graph(5), cluster="2xgpu-nvlink", start="heft")
+    env.reset(seed=0)
+    core = env.unwrapped.core
+    assert core.config["start"] == "heft" and agent.optimize(env, budget=2, seed=0)["start"] == "heft"
+    split = np.arange(env.unwrapped.graph.num_nodes) % 2
+    env.unwrapped.set_start(split)
+    assert core.config["start"] == "given" and agent.optimize(env, budget=2, seed=0)["start"] == "given"
+    copied = pickle.loads(pickle.dumps(env.unwrapped))
+    assert copied.core.config["start"] == "given" and np.array_equal(copied.start["placement"], split)
+    env.unwrapped.set_start("best-heuristic")
+    assert agent.optimize(env, budget=2, seed=0)["start"] == "best-heuristic"
+    copied = pickle.loads(pickle.dumps(env.unwrapped))
+    assert copied.core.config["start"] == "best-heuristic"
+    assert np.array_equal(copied.start["placement"], env.unwrapped.start["placement"])
+    env.unwrapped.set_start(None)
+    assert agent.optimize(env, budget=2, seed=0)["start"] == "default"
+    assert pickle.loads(pickle.dumps(env.unwrapped)).core.config["start"] == "default"
+    with pytest.raises(goenv.InvalidArgument):
+        env.unwrapped.set_start(split[:-1])
+    assert core.config["start"] == "default"  # a refused start changes nothing, its name included
 
 
 def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():

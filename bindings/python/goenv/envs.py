@@ -206,7 +206,9 @@ class GraphEnv(gymnasium.Env):
     def set_start(self, start) -> None:
         """Makes every later reset start from `start` (a name or decisions, as in reset's options)."""
         decisions = self._start_of({"start": start})
-        self.core.set_start(decisions if decisions is not None else _core.start_decisions(self.core, "default"))
+        if decisions is None:
+            start, decisions = "default", _core.start_decisions(self.core, "default")
+        self.core.set_start(decisions, start if isinstance(start, str) else "")
 
     @property
     def start(self) -> dict:
@@ -282,8 +284,8 @@ class GraphEnv(gymnasium.Env):
 
     def __setstate__(self, saved: dict) -> None:
         core = _core.make_env_on_graph(saved["task"], saved["graph"], saved["cluster"], **saved["options"])
-        if saved.get("start") is not None:
-            core.set_start(saved["start"])
+        if saved.get("start") is not None:  # under the name it was made or set with, if any
+            core.set_start(saved["start"], start_name(saved["options"]))
         core.set_state(saved["state"])
         self.__init__(render_mode=saved["render_mode"], core=core, share_static=saved.get("share_static", False))
 
@@ -309,15 +311,26 @@ def checked_flag(name: str, value: Any) -> bool:
 
 
 def env_options(core: "_core.Env") -> dict:
-    """The options that rebuild `core` on its graph and cluster (_core.make_env_on_graph keywords)."""
+    """The options that rebuild `core` on its graph and cluster (_core.make_env_on_graph keywords);
+    a start of given decisions is "default" there, its decisions travel in env_start."""
     config = core.config
-    return {key: config[key] for key in GraphEnv.OPTIONS}
+    options = {key: config[key] for key in GraphEnv.OPTIONS}
+    if options["start"] == "given":
+        options["start"] = "default"
+    return options
 
 
 def env_start(core: "_core.Env") -> dict | None:
     """The decisions `core`'s resets begin from when a start was set ({head: values}; set_start
-    on the rebuilt env restores it: decisions given to set_start are in no option), else None."""
-    return dict(core.start) if core.has_start else None
+    on the rebuilt env restores it, under start_name(options)), else None (none set, or
+    "default" set by name: the initial decisions)."""
+    return dict(core.start) if core.has_start and core.config["start"] != "default" else None
+
+
+def start_name(options: dict) -> str:
+    """The name a rebuilt env's start of carried decisions (env_start) goes by: the named start
+    of `options` (env_options), or "" for decisions given as such."""
+    return "" if options.get("start", "default") == "default" else options["start"]
 
 
 def readonly_copy(array: np.ndarray) -> np.ndarray:

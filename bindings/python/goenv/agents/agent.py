@@ -195,7 +195,8 @@ class Agent:
                 raise InvalidArgument("a start of given decisions needs the env itself, not its id")
             if not isinstance(start, dict):
                 start = {"placement": start}
-            described, start = {**described, "start": start}, None
+            options = {**described["options"], "start": "default"}  # decisions, not the env's named start
+            described, start = {**described, "options": options, "start": start}, None
         if seed is not None:
             _check_count("seed", seed, low=0)
         return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
