@@ -191,9 +191,23 @@ std::pair<torch::Tensor, std::vector<std::int64_t>> wait_weights(const Focus& fo
 
 }  // namespace
 
+Reading read(std::vector<torch::Tensor> logits) {
+  Reading r;
+  for (const auto& l : logits) r.probabilities.push_back(torch::softmax(l[0].to(torch::kCPU).to(torch::kFloat64), -1));
+  r.logits = std::move(logits);
+  return r;
+}
+
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
                                    const Focus& focus, std::int64_t k, torch::Generator& generator, std::int64_t budget,
                                    std::int64_t placement_head) {
+  return propose(read(logits), best, focus, k, generator, budget, placement_head);
+}
+
+std::vector<torch::Tensor> propose(const Reading& policy, const std::vector<torch::Tensor>& best, const Focus& focus,
+                                   std::int64_t k, torch::Generator& generator, std::int64_t budget,
+                                   std::int64_t placement_head) {
+  const std::vector<torch::Tensor>& logits = policy.logits;
   std::vector<torch::Tensor> out;
   Plan planned = plan(k, budget);
   auto decision = [&] {  // the policy's greedy decision (k = 0) or one sampled from it
@@ -207,7 +221,7 @@ std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, con
   for (const auto& b : best) out.push_back(b.clone());
   const std::size_t head = static_cast<std::size_t>(planned.kind == Kind::kMove ? k % static_cast<std::int64_t>(logits.size())
                                                                                   : placement_head);
-  const torch::Tensor p = torch::softmax(logits[head][0].to(torch::kCPU).to(torch::kFloat64), -1);  // (U, C)
+  const torch::Tensor& p = policy.probabilities[head];  // (U, C)
   torch::Tensor current = out[head][0];                                                                // (U,)
   const std::int64_t units = p.size(0);
   const torch::Tensor path = focus.path_of(units);

@@ -138,6 +138,14 @@ std::int64_t units_moved(std::int64_t k, std::int64_t budget = 0);
 // At 1,024 calls they cost gnmt-8 (99 calls, a third of them the opening) its win.
 Plan plan(std::int64_t k, std::int64_t budget = 0);
 
+// The policy's reading of the best decisions' observation: its masked logits, per head
+// (1, U, C), and their softmax, per head (U, C) float64 on the CPU, computed once per reading
+// rather than once per proposal (a search makes hundreds of proposals per reading).
+struct Reading {
+  std::vector<torch::Tensor> logits, probabilities;
+};
+Reading read(std::vector<torch::Tensor> logits);
+
 // Proposal k (plan above) from the policy's masked logits of the best decisions'
 // observation (per head (1, U, C)) and those decisions per unit (per head (1, U)), as per
 // head (1, U) choices on the CPU. `placement_head`: the placement head's index (-1 if
@@ -165,6 +173,10 @@ Plan plan(std::int64_t k, std::int64_t budget = 0);
 //    A shift or offload with nothing to move (a path on one choice, a single choice) is a
 //    decision sampled from the policy instead, as is either one without a placement head.
 // Units keep their choice wherever the new one is not allowed.
+std::vector<torch::Tensor> propose(const Reading& policy, const std::vector<torch::Tensor>& best, const Focus& focus,
+                                   std::int64_t k, torch::Generator& generator, std::int64_t budget = 0,
+                                   std::int64_t placement_head = -1);
+// The same from the logits alone (read(logits) first).
 std::vector<torch::Tensor> propose(const std::vector<torch::Tensor>& logits, const std::vector<torch::Tensor>& best,
                                    const Focus& focus, std::int64_t k, torch::Generator& generator,
                                    std::int64_t budget = 0, std::int64_t placement_head = -1);

@@ -215,7 +215,8 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   const ObservationDims dims = model.dims_of(graph);
   const int n = static_cast<int>(graph.num_nodes);
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> logits, best_units;
+  proposals::Reading policy;
+  std::vector<torch::Tensor> best_units;
   proposals::Focus focus;
   // A new best changes the units and focus at once (cheap), the logits at most
   // once per 1/16 of the budget: the forward costs hundreds of simulations on a
@@ -241,7 +242,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   const std::int64_t placement_head = placement == heads.end() ? -1 : placement - heads.begin();
   for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
     if (logits_stale && k - read_at >= refresh_gap) {
-      logits = model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first;
+      policy = proposals::read(model.run(graph, stack({view_of(best_obs, dims, n)}, dims, n, model.device)).first);
       read_at = k;
       logits_stale = false;
       ++result.policy_reads;
@@ -254,7 +255,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       focus = proposals::focus_of(graph, best_obs, dims.node_state);
       stale = false;
     }
-    const std::vector<torch::Tensor> units = proposals::propose(logits, best_units, focus, proposal, generator,
+    const std::vector<torch::Tensor> units = proposals::propose(policy, best_units, focus, proposal, generator,
                                                                       budget, placement_head);
     if (proposals::same_as(units, best_units) && ++repeats < kMaxRepeats) {
       if (proposal == 0) result.greedy_runtime = result.runtime;  // the greedy decision is the start
