@@ -218,11 +218,9 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   proposals::Reading policy;
   std::vector<torch::Tensor> best_units;
   proposals::Focus focus;
-  // A new best changes the units and focus at once (cheap), the logits at most
-  // once per 1/16 of the budget: the forward costs hundreds of simulations on a
-  // CPU, and re-reading the policy after every improvement made it most of the
-  // search's wall time. Budgets up to 16 re-read it after every improvement.
-  const std::int64_t refresh_gap = std::max<std::int64_t>(1, budget / 16);
+  // A new best changes the units and focus at once (cheap), the logits only
+  // every policy_read_gap(budget) calls (see search.h).
+  const std::int64_t refresh_gap = policy_read_gap(budget);
   std::int64_t read_at = -refresh_gap;  // the call count at the last forward
   bool stale = true;                    // the units and focus belong to an older best
   bool logits_stale = true;             // the logits do

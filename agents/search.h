@@ -5,6 +5,7 @@
 // local search from the best). Every simulation a search makes is counted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -35,5 +36,15 @@ EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deter
 // agent's generator.
 OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const std::string& start,
                         std::int64_t local_search_budget, std::int64_t seed = -1);
+
+// After a new best the policy is read again at most once per policy_read_gap(budget)
+// calls: after every improvement up to 16 calls, then at most 16 reads, and from
+// kLongSearch calls on at most 4. A forward costs hundreds of simulations on a CPU;
+// on long searches more reads bought nothing beyond the seeds' spread
+// (docs/go_sample_efficiency.md) and doubled the wall time.
+inline constexpr std::int64_t kLongSearch = 256;
+inline std::int64_t policy_read_gap(std::int64_t budget) {
+  return std::max<std::int64_t>(1, budget / (budget >= kLongSearch ? 4 : 16));
+}
 
 }  // namespace goenv::agents::search
