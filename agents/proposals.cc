@@ -56,6 +56,12 @@ void data_slack(const GraphTensors& graph, const torch::Tensor& order, const flo
   f.work_nodes = torch::tensor(work, torch::kFloat64);
 }
 
+// The mean of the waits > 0 (0 where none is).
+double mean_wait(const torch::Tensor& waits) {
+  const std::int64_t waiting = (waits > 0).sum().item<std::int64_t>();
+  return waiting == 0 ? 0.0 : waits.sum().item<double>() / static_cast<double>(waiting);
+}
+
 }  // namespace
 
 Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation, std::int64_t state_dim) {
@@ -102,7 +108,9 @@ Focus focus_of(const GraphTensors& graph, const DynamicObservation& observation,
     f.slack_units = torch::full({graph.num_units}, std::numeric_limits<double>::infinity(), torch::kFloat64)
                         .scatter_reduce(0, unit, f.slack_nodes, "amin");
     f.work_units = torch::zeros({graph.num_units}, torch::kFloat64).index_add(0, unit, f.work_nodes);
+    f.mean_wait_units = mean_wait(f.wait_units);
   }
+  f.mean_wait_nodes = mean_wait(f.wait_nodes);
   return f;
 }
 
@@ -160,33 +168,30 @@ struct Runs {
 
 // The position of unit u on the path, or -1.
 std::int64_t position_of(const torch::Tensor& path, std::int64_t u) {
-  const torch::Tensor at = (path == u).nonzero();
-  return at.size(0) > 0 ? at[0][0].item<std::int64_t>() : -1;
+  const auto along = path.accessor<std::int64_t, 1>();
+  for (std::int64_t i = 0; i < along.size(0); ++i)
+    if (along[i] == u) return i;
+  return -1;
 }
 
 // The move weights past the opening: focus, raised to 1 + kWaitWeight x wait / (the mean of
 // the path's waits) for the two units on either side of each wait; and per unit, the choice
 // on the other side of its wait (-1 for units beside none; the longer wait's where two).
-std::pair<torch::Tensor, std::vector<std::int64_t>> wait_weights(const Focus& focus, std::int64_t units,
-                                                                 const torch::TensorAccessor<std::int64_t, 1>& values) {
-  torch::Tensor weight = focus.of(units).clone();
-  std::vector<std::int64_t> across(static_cast<std::size_t>(units), -1);
+void wait_weights(const Focus& focus, std::int64_t units, const torch::TensorAccessor<std::int64_t, 1>& values,
+                  std::vector<double>& weight, std::vector<std::int64_t>& across) {
+  across.assign(static_cast<std::size_t>(units), -1);
+  const double mean = focus.mean_wait_of(units);
+  if (!(mean > 0)) return;
   const torch::Tensor& path = focus.path_of(units);
-  const torch::Tensor& waits = focus.wait_of(units);
-  const std::int64_t length = path.size(0), waiting = (waits > 0).sum().item<std::int64_t>();
-  if (waiting == 0) return {weight, across};
-  const double mean = waits.sum().item<double>() / static_cast<double>(waiting);
-  auto w = weight.accessor<double, 1>();
-  const auto wait = waits.accessor<double, 1>();
+  const auto wait = focus.wait_of(units).accessor<double, 1>();
   const auto along = path.accessor<std::int64_t, 1>();
-  for (std::int64_t i = 1; i < length; ++i) {
+  for (std::int64_t i = 1; i < path.size(0); ++i) {
     if (!(wait[i] > 0)) continue;
     const double raised = 1.0 + kWaitWeight * wait[i] / mean;
     const std::int64_t before = along[i - 1], after = along[i];
-    if (raised > w[before]) w[before] = raised, across[before] = values[after];
-    if (raised > w[after]) w[after] = raised, across[after] = values[before];
+    if (raised > weight[before]) weight[before] = raised, across[before] = values[after];
+    if (raised > weight[after]) weight[after] = raised, across[after] = values[before];
   }
-  return {weight, across};
 }
 
 }  // namespace
@@ -281,26 +286,35 @@ std::vector<torch::Tensor> propose(const Reading& policy, const std::vector<torc
   auto allowed = p.accessor<double, 2>();
   // Past the opening, the units beside the path's waits weigh more, and each knows the choice
   // across its wait (-1: none).
-  torch::Tensor weight = focus.of(units);
+  const auto focus_weight = focus.of(units).accessor<double, 1>();
+  std::vector<double> weight(static_cast<std::size_t>(units));
+  for (std::int64_t u = 0; u < units; ++u) weight[u] = focus_weight[u];
   std::vector<std::int64_t> across;
-  if (k >= std::min(budget, kOpeningCalls)) std::tie(weight, across) = wait_weights(focus, units, values);
+  if (k >= std::min(budget, kOpeningCalls)) wait_weights(focus, units, values, weight, across);
   // Gumbel top-m over log((1 - p(current)) x weight): units without another allowed choice weigh 0.
-  const torch::Tensor stay = p.gather(1, current.unsqueeze(1)).squeeze(1);
+  // The products are the tensor expression's, value for value; the logarithms stay torch's.
+  std::vector<double> moving(static_cast<std::size_t>(units));
+  for (std::int64_t u = 0; u < units; ++u) moving[u] = std::max(1.0 - allowed[u][values[u]], 0.0) * weight[u];
   const torch::Tensor uniform = torch::rand({units}, generator, torch::kFloat64).clamp_min(1e-12);
-  const torch::Tensor key = torch::log((1.0 - stay).clamp_min(0.0) * weight) - torch::log(-torch::log(uniform));
-  const torch::Tensor chosen = std::get<1>(key.topk(moves));
+  const torch::Tensor key = torch::log(torch::from_blob(moving.data(), {units}, torch::kFloat64)) -
+                            torch::log(-torch::log(uniform));
+  const torch::Tensor chosen_units = std::get<1>(key.topk(moves)).contiguous();
+  const auto chosen = chosen_units.accessor<std::int64_t, 1>();
   // A choice for unit u other than its current one: the one across its wait (kAcrossShare of
   // the time, where it has one), else sampled from the policy; -1 where it has none.
+  const std::int64_t choices = p.size(1);
+  std::vector<double> other(static_cast<std::size_t>(choices));
   auto elsewhere = [&](std::int64_t u) -> std::int64_t {
     if (!across.empty() && across[u] >= 0 && across[u] != values[u] && allowed[u][across[u]] > 0 &&
         torch::rand({1}, generator, torch::kFloat64).item<double>() < kAcrossShare)
       return across[u];
-    torch::Tensor other = p[u].clone();
-    other[values[u]] = 0.0;
-    if (!(other.sum().item<double>() > 1e-12)) return -1;
-    return torch::multinomial(other, 1, false, generator).item<std::int64_t>();
+    double total = 0;
+    for (std::int64_t c = 0; c < choices; ++c) total += other[c] = c == values[u] ? 0.0 : allowed[u][c];
+    if (!(total > 1e-12)) return -1;
+    return torch::multinomial(torch::from_blob(other.data(), {choices}, torch::kFloat64), 1, false, generator)
+        .item<std::int64_t>();
   };
-  const std::int64_t drawn = chosen[0].item<std::int64_t>();
+  const std::int64_t drawn = chosen[0];
   const std::int64_t at = moves >= 2 || planned.kind == Kind::kJoin ? position_of(path, drawn) : -1;
   if (planned.kind == Kind::kJoin && at >= 0) {
     Runs runs(path, current, p);
@@ -331,7 +345,7 @@ std::vector<torch::Tensor> propose(const Reading& policy, const std::vector<torc
     return out;
   }
   for (std::int64_t i = 0; i < moves; ++i) {
-    const std::int64_t u = chosen[i].item<std::int64_t>();
+    const std::int64_t u = chosen[i];
     const std::int64_t c = elsewhere(u);
     if (c >= 0) values[u] = c;  // nowhere else to go: it stays
   }
@@ -339,8 +353,18 @@ std::vector<torch::Tensor> propose(const Reading& policy, const std::vector<torc
 }
 
 bool same_as(const std::vector<torch::Tensor>& proposal, const std::vector<torch::Tensor>& best) {
-  for (std::size_t h = 0; h < proposal.size(); ++h)
-    if (!torch::equal(proposal[h].view(-1), best[h].view(-1))) return false;
+  for (std::size_t h = 0; h < proposal.size(); ++h) {
+    const torch::Tensor& a = proposal[h];
+    const torch::Tensor& b = best[h];
+    if (a.scalar_type() == torch::kInt64 && b.scalar_type() == torch::kInt64 && a.is_cpu() && b.is_cpu() &&
+        a.is_contiguous() && b.is_contiguous()) {  // a search's case: compared in place
+      if (a.numel() != b.numel() ||
+          !std::equal(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel(), b.data_ptr<std::int64_t>()))
+        return false;
+    } else if (!torch::equal(a.view(-1), b.view(-1))) {
+      return false;
+    }
+  }
   return true;
 }
 

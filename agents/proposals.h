@@ -33,6 +33,11 @@ struct Focus {
   const torch::Tensor& wait_of(std::int64_t count) const {
     return units.defined() && units.size(0) == count ? wait_units : wait_nodes;
   }
+  // The mean of those waits that are > 0 (0 where none is), for the nodes' and the units' path.
+  double mean_wait_nodes = 0, mean_wait_units = 0;
+  double mean_wait_of(std::int64_t count) const {
+    return units.defined() && units.size(0) == count ? mean_wait_units : mean_wait_nodes;
+  }
   // Per node and per unit: the schedule's data slack (how much later it could finish with
   // every other op where it is, ignoring the queues of devices; a unit's: its members'
   // least) and its work (finish - start; a unit's: its members' sum), float64 on the CPU.

@@ -236,6 +236,23 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   constexpr int kMaxRepeats = 64;
   int repeats = 0;
   const auto& heads = model.spec.heads;
+  // A proposal's per-node actions (Model::env_actions' values: placement units expanded),
+  // written into buffers kept across calls, without a tensor op per call.
+  const torch::Tensor unit_of = graph.unit.defined() ? graph.unit.to(torch::kCPU).contiguous() : torch::Tensor();
+  std::vector<std::vector<std::int64_t>> actions(heads.size(), std::vector<std::int64_t>(static_cast<std::size_t>(n)));
+  const auto to_env = [&](std::size_t h, const torch::Tensor& choices) {
+    const torch::Tensor c = choices.to(torch::kCPU).contiguous();
+    const std::int64_t* value = c.data_ptr<std::int64_t>();
+    std::vector<std::int64_t>& out = actions[h];
+    if (heads[h] == Head::kPlacement && unit_of.defined()) {
+      const std::int64_t* unit = unit_of.data_ptr<std::int64_t>();
+      for (int v = 0; v < n; ++v) out[static_cast<std::size_t>(v)] = value[unit[v]];
+    } else {
+      GOENV_CHECK(c.numel() == n, InvalidArgument, "a proposal of " << c.numel() << " values for " << n << " nodes");
+      std::copy(value, value + n, out.begin());
+    }
+    return out.data();
+  };
   const auto placement = std::find(heads.begin(), heads.end(), Head::kPlacement);
   const std::int64_t placement_head = placement == heads.end() ? -1 : placement - heads.begin();
   for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
@@ -260,20 +277,18 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
       continue;
     }
     repeats = 0;
-    std::vector<std::vector<std::int64_t>> actions;
-    for (std::size_t h = 0; h < units.size(); ++h) {
-      const torch::Tensor a = model.env_actions(graph, h, units[h]);
-      actions.emplace_back(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
-    }
-    StepResult r = step_actions(*env, actions);
+    std::vector<const std::int64_t*> parts;
+    for (std::size_t h = 0; h < units.size(); ++h) parts.push_back(to_env(h, units[h]));
+    env->advance(parts);  // observed only where it is a new best
+    const StepInfo& info = env->last_info();
     ++result.simulator_calls;
-    const bool valid = !(r.info.oom || r.info.invalid);
-    if (proposal == 0) result.greedy_runtime = valid ? r.info.runtime : std::numeric_limits<double>::infinity();
-    if (valid && r.info.runtime < result.runtime) {
-      result.runtime = r.info.runtime;
+    const bool valid = !(info.oom || info.invalid);
+    if (proposal == 0) result.greedy_runtime = valid ? info.runtime : std::numeric_limits<double>::infinity();
+    if (valid && info.runtime < result.runtime) {
+      result.runtime = info.runtime;
       result.actions = decisions_of(*env);  // as adopted (colocation "follow" applied)
       result.source = proposal == 0 ? "greedy" : "policy";
-      best_obs = std::move(r.observation);
+      best_obs = env->observation();
       stale = logits_stale = true;
     }
     result.curve.push_back(result.runtime);

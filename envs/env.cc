@@ -248,6 +248,7 @@ Solution Env::start() const {
 
 void Env::refresh_schedule() {
   if (observation_version() >= 2) slack_ = schedule_slack(*graph_, cluster(), last_);
+  slack_stale_ = false;
 }
 
 void Env::apply(const std::int64_t* const* action, std::size_t parts, std::vector<std::int32_t>& placement,
@@ -289,6 +290,15 @@ StepResult Env::step(const std::vector<const std::int64_t*>& action) {
   return out;
 }
 
+Env::StepOutcome Env::advance(const std::vector<const std::int64_t*>& action) {
+  return transition(action.data(), action.size(), false);
+}
+
+DynamicObservation Env::observation() {
+  if (slack_stale_) refresh_schedule();
+  return observe();
+}
+
 Env::StepOutcome Env::step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
                                 float* globals, float* device_state) {
   const StepOutcome outcome = transition(action, heads_.size());
@@ -317,7 +327,7 @@ void Env::check_action(const std::int64_t* const* action) const {
   }
 }
 
-Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t parts) {
+Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t parts, bool schedule) {
   GOENV_CHECK(started_, ResetNeeded, id_ << ": step() called before reset()");
   GOENV_CHECK(!done_, ResetNeeded, id_ << ": step() called after the episode ended; call reset()");
   next_placement_ = placement_;  // copy-assignment reuses the capacity: no allocation after the first step
@@ -345,7 +355,10 @@ Env::StepOutcome Env::transition(const std::int64_t* const* action, std::size_t 
     priority_.swap(next_priority_);
     fusion_.swap(next_fusion_);
     last_ = r;
-    refresh_schedule();
+    if (schedule)
+      refresh_schedule();
+    else
+      slack_stale_ = true;
     if (runtime_ < best_runtime_) {
       best_ = {placement_, priority_, fusion_};
       best_runtime_ = runtime_;
@@ -434,6 +447,10 @@ void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globa
   const int n = g.num_nodes(), num_devices = cluster().num_devices();
   const int s = node_state_dim(), a = action_mask_width();
   const bool v2 = observation_version() >= 2;
+  // After advance() without observation(): the slack of the schedule in force, derived here.
+  std::vector<double> derived;
+  if (v2 && slack_stale_) derived = schedule_slack(g, cluster(), last_);
+  const std::vector<double>& slack = v2 && slack_stale_ ? derived : slack_;
   std::fill(node_state, node_state + static_cast<std::size_t>(n) * s, 0.f);
   std::fill(action_mask, action_mask + static_cast<std::size_t>(n) * a, std::int8_t{1});
   const double runtime = last_.runtime > 0 ? last_.runtime : 1.0;
@@ -451,7 +468,7 @@ void Env::observe_into(float* node_state, std::int8_t* action_mask, float* globa
     x[4] = last_.critical[v];
     x[5] = decided(v) ? 1.f : 0.f;
     x[6] = v == current ? 1.f : 0.f;
-    if (v2) x[7] = slack_.empty() ? 0.f : static_cast<float>(slack_[v] / runtime);
+    if (v2) x[7] = slack.empty() ? 0.f : static_cast<float>(slack[v] / runtime);
   }
   if (v2 && device_state) observe_devices(device_state);
   // Placement choices: allowed device kinds; in node mode also a colocation

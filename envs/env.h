@@ -175,6 +175,13 @@ class Env {
     double reward = 0;
     bool terminated = false, truncated = false;
   };
+  // step() without its observation: the same transition (decisions, reward, counters;
+  // info in last_info()). A search that simulates many decisions and keeps few asks
+  // for the observation of those it keeps (observation()); the schedule's slack, a
+  // third of a placement step's work, is derived only then.
+  StepOutcome advance(const std::vector<const std::int64_t*>& action);
+  // What step() would have returned as its observation, now.
+  DynamicObservation observation();
   // device_state (D * device_state_dim() floats) may be null: not written.
   void reset_into(std::uint64_t seed, float* node_state, std::int8_t* action_mask, float* globals,
                   float* device_state = nullptr);
@@ -220,7 +227,9 @@ class Env {
   static void write_head(Head head, const std::int64_t* values, NodeId first, int count,
                          std::vector<std::int32_t>& placement, std::vector<double>& priority,
                          std::vector<std::int32_t>& fusion);
-  StepOutcome transition(const std::int64_t* const* action, std::size_t parts);
+  // `schedule`: derive what the observation needs from an adopted simulation (slack) now,
+  // else mark it stale (advance()).
+  StepOutcome transition(const std::int64_t* const* action, std::size_t parts, bool schedule = true);
   // From `once` (checked, with its simulation), else the env's start, else the initial decisions.
   void start_episode(const Solution* once, const SimulationResult* once_result);
   Solution checked_start(Solution start, SimulationResult* result);  // complete and valid, or throws
@@ -255,6 +264,7 @@ class Env {
   double best_runtime_ = 0;
   std::shared_ptr<const std::vector<float>> device_features_;
   std::vector<double> slack_;       // seconds per node, of last_ (version 2)
+  bool slack_stale_ = false;        // last_ changed by advance(): slack_ is an older schedule's
   SimulationResult last_;
   StepInfo info_;
   double initial_runtime_ = 0, runtime_ = 0, last_reward_ = 0;

@@ -2,6 +2,7 @@
 // starts (envs/env.h, envs/start.h): DESIGN §3, observation version 2.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "core/error.h"
@@ -151,6 +152,53 @@ TEST(EpisodeStart, ConfiguredStartIsABaselinesDecisions) {
   EXPECT_EQ(env->placement(), heft.placement);
   EXPECT_DOUBLE_EQ(info.runtime, reference->evaluate(heft.placement, heft.priority, heft.fusion).runtime);
   EXPECT_EQ(start_decisions(*env, "default").placement, reference->initial_decisions().placement);
+}
+
+// advance() is step() without its observation: the same transition, and observation()
+// (or any later observe) shows the schedule in force, its slack included.
+TEST(Advance, IsAStepObservedOnlyWhenAsked) {
+  EnvConfig config;
+  config.horizon = 16;
+  auto stepped = make_env("placement-inception", config);
+  auto advanced = make_env("placement-inception", config);
+  stepped->reset(0);
+  advanced->reset(0);
+  const int n = stepped->graph().num_nodes();
+  std::mt19937 rng(7);
+  auto same = [&](const DynamicObservation& a, const DynamicObservation& b) {
+    EXPECT_EQ(a.node_state, b.node_state);
+    EXPECT_EQ(a.action_mask, b.action_mask);
+    EXPECT_EQ(a.globals, b.globals);
+    EXPECT_EQ(a.device_state, b.device_state);
+  };
+  ASSERT_EQ(node_state_names(kObservationVersion).back(), "slack");
+  const int slack_column = stepped->node_state_dim() - 1;
+  bool slack_seen = false;
+  for (int step = 0; step < 6; ++step) {
+    std::vector<std::int64_t> placement(n);
+    for (auto& d : placement) d = static_cast<std::int64_t>(rng() % 2);
+    const StepResult r = stepped->step({placement.data()});
+    const Env::StepOutcome o = advanced->advance({placement.data()});
+    EXPECT_EQ(o.reward, r.reward);
+    EXPECT_EQ(o.terminated, r.terminated);
+    EXPECT_EQ(advanced->last_info().runtime, r.info.runtime);
+    EXPECT_EQ(advanced->placement(), stepped->placement());
+    EXPECT_EQ(advanced->steps(), stepped->steps());
+    if (step % 2 == 0) {  // every other step unobserved: the next one's schedule replaces it
+      const DynamicObservation observed = advanced->observation();
+      same(observed, r.observation);
+      for (int v = 0; v < n; ++v) slack_seen |= observed.node_state[v * stepped->node_state_dim() + slack_column] > 0;
+    } else {  // the caller-buffer observation derives the slack itself
+      std::vector<float> node_state(r.observation.node_state.size()), globals(r.observation.globals.size()),
+          device_state(r.observation.device_state.size());
+      std::vector<std::int8_t> mask(r.observation.action_mask.size());
+      advanced->observe_into(node_state.data(), mask.data(), globals.data(), device_state.data());
+      EXPECT_EQ(node_state, r.observation.node_state);
+      EXPECT_EQ(device_state, r.observation.device_state);
+    }
+  }
+  EXPECT_TRUE(slack_seen);  // the comparison covered a schedule with slack
+  EXPECT_EQ(advanced->get_state(), stepped->get_state());
 }
 
 }  // namespace
