@@ -625,14 +625,19 @@ def search_table(results: dict) -> str:
                       f"seeds, commit `{commit_label(longer[0][LONG])}`), it reaches it on more than half the seeds "
                       f"on {len(half)} of {len(longer)} ({', '.join(f'`{x}`' for x in half) or 'none'}).")
     ablated = [r for r in results["rows"] if ABLATION in r]
+    # The ablation has its own runs (search --untrained): named where they were made at another commit.
+    ablation_commits = sorted({commit_label({"commit": r.get(ABLATION + "_commit")}) for r in ablated} - {""})
+    ablation_made = (f" (commit {', '.join(f'`{c}`' for c in ablation_commits)})"
+                     if ablation_commits and ablation_commits != [commit_label({"commit": results.get("commit")})]
+                     else "")
     same = sum(abs(r[ABLATION]["median"] / r["go-search"]["median"] - 1) <= TIE for r in ablated)
     better = sum(verdict(r["go-search"]["median"], r[ABLATION]["median"]) == "win" for r in ablated)
-    reference += (f" Ablation: with the placer's network untrained (the same architecture, freshly initialised) "
-                  f"the same search is within {TIE:.1%} of GO search on {same} of {len(ablated)} graphs and GO "
+    reference += (f" Ablation{ablation_made}: with the placer's network untrained (the same architecture, freshly "
+                  f"initialised) the same search is within {TIE:.1%} of GO search on {same} of {len(ablated)} graphs and GO "
                   f"search is better by more than {WIN:.0%} on {better}: the learned weights add little, the "
                   f"search's critical-path moves on the schedule it observes do the work."
                   if ablated and better * 3 < len(ablated) else
-                  f" Ablation: with the placer's network untrained the same search is within {TIE:.1%} of GO "
+                  f" Ablation{ablation_made}: with the placer's network untrained the same search is within {TIE:.1%} of GO "
                   f"search on {same} of {len(ablated)} graphs, and GO search is better by more than {WIN:.0%} on "
                   f"{better}." if ablated else "")
     return (table + f"\n\nMedian [range] over {seeds} seeds, ms; every search starts from the best heuristic and "

@@ -112,6 +112,13 @@ def test_go_results_tables_say_which_rows_are_older(monkeypatch):
         "recorded their commit (an earlier placer and agents; not re-run since).")
     assert go_results.made_by([new], "per-graph").endswith("per-graph`.")
     assert [go_results.verdict(x, 100.0) for x in (98.9, 99.2, 99.7, 100.6)] == ["win", "within noise", "tie", "loss"]
+    # The search table names the ablation's commit where its runs were made at another one.
+    summary = {"median": 90.0, "min": 89.0, "max": 91.0}
+    row = {"label": "a", "devices": 2, "budget": 8, "default": 100.0, "best_heuristic": 95.0, "seeds": [0, 1, 2],
+           "go-search": summary, "local-search": summary, "genetic": summary, "local-search_wall": summary,
+           "local_search_wall_budget": 8, "untrained-search": summary, "untrained-search_commit": "2" * 40}
+    assert "Ablation (commit `2222222222`):" in go_results.search_table({"commit": "1" * 40, "rows": [row]})
+    assert "Ablation:" in go_results.search_table({"commit": "2" * 40, "rows": [row]})
 
 
 def test_pretrain_placer_and_place_your_model_examples(tmp_path):
