@@ -38,13 +38,12 @@ OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const
                         std::int64_t local_search_budget, std::int64_t seed = -1);
 
 // After a new best the policy is read again at most once per policy_read_gap(budget)
-// calls: after every improvement up to 16 calls, then at most 16 reads, and from
-// kLongSearch calls on at most 4. A forward costs hundreds of simulations on a CPU;
-// on long searches more reads bought nothing beyond the seeds' spread
-// (docs/go_sample_efficiency.md) and doubled the wall time.
-inline constexpr std::int64_t kLongSearch = 256;
-inline std::int64_t policy_read_gap(std::int64_t budget) {
-  return std::max<std::int64_t>(1, budget / (budget >= kLongSearch ? 4 : 16));
-}
+// calls: after every improvement up to kShortSearch calls (the zero-shot searches),
+// beyond that at most 4 times after the first read. A forward costs hundreds of
+// simulations on a CPU; more reads moved the medians only within the seeds' spread
+// (docs/go_sample_efficiency.md: 128 and 1,024 calls; the gnmt rows' 99 and 185 calls
+// gave the same runs) and took most of the search's wall time.
+inline constexpr std::int64_t kShortSearch = 16;
+inline std::int64_t policy_read_gap(std::int64_t budget) { return budget <= kShortSearch ? 1 : budget / 4; }
 
 }  // namespace goenv::agents::search

@@ -180,7 +180,7 @@ class Agent:
         greedy_runtime, initial_runtime, source ("start" | "greedy" | "policy" | "training" |
         "local-search"), start_calls (finding and measuring the start), simulator_calls
         (all it made: start, budget, local search), policy_reads (forwards of the policy: after
-        a new best, at most 16 times, 4 from 256 calls on), curve (best runtime after each of the
+        a new best: after each up to 16 calls, else at most 4 more times), curve (best runtime after each of the
         budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
         replays it. `seed`: proposals from their own generator (the agent's seed and this one):
         the same seed gives the same run, and the agent's own generator is left as it is;
