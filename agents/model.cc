@@ -159,6 +159,24 @@ torch::Tensor Model::env_actions(const GraphTensors& graph, std::size_t head, co
   return a.to(torch::kCPU).contiguous();
 }
 
+void Model::env_actions_into(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions,
+                             std::vector<std::int64_t>& out) const {
+  const torch::Tensor a = actions.to(torch::kCPU).contiguous();
+  const std::int64_t* value = a.data_ptr<std::int64_t>();
+  const std::int64_t n = graph.num_nodes;
+  out.resize(static_cast<std::size_t>(n));
+  if (spec.heads[head] == Head::kPlacement && graph.unit.defined()) {
+    const torch::Tensor unit = graph.unit.to(torch::kCPU).contiguous();
+    GOENV_CHECK(a.numel() == graph.num_units, InvalidArgument,
+                "placement actions: " << a.numel() << " values for " << graph.num_units << " units");
+    const std::int64_t* unit_of = unit.data_ptr<std::int64_t>();
+    for (std::int64_t v = 0; v < n; ++v) out[static_cast<std::size_t>(v)] = value[unit_of[v]];
+  } else {
+    GOENV_CHECK(a.numel() == n, InvalidArgument, "actions: " << a.numel() << " values for " << n << " nodes");
+    std::copy(value, value + n, out.begin());
+  }
+}
+
 std::vector<std::vector<std::int64_t>> Model::decide(const GraphTensors& graph,
                                                      const std::vector<torch::Tensor>& logits, bool deterministic) {
   std::vector<std::vector<std::int64_t>> out;

@@ -111,6 +111,10 @@ struct Model {
   std::pair<std::vector<torch::Tensor>, torch::Tensor> run(const GraphTensors& graph, const Batch& batch);
   // A head's actions as per-node values on the CPU (placement: units expanded).
   torch::Tensor env_actions(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions) const;
+  // The same for one decision ((1, U) or (U,) values), written into `out` (N values) by a loop:
+  // a search simulates a decision per call and reuses the buffer.
+  void env_actions_into(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions,
+                        std::vector<std::int64_t>& out) const;
   // Greedy or sampled per-node actions of the first observation's logits, per head.
   std::vector<std::vector<std::int64_t>> decide(const GraphTensors& graph, const std::vector<torch::Tensor>& logits,
                                                 bool deterministic);

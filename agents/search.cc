@@ -236,23 +236,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   constexpr int kMaxRepeats = 64;
   int repeats = 0;
   const auto& heads = model.spec.heads;
-  // A proposal's per-node actions (Model::env_actions' values: placement units expanded),
-  // written into buffers kept across calls, without a tensor op per call.
-  const torch::Tensor unit_of = graph.unit.defined() ? graph.unit.to(torch::kCPU).contiguous() : torch::Tensor();
-  std::vector<std::vector<std::int64_t>> actions(heads.size(), std::vector<std::int64_t>(static_cast<std::size_t>(n)));
-  const auto to_env = [&](std::size_t h, const torch::Tensor& choices) {
-    const torch::Tensor c = choices.to(torch::kCPU).contiguous();
-    const std::int64_t* value = c.data_ptr<std::int64_t>();
-    std::vector<std::int64_t>& out = actions[h];
-    if (heads[h] == Head::kPlacement && unit_of.defined()) {
-      const std::int64_t* unit = unit_of.data_ptr<std::int64_t>();
-      for (int v = 0; v < n; ++v) out[static_cast<std::size_t>(v)] = value[unit[v]];
-    } else {
-      GOENV_CHECK(c.numel() == n, InvalidArgument, "a proposal of " << c.numel() << " values for " << n << " nodes");
-      std::copy(value, value + n, out.begin());
-    }
-    return out.data();
-  };
+  std::vector<std::vector<std::int64_t>> actions(heads.size());  // a proposal's, per node: reused
   const auto placement = std::find(heads.begin(), heads.end(), Head::kPlacement);
   const std::int64_t placement_head = placement == heads.end() ? -1 : placement - heads.begin();
   for (std::int64_t k = 0, proposal = 0; k < budget; ++proposal) {
@@ -278,7 +262,10 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
     }
     repeats = 0;
     std::vector<const std::int64_t*> parts;
-    for (std::size_t h = 0; h < units.size(); ++h) parts.push_back(to_env(h, units[h]));
+    for (std::size_t h = 0; h < units.size(); ++h) {
+      model.env_actions_into(graph, h, units[h], actions[h]);
+      parts.push_back(actions[h].data());
+    }
     env->advance(parts);  // observed only where it is a new best
     const StepInfo& info = env->last_info();
     ++result.simulator_calls;
