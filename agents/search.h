@@ -5,7 +5,6 @@
 // local search from the best). Every simulation a search makes is counted.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
