@@ -11,7 +11,7 @@ from the same decisions:
   - the decision's lower bound: max(busiest device's op costs, the critical path with those
     op costs and transfers), i.e. the simulator without contention and memory.
 
-    python examples/cost_model.py [--quick] [--json docs/results/cost_model.json]
+    python examples/cost_model.py [--quick] [--seeds 0 1 2] [--json docs/results/cost_model.json]
                                   [--plot docs/cost_model.png] [--readme README.md]
     python examples/cost_model.py --from-json docs/results/cost_model.json --readme README.md
 """
@@ -183,10 +183,12 @@ def main() -> None:
     parser.add_argument("--graphs-per-family", type=int, default=8)
     parser.add_argument("-k", type=int, default=48, help="decisions per graph")
     parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="one run per seed (its labels, the GNN's initialization and its order of graphs); "
+                             "the table gives the median and range (default: 0 1 2; with --quick, 0)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 graphs per family, K=12, 2 epochs")
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs) here, PNG")
+    parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs, the first seed) here, PNG")
     parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
     parser.add_argument("--from-json", metavar="FILE", help="run nothing: write --readme from an earlier --json")
     args = parser.parse_args()
@@ -195,18 +197,46 @@ def main() -> None:
         return
     if args.quick:
         args.graphs_per_family, args.k, args.epochs = 2, 12, 2
-    torch.manual_seed(args.seed)
+    args.seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error(f"--seeds repeats a seed: {args.seeds}")
     torch.set_num_threads(1)
     made_at = results_commit()
     started = time.perf_counter()
+    runs, points = [], None
+    for seed in args.seeds:
+        run, seed_points = run_seed(args, seed)
+        runs.append(run)
+        points = points or seed_points
+        print(json.dumps({"seed": seed, **run["mean"]}), flush=True)
+    results = {**made_at, "args": vars(args), "cluster": CLUSTER, "train_graphs": runs[0]["train_graphs"],
+               "train_families": [f for f, _ in TRAIN], "runs": runs, **summary(runs),
+               "seconds": {"total": time.perf_counter() - started}}
+    print(json.dumps(results["mean"]))
+    if args.json:
+        goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
+    if args.plot:
+        plot(points, args.plot)
+    if args.readme:
+        write_readme(args.readme, results)
+
+
+METHODS = ("gnn", "sum_of_op_costs", "lower_bound")
+
+
+def run_seed(args, seed: int) -> tuple[dict, list]:
+    """One seed's run: label, train, rank the held-out graphs. Its rows, means and seconds, and
+    the held-out points of the figure."""
+    torch.manual_seed(seed)
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        train, test = label_data(folder, args.graphs_per_family, args.k, args.seed)
+        train, test = label_data(folder, args.graphs_per_family, args.k, seed)
     labelled = time.perf_counter() - started
     model = CostModel(train[0]["graph"]["node_features"].shape[1], train[0]["num_devices"])
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     cluster = goenv.clusters.get(CLUSTER)
     batches = [tensors(item, cluster) for item in train]
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(seed)
     for epoch in range(args.epochs):
         losses = []
         for i in rng.permutation(len(batches)):
@@ -217,7 +247,7 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        print(f"epoch {epoch + 1}/{args.epochs}: loss {np.mean(losses):.4f}", flush=True)
+        print(f"seed {seed}, epoch {epoch + 1}/{args.epochs}: loss {np.mean(losses):.4f}", flush=True)
 
     rows, points = [], []
     with torch.no_grad():
@@ -226,25 +256,33 @@ def main() -> None:
             predicted = model(b["x"], b["src"], b["dst"], b["edge_share"], b["analytic"], b["device"]).numpy()
             serial, bound = analytic(item, cluster)
             runtime = item["runtime"]
+            predictions = {"gnn": predicted, "sum_of_op_costs": serial, "lower_bound": bound}
             rows.append({"graph": item["name"], "nodes": int(item["graph"]["num_nodes"]), "decisions": len(runtime),
-                         **{f"tau_{name}": kendall_tau(p, runtime) for name, p in
-                            (("gnn", predicted), ("sum_of_op_costs", serial), ("lower_bound", bound))},
-                         **{f"pairs_{name}": pair_accuracy(p, runtime) for name, p in
-                            (("gnn", predicted), ("sum_of_op_costs", serial), ("lower_bound", bound))}})
-            scale = item["graph"]["lower_bound"]
-            points.append((item["name"], runtime / scale, np.exp(predicted)))
-            print(json.dumps(rows[-1]))
+                         **{f"tau_{m}": kendall_tau(predictions[m], runtime) for m in METHODS},
+                         **{f"pairs_{m}": pair_accuracy(predictions[m], runtime) for m in METHODS}})
+            points.append((item["name"], runtime / item["graph"]["lower_bound"], np.exp(predicted)))
     means = {key: float(np.mean([r[key] for r in rows])) for key in rows[0] if key.startswith(("tau_", "pairs_"))}
-    results = {**made_at, "args": vars(args), "cluster": CLUSTER, "train_graphs": len(train),
-               "train_families": [f for f, _ in TRAIN], "held_out": rows, "mean": means,
-               "seconds": {"labelling": labelled, "total": time.perf_counter() - started}}
-    print(json.dumps(means))
-    if args.json:
-        goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
-    if args.plot:
-        plot(points, args.plot)
-    if args.readme:
-        write_readme(args.readme, results)
+    return {"seed": seed, "train_graphs": len(train), "held_out": rows, "mean": means,
+            "seconds": {"labelling": labelled, "total": time.perf_counter() - started}}, points
+
+
+def summary(runs: list[dict]) -> dict:
+    """Over the seeds: each held-out graph's and the mean's median and range of every score, and
+    on how many seeds the GNN's mean tau beats each analytic model's."""
+    def spread(values):
+        return {"median": float(np.median(values)), "min": float(min(values)), "max": float(max(values))}
+
+    scores = [key for key in runs[0]["mean"]]
+    held_out = []
+    for i, row in enumerate(runs[0]["held_out"]):
+        held_out.append({"graph": row["graph"], "nodes": row["nodes"],
+                         "decisions": [run["held_out"][i]["decisions"] for run in runs],
+                         **{key: spread([run["held_out"][i][key] for run in runs]) for key in scores}})
+    return {"held_out": held_out,
+            "mean": {key: float(np.median([run["mean"][key] for run in runs])) for key in scores},
+            "mean_range": {key: spread([run["mean"][key] for run in runs]) for key in scores},
+            "gnn_wins": {m: sum(run["mean"]["tau_gnn"] > run["mean"][f"tau_{m}"] for run in runs)
+                         for m in METHODS[1:]}}
 
 
 def write_readme(readme: str, results: dict) -> None:
@@ -268,29 +306,45 @@ def plot(points, path: str) -> None:
     axis.set_yscale("log")
     axis.set_xlabel("simulated runtime / graph's lower bound")
     axis.set_ylabel("predicted runtime / graph's lower bound")
-    axis.set_title(f"GNN cost model on held-out graphs ({CLUSTER}, placement)")
+    axis.set_title(f"GNN cost model on held-out graphs ({CLUSTER}, placement, first seed)")
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
 
 def table(results: dict) -> str:
+    if "runs" not in results:
+        raise SystemExit("this results file was made before cost_model.py ran several seeds; make it again: "
+                         "python examples/cost_model.py --json docs/results/cost_model.json --plot "
+                         "docs/cost_model.png --readme README.md")
     a = results["args"]
+    seeds = [run["seed"] for run in results["runs"]]
     commit = results["commit"][:10] + (" (uncommitted changes)" if results["dirty"] else "")
+    seconds = results["seconds"]["total"]
+    took = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+    def cell(score: dict) -> str:
+        if len(seeds) == 1:
+            return f"{score['median']:.2f}"
+        return f"{score['median']:.2f} [{score['min']:.2f}–{score['max']:.2f}]"
+
     lines = [f"Made at commit `{commit}` by `python examples/cost_model.py --json docs/results/cost_model.json "
              f"--plot docs/cost_model.png --readme README.md` ({results['train_graphs']} training graphs of "
              f"{', '.join(results['train_families'])}; {a['k']} placements per graph on `{results['cluster']}`, "
-             f"{a['epochs']} epochs, seed {a['seed']}; {results['seconds']['total']:.0f} s on 2 shared cores). "
-             "Kendall's tau / ordered-pair accuracy of each held-out graph's placements (OOM ones left out):", "",
-             "| held-out graph | nodes | placements | GNN | sum of op costs | decision's lower bound |",
-             "|---|---|---|---|---|---|"]
+             f"{a['epochs']} epochs; seeds {', '.join(map(str, seeds))}, each its own labels and initialization; "
+             f"{took} on 2 shared cores). Kendall's tau of each held-out graph's placements (OOM ones "
+             f"left out), median [range] over the seeds, and the ordered-pair accuracy's median:", "",
+             "| held-out graph | nodes | GNN | sum of op costs | decision's lower bound |",
+             "|---|---|---|---|---|"]
     for r in results["held_out"]:
-        lines.append(f"| `{r['graph']}` | {r['nodes']:,} | {r['decisions']} | "
-                     + " | ".join(f"{r['tau_' + m]:.2f} / {r['pairs_' + m]:.2f}"
-                                  for m in ("gnn", "sum_of_op_costs", "lower_bound")) + " |")
-    m = results["mean"]
-    lines.append("| **mean** | | | " + " | ".join(f"**{m['tau_' + k]:.2f}** / {m['pairs_' + k]:.2f}"
-                                               for k in ("gnn", "sum_of_op_costs", "lower_bound")) + " |")
+        lines.append(f"| `{r['graph']}` | {r['nodes']:,} | "
+                     + " | ".join(f"{cell(r['tau_' + m])} / {r['pairs_' + m]['median']:.2f}" for m in METHODS) + " |")
+    m = results["mean_range"]
+    lines.append("| **mean** | | " + " | ".join(f"**{cell(m['tau_' + k])}** / {m['pairs_' + k]['median']:.2f}"
+                                             for k in METHODS) + " |")
+    wins = results["gnn_wins"]
+    lines += ["", f"The GNN's mean tau is above the sum of op costs' on {wins['sum_of_op_costs']} of {len(seeds)} "
+                  f"seeds and above the decision's lower bound's on {wins['lower_bound']} of {len(seeds)}."]
     return "\n".join(lines)
 
 

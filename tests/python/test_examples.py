@@ -159,16 +159,30 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
 
 
 def test_cost_model_example_quick(tmp_path):
-    """examples/cost_model.py at a smoke size: labels, trains, ranks held-out graphs, writes
-    its JSON, its figure and its README table."""
+    """examples/cost_model.py at a smoke size, two seeds: labels, trains, ranks held-out graphs
+    per seed, writes its JSON (each seed's run and the median and range over them), its figure
+    and its README table; a results file from before the seeds is refused with the command."""
     pytest.importorskip("pyarrow")
     readme = tmp_path / "README.md"
     readme.write_text("a\n<!-- cost-model:begin -->\nold\n<!-- cost-model:end -->\nb\n")
-    done = subprocess.run([sys.executable, str(EXAMPLES / "cost_model.py"), "--quick", "--json",
+    done = subprocess.run([sys.executable, str(EXAMPLES / "cost_model.py"), "--quick", "--seeds", "0", "1", "--json",
                            str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png"), "--readme", str(readme)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp_path / "r.json").read_text())
-    assert len(results["held_out"]) == 6 and -1 <= results["mean"]["tau_gnn"] <= 1
-    assert "old" not in readme.read_text() and "sum of op costs" in readme.read_text()
+    assert [run["seed"] for run in results["runs"]] == [0, 1] and len(results["held_out"]) == 6
+    for key, spread in results["mean_range"].items():
+        values = [run["mean"][key] for run in results["runs"]]
+        assert spread["min"] == min(values) and spread["max"] == max(values) and -1 <= results["mean"][key] <= 1
+    wins = sum(run["mean"]["tau_gnn"] > run["mean"]["tau_sum_of_op_costs"] for run in results["runs"])
+    assert results["gnn_wins"]["sum_of_op_costs"] == wins
+    text = readme.read_text()
+    assert "old" not in text and "sum of op costs" in text and "seeds 0, 1" in text
+    assert f"above the sum of op costs' on {wins} of 2 seeds" in text
     assert (tmp_path / "p.png").stat().st_size > 1000
+    # A file from before the seeds (one run, no "runs"): refused, the README untouched.
+    old = {key: value for key, value in results.items() if key != "runs"}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    refused = subprocess.run([sys.executable, str(EXAMPLES / "cost_model.py"), "--from-json",
+                              str(tmp_path / "old.json"), "--readme", str(readme)], capture_output=True, text=True)
+    assert refused.returncode != 0 and "make it again" in refused.stderr and readme.read_text() == text
