@@ -1,5 +1,11 @@
 #include "agents/safetensors.h"
 
+// cereal's JSON archive first: it defines RAPIDJSON_ASSERT (throwing) and RAPIDJSON_ASSERT_THROWS
+// before rapidjson is included, as in core/serialization.cc. Every file of a module must see the
+// same definitions, or rapidjson's inline functions differ between them (an ODR violation: the
+// linker keeps one copy, and cereal's checks of malformed JSON could lose their throw). The
+// parser below checks every value's type before reading it, so no assertion fires here.
+#include <cereal/archives/json.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>

@@ -226,6 +226,7 @@ void bind_envs(py::module_& m) {
         const auto n = static_cast<py::ssize_t>(f.size());
         return to_numpy(std::move(f), {n});
       })
+      .def_property_readonly("started", &Env::started, "Whether reset() was called (step and render need it).")
       .def_property_readonly("last_result", [](const Env& env) {
         return guarded(env.guard(), [&] { return env.last_result(); });
       }, "The simulation of the current (last adopted) decisions.");

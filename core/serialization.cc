@@ -5,12 +5,14 @@
 #include <cereal/types/array.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <rapidjson/error/en.h>  // after cereal: its RAPIDJSON_ASSERT (throw) applies
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -225,6 +227,64 @@ std::string json_text(const Record& record, const char* root) {
   return os.str();
 }
 
+// What a JSON value lacks to load into T the way cereal loads it ("" when it fits).
+std::string json_mismatch(const rapidjson::Value& v, const std::string&) { return v.IsString() ? "" : "a string"; }
+template <class T>
+std::string json_mismatch(const rapidjson::Value& v, const T&) {
+  static_assert(std::is_arithmetic_v<T>);
+  if constexpr (std::is_same_v<T, bool>) return v.IsBool() ? "" : "true or false";
+  else if constexpr (std::is_floating_point_v<T>) return v.IsNumber() ? "" : "a number";
+  else if constexpr (std::is_signed_v<T>) return (sizeof(T) <= 4 ? v.IsInt() : v.IsInt64()) ? "" : "an integer";
+  else return (sizeof(T) <= 4 ? v.IsUint() : v.IsUint64()) ? "" : "a non-negative integer";
+}
+template <class T>
+std::string json_mismatch(const rapidjson::Value& v, const std::vector<T>&) {
+  if (!v.IsArray()) return "an array";
+  for (rapidjson::SizeType i = 0; i < v.Size(); ++i)
+    if (std::string m = json_mismatch(v[i], T{}); !m.empty()) return m + " at index " + std::to_string(i);
+  return "";
+}
+
+// Stands in for an archive in Record::serialize: finds the first field that is missing
+// or of the wrong type, which cereal's own errors (rapidjson assertion texts such as
+// "IsObject()", "provided NVP (x) not found") do not say in plain words.
+struct JsonFieldCheck {
+  const rapidjson::Value& object;
+  std::string problem;
+  template <class... Fields>
+  void operator()(Fields&&... fields) {
+    (check(fields.name, fields.value), ...);
+  }
+  template <class T>
+  void check(const char* name, const T& value) {
+    if (!problem.empty()) return;
+    const auto member = object.FindMember(name);
+    if (member == object.MemberEnd()) {
+      problem = std::string("missing field '") + name + "'";
+    } else if (std::string m = json_mismatch(member->value, value); !m.empty()) {
+      problem = std::string("field '") + name + "' has the wrong type (expected " + m + ")";
+    }
+  }
+};
+
+// Run only after cereal failed (a valid file is parsed once): says what is wrong.
+template <class Record>
+std::string json_problem(const std::string& json, const char* root, const char* cereal_error) {
+  rapidjson::Document doc;  // default flags, as cereal's JSONInputArchive parses
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError())
+    return "not valid JSON at offset " + std::to_string(doc.GetErrorOffset()) + ": " +
+           rapidjson::GetParseError_En(doc.GetParseError());
+  const std::string kind = root;
+  if (!doc.IsObject() || !doc.HasMember(root))
+    return "not a goenv " + kind + " JSON (expected an object with a '" + kind + "' field)";
+  if (!doc[root].IsObject()) return "field '" + kind + "' has the wrong type (expected an object)";
+  Record record;
+  JsonFieldCheck check{doc[root], ""};
+  record.serialize(check);
+  return check.problem.empty() ? "malformed " + kind + " JSON (" + cereal_error + ")" : check.problem;
+}
+
 template <class Record>
 Record parse_json(const std::string& json, const char* root, const std::string& what) {
   check_json_depth(json, what);
@@ -234,7 +294,7 @@ Record parse_json(const std::string& json, const char* root, const std::string& 
     cereal::JSONInputArchive ar(is);
     ar(cereal::make_nvp(root, record));
   } catch (const std::exception& e) {
-    GOENV_FAIL(InvalidGraph, what << ": cannot parse JSON: " << e.what());
+    GOENV_FAIL(InvalidGraph, what << ": cannot parse JSON: " << json_problem<Record>(json, root, e.what()));
   }
   return record;
 }

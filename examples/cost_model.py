@@ -306,7 +306,7 @@ def plot(points, path: str) -> None:
     axis.set_yscale("log")
     axis.set_xlabel("simulated runtime / graph's lower bound")
     axis.set_ylabel("predicted runtime / graph's lower bound")
-    axis.set_title(f"GNN cost model on held-out graphs ({CLUSTER}, placement, first seed)")
+    axis.set_title(f"GNN cost model, held-out graphs' placements ({CLUSTER}, first seed)", fontsize=10)
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

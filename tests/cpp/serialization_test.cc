@@ -247,6 +247,38 @@ TEST(GraphSerialization, CorruptedJsonRejected) {
              "JSON");
 }
 
+// Says what is wrong in plain words, never in cereal's or rapidjson's terms.
+template <class E, class F>
+void expect_plain_error(F&& load, const std::string& phrase) {
+  const std::string message = error_message<E>(load);
+  EXPECT_HAS(message, "cannot parse JSON: ");
+  EXPECT_HAS(message, phrase);
+  EXPECT_EQ(message.find("rapidjson"), std::string::npos) << message;
+  EXPECT_EQ(message.find("NVP"), std::string::npos) << message;
+}
+
+TEST(GraphSerialization, MalformedJsonIsNamedInPlainWords) {
+  const std::string json = graph_to_json(*two_node_graph());
+  const auto load = [](std::string text) { return [text] { graph_from_json(text); }; };
+  expect_plain_error<InvalidGraph>(load("{\"nodes\": ["), "not valid JSON at offset 11: ");
+  expect_plain_error<InvalidGraph>(load(json.substr(0, json.size() / 2)), "not valid JSON at offset");
+  expect_plain_error<InvalidGraph>(load("[1, 2, 3]"), "not a goenv graph JSON (expected an object with a 'graph' field)");
+  expect_plain_error<InvalidGraph>(load("{}"), "not a goenv graph JSON");
+  expect_plain_error<InvalidGraph>(load("{\"graph\": 5}"), "field 'graph' has the wrong type (expected an object)");
+  std::string no_names = json;
+  no_names.erase(no_names.find("\"names\""), no_names.find("\"op_type\"") - no_names.find("\"names\""));
+  expect_plain_error<InvalidGraph>(load(no_names), "missing field 'names'");
+  expect_plain_error<InvalidGraph>(load(set_json_array(json, "op_type", "\"MatMul\", 0")),
+                                   "field 'op_type' has the wrong type (expected an integer at index 0)");
+  expect_plain_error<InvalidGraph>(load(set_json_array(json, "names", "1, 2")),
+                                   "field 'names' has the wrong type (expected a string at index 0)");
+  expect_plain_error<InvalidGraph>(load(set_json_array(json, "flops", "1.0, \"x\"")),
+                                   "field 'flops' has the wrong type (expected a number at index 1)");
+  std::string names_not_array = json;
+  names_not_array.replace(names_not_array.find("\"names\": ["), 10, "\"names\": 5, \"x\": [");
+  expect_plain_error<InvalidGraph>(load(names_not_array), "field 'names' has the wrong type (expected an array)");
+}
+
 TEST(GraphSerialization, HandEditedJsonIsRevalidated) {
   const std::string json = graph_to_json(*two_node_graph());
   // A second edge b -> a closes a cycle.
@@ -326,6 +358,19 @@ TEST(ClusterSerialization, CorruptClusterFilesRejected) {
   EXPECT_HAS(error_message<InvalidArgument>(
                  [&] { cluster_from_json(set_json_array(json, "link_bandwidth", "1.0, 1.0, 0.0, 1.0, 1.0, 1.0")); }),
              "bandwidth");
+}
+
+TEST(ClusterSerialization, MalformedJsonIsNamedInPlainWords) {
+  const std::string json = cluster_to_json(odd_cluster());
+  const auto load = [](std::string text) { return [text] { cluster_from_json(text); }; };
+  expect_plain_error<InvalidArgument>(load("{"), "not valid JSON at offset 1: ");
+  expect_plain_error<InvalidArgument>(load("[]"), "not a goenv cluster JSON (expected an object with a 'cluster' field)");
+  expect_plain_error<InvalidArgument>(load("{\"graph\": {}}"), "not a goenv cluster JSON");
+  expect_plain_error<InvalidArgument>(load("{\"cluster\": {\"version\": 2}}"), "missing field 'name'");
+  expect_plain_error<InvalidArgument>(load(set_json_array(json, "device_names", "1, 2, 3")),
+                                      "field 'device_names' has the wrong type (expected a string at index 0)");
+  expect_plain_error<InvalidArgument>(load(set_json_array(json, "link_src", "-1.5")),
+                                      "field 'link_src' has the wrong type (expected an integer at index 0)");
 }
 
 TEST(ClusterPresets, UnknownPresetThrowsNotFoundListingTheKnownOnes) {

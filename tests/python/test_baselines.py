@@ -57,6 +57,30 @@ def test_placement_baseline_on_scheduling_env_raises_value_error():
         baselines.solve(env, "fifo", budget=-1)
 
 
+@pytest.mark.parametrize("keywords, message", [
+    ({"budget": "10"}, "budget must be an integer >= 0"), ({"budget": 10.5}, "budget must be an integer >= 0"),
+    ({"budget": True}, "budget must be an integer >= 0"), ({"budget": None}, "budget must be an integer >= 0"),
+    ({"budget": 2**63}, "below 2\\*\\*63"), ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*64\)"),
+    ({"seed": 2**64}, "seed must be an integer"), ({"seed": 1.0}, "seed must be an integer"),
+])
+def test_solve_refuses_budgets_and_seeds_that_are_not_integers_in_range(placement_env, keywords, message):
+    # Not coerced with int(): "10", 10.5 and True are not budgets.
+    with pytest.raises(goenv.InvalidArgument, match=message):
+        baselines.solve(placement_env, "random-search", **keywords)
+    assert baselines.solve(placement_env, "random-search", budget=np.int64(3), seed=np.uint64(2**64 - 1))[
+        "simulator_calls"] == 3
+
+
+def test_table_checks_every_name_before_running_any(placement_env, monkeypatch):
+    ran = []
+    monkeypatch.setattr(baselines, "solve", lambda *args, **kwargs: ran.append(args))
+    with pytest.raises(goenv.NotFound, match="unknown baseline ''"):
+        baselines.table(placement_env, ["heft", ""], progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="seed"):
+        baselines.table(placement_env, ["heft"], seed=-2, progress=False)
+    assert ran == []
+
+
 @pytest.mark.parametrize("task", ["placement", "scheduling", "fusion", "joint"])
 def test_every_method_on_a_small_graph(task):
     env = goenv.GraphEnv.from_graph(task, small_graph(), "4xgpu-nvlink")

@@ -83,13 +83,16 @@ def test_old_formats_are_refused_with_how_to_convert_and_change_nothing(saved, t
     np.testing.assert_array_equal(agent.weights, before)
 
 
-def test_the_converter_reproduces_the_shipped_placer_from_its_old_file(tmp_path):
+def test_the_converter_reproduces_the_shipped_placer_from_its_old_file(tmp_path, capsys):
     target = tmp_path / "converted.agent"
     assert convert.main([str(LEGACY), str(target)]) == 0
     # Deterministic, and what 0.4.0 shipped was this conversion.
     assert hashlib.sha256(target.read_bytes()).hexdigest() == CONVERTED_SHA256
     assert convert.main([str(SHIPPED), str(tmp_path / "again.agent")]) == 2  # already current: not a legacy file
+    assert "already a current (format 3, safetensors) goenv agent checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "again.agent").exists()
     assert convert.main([]) == 2
+    assert convert.main(["--help"]) == 0 and "format 1 or 2 checkpoint" in capsys.readouterr().out
 
 
 def legacy_file(pickled: bytes, header: str = "config.algorithm=go\nhas_policy=1\n") -> bytes:

@@ -49,7 +49,8 @@ def test_gantt_rgb_is_a_colorful_rgb_image(env):
 
 
 def test_render_before_any_simulation_is_a_clear_error():
-    with pytest.raises(goenv.InvalidArgument, match="reset"):
+    # ResetNeeded, as step() and action_masks() before reset()
+    with pytest.raises(goenv.ResetNeeded, match=r"render\(\) called before reset\(\)"):
         goenv.make(ENV_ID).render()
 
 
@@ -163,6 +164,24 @@ def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
     assert len(lines) == 1 and lines[0].startswith("goenv: error: unknown ")
     assert "nosuch" in lines[0]  # names what was not found
     assert "Traceback" not in captured.err and ".cc:" not in lines[0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["baselines", ENV_ID, "--methods", "random-search", "--seed", "-1"], "--seed must be an integer in [0, 2**64)"),
+    (["baselines", ENV_ID, "--budget", "99999999999999999999"], "--budget must be an integer >= 0"),
+    (["info", ENV_ID, "--budget", "-5"], "--budget must be an integer >= 0"),
+    (["baselines", ENV_ID, "--methods", "heft,,"], "unknown baseline ''"),
+    (["train", ENV_ID, "--steps", "0"], "--steps must be a positive integer, got 0"),
+    (["train", ENV_ID, "--steps", "64", "--samples", "0"], "--samples must be a positive integer, got 0"),
+    (["render", ENV_ID, "--method", "heft", "-o", "chart.txt"], "the image format comes from the file's suffix"),
+])
+def test_cli_bad_numbers_and_formats_exit_2_with_one_line_before_any_work(argv, message, tmp_path, monkeypatch,
+                                                                          capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("goenv: error: ") and message in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())  # nothing trained, solved or written
 
 
 def test_python_dash_m_goenv_reports_errors_without_traceback():

@@ -255,6 +255,16 @@ def test_from_torch_falls_back_to_an_eager_recording_when_export_fails():
     assert _is_dag(g)
 
 
+def test_from_torch_example_inputs_that_do_not_fit_are_one_clear_error(capfd):
+    # torch.export fails first (its fake-tensor traceback is not printed), then the eager run:
+    # goenv.InvalidArgument naming the module and torch's reason, not torch's RuntimeError.
+    with pytest.warns(UserWarning, match="torch.export could not trace"), \
+            pytest.raises(goenv.InvalidArgument, match=r"from_torch: Linear fails on the example inputs "
+                                                       r"\(RuntimeError: mat1 and mat2 shapes cannot be multiplied"):
+        datasets.from_torch(nn.Linear(4, 4), torch.randn(2, 5))
+    assert "Traceback" not in capfd.readouterr().err
+
+
 # ---------------------------------------------------------------------------
 # ONNX importer
 

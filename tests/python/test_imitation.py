@@ -218,8 +218,9 @@ def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
         goenv.baselines.solve(three, "best-heuristic")["runtime"]
     with pytest.raises(goenv.InvalidArgument, match=r"unknown pretrained agent 'go-fusion'.*go-placement"):
         agents.pretrained("go-fusion")
-    with pytest.raises(goenv.InvalidArgument, match="num_devices must be a positive integer"):
-        agents.pretrained("go-placement", num_devices=0)
+    for count in (0, 257, True, 2.0):  # a device count no cluster has
+        with pytest.raises(goenv.InvalidArgument, match=r"num_devices must be a cluster's device count.*\[1, 256\]"):
+            agents.pretrained("go-placement", num_devices=count)
 
 
 def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):

@@ -61,6 +61,21 @@ def test_own_graph_bad_input(tmp_path):
     assert broken.read_bytes() == before  # nothing changed on disk
     with pytest.raises(goenv.InvalidArgument, match="cannot open .*missing.goenv"):
         goenv.make("placement", graph=tmp_path / "missing.goenv")
+    for not_an_id in (5, ["placement-inception"], None):
+        with pytest.raises(goenv.InvalidArgument, match="env_id must be a string such as 'placement-inception'"):
+            goenv.make(not_an_id)
+
+
+def test_agent_counts_out_of_range_are_invalid_arguments():
+    # goenv.InvalidArgument, as the README's bad-input rules say (a ValueError too, as before).
+    agents = pytest.importorskip("goenv.agents")
+    env = goenv.make("placement", graph=own_graph())
+    agent = agents.PPO(seed=0)
+    for call in (lambda: agent.train([env], total_steps=0), lambda: agent.optimize(env, budget=0),
+                 lambda: agent.imitate([env], steps=-1)):
+        with pytest.raises(goenv.InvalidArgument, match="must be a positive integer|must be an integer >="):
+            call()
+    assert issubclass(goenv.InvalidArgument, ValueError)
 
 
 def test_make_sets_the_gymnasium_spec():

@@ -74,14 +74,30 @@ def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
     entry k is the best feasible runtime (seconds) within the first k + 1 calls
     (inf while none was feasible); empty for heuristics, which simulate nothing.
 
-    Raises goenv.NotFound for an unknown name and ValueError (goenv.InvalidArgument)
-    when the env's task has none of the method's heads or the budget is negative.
+    Raises goenv.NotFound for an unknown name and goenv.InvalidArgument (a ValueError)
+    when the env's task has none of the method's heads, or the budget or seed is not a
+    non-negative integer (a seed below 2**64).
     """
     core = _core_env(env)
-    result = _core.solve_baseline(core, name, int(budget), int(seed))
+    budget, seed = checked_budget(budget), checked_seed(seed)
+    result = _core.solve_baseline(core, name, budget, seed)
     result["speedup"] = result["initial_runtime"] / result["runtime"] if result["runtime"] > 0 else 1.0
     result["action"] = _action(core, result)
     return result
+
+
+def checked_budget(budget: Any) -> int:
+    """`budget` as an int, or goenv.InvalidArgument: an integer in [0, 2**63) (not a bool, float or string)."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 0 <= budget < 2**63:
+        raise _core.InvalidArgument(f"budget must be an integer >= 0 (simulator calls) below 2**63, got {budget!r}")
+    return int(budget)
+
+
+def checked_seed(seed: Any) -> int:
+    """`seed` as an int, or goenv.InvalidArgument: an integer in [0, 2**64)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise _core.InvalidArgument(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    return int(seed)
 
 
 def _action(core: _core.Env, result: dict):
@@ -101,6 +117,9 @@ def table(env: Any, methods: Iterable[str] | None = None, budget: int = 1000, pr
     (runtime / lower bound), oom, invalid, simulator_calls, seconds."""
     core = _core_env(env)
     names = builtins.list(methods) if methods is not None else _core.baseline_names(core.task)
+    checked_budget(budget), checked_seed(seed)
+    for name in names:  # every name known before any runs: a typo costs no baseline's time
+        info(name)
     rows = []
     iterator = names
     if progress:

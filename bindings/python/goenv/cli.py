@@ -145,6 +145,13 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
 
 def _render(args: argparse.Namespace) -> None:
     path = checked_output_path(args.output or os.path.join("out", f"{args.id}-{args.method}.png"), "-o")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = os.path.splitext(path)[1].lstrip(".").lower()
+    if suffix not in formats:
+        raise goenv.InvalidArgument(f"-o {path}: the image format comes from the file's suffix; one of "
+                                    f"{', '.join('.' + f for f in sorted(formats))}, got {'.' + suffix if suffix else 'none'}")
     env = _make(args.id, args.cluster, args.task)
     result = _decided(env, args.method, args.budget, args.seed)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -202,6 +209,9 @@ def _train(args: argparse.Namespace) -> None:
     for flag, path in (("--save", args.save), ("--decision", args.decision)):
         if path is not None:  # refused now, not after training
             checked_output_path(path, flag)
+    for flag, count in (("--steps", args.steps), ("--samples", args.samples)):
+        if count < 1:  # refused now, not after training
+            raise goenv.InvalidArgument(f"{flag} must be a positive integer, got {count}")
     env = _make(args.id, args.cluster, args.task)
     options = _agent_options(args.option)
     if args.workers < 0:
@@ -407,7 +417,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--teacher", default="best",
                        help="what --imitate copies: a baseline name or 'best', the best heuristic (default)")
     train.add_argument("--samples", type=int, default=1,
-                       help="the result is the best of this many policy decisions (the first greedy; default 1)")
+                       help="simulator calls of the policy-guided search that gives the result (agent.optimize "
+                            "from the default: the greedy decision first, then the policy's moves; default 1)")
     train.add_argument("--workers", type=int, default=0,
                        help="Ray rollout workers (goenv.distributed; needs ray); 0 trains in this process "
                             "(default: %(default)s)")
@@ -442,6 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        for name, check in (("budget", goenv.baselines.checked_budget), ("seed", goenv.baselines.checked_seed)):
+            if getattr(args, name, None) is not None:  # every command's, before it does any work
+                try:
+                    check(getattr(args, name))
+                except goenv.InvalidArgument as error:
+                    raise goenv.InvalidArgument(f"--{error}") from error
         args.run(args)
     except BrokenPipeError:  # e.g. `goenv list | head`: the reader left; stay quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

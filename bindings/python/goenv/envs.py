@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 import goenv._core as _core
-from goenv._core import Cluster, Graph, InvalidArgument, NotFound
+from goenv._core import Cluster, Graph, InvalidArgument, NotFound, ResetNeeded
 from goenv.clusters import get as get_cluster
 
 # The observation version of Gymnasium ids "goenv/<id>-v<N>" (bump, with a note in
@@ -48,6 +48,9 @@ def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | s
       priority_levels, fusion_levels, max_fusion_size, placement, priority; any
       other keyword is a parameter of the graph builder (goenv.datasets.info(name)).
     """
+    if not isinstance(env_id, str):
+        raise InvalidArgument(f"env_id must be a string such as 'placement-inception' (goenv.list_envs()), "
+                              f"got {type(env_id).__name__}")
     if graph is not None:
         if env_id not in _core.task_names():
             raise NotFound(f"with graph=, the first argument is a task ({', '.join(_core.task_names())}), "
@@ -128,14 +131,14 @@ class GraphEnv(gymnasium.Env):
         self.share_static = checked_flag("share_static", share_static)
         if core is None:
             if env_id is None:
-                raise ValueError("GraphEnv needs an env id, e.g. 'placement-inception'")
+                raise InvalidArgument("GraphEnv needs an env id, e.g. 'placement-inception'")
             env_id, version = parse_gym_id(env_id)
             if version is not None and options.setdefault("observation_version", version) != version:
                 raise InvalidArgument(f"observation_version={options['observation_version']} contradicts the id's "
                                       f"-v{version}")
             core = _core.make_env(env_id, **options)
         if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+            raise InvalidArgument(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
         self.render_mode = render_mode
         self._last_mask = None
@@ -255,6 +258,8 @@ class GraphEnv(gymnasium.Env):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
+        if not self.core.started:  # no schedule to draw yet (Gymnasium: render after reset)
+            raise ResetNeeded(f"{self.core.id}: render() called before reset()")
         from goenv.render import gantt_rgb
 
         return gantt_rgb(self.graph, self.cluster, self.core.last_result, title=self.core.id)

@@ -45,6 +45,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import goenv._core as _core
+from goenv._core import InvalidArgument
 from goenv.envs import GraphEnv, checked_flag, parse_gym_id, readonly_copy
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
@@ -73,11 +74,11 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     render_mode = _checked_render_mode(render_mode)
     entries = [id_or_ids] if isinstance(id_or_ids, (str, GraphEnv, _core.Env)) else list(id_or_ids)
     if not entries:
-        raise ValueError("make_vec needs at least one env id or GraphEnv")
+        raise InvalidArgument("make_vec needs at least one env id or GraphEnv")
     if num_envs is None:
         num_envs = len(entries)
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        raise InvalidArgument(f"num_envs must be a positive integer, got {num_envs!r}")
     num_envs = int(num_envs)
     if num_threads is None:
         num_threads = min(num_envs, _available_cores())
@@ -95,7 +96,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
             templates.append(built[env_id])
         elif isinstance(entry, (GraphEnv, _core.Env)):
             if options:
-                raise ValueError(f"options {sorted(options)} apply to env ids; a GraphEnv keeps its own options")
+                raise InvalidArgument(f"options {sorted(options)} apply to env ids; a GraphEnv keeps its own options")
             templates.append(entry.core if isinstance(entry, GraphEnv) else entry)
         else:
             raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
@@ -120,7 +121,7 @@ def make_vec_from_gym(env_id: str, num_envs: int = 1, render_mode: str | None = 
 
 def _checked_render_mode(render_mode: str | None) -> str | None:
     if render_mode not in (None, "rgb_array"):
-        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        raise InvalidArgument(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
     return render_mode
 
 
@@ -252,16 +253,16 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
             seeds = np.random.SeedSequence().generate_state(b, np.uint64)
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             if seed < 0:
-                raise ValueError(f"seed must be >= 0, got {seed}")
+                raise InvalidArgument(f"seed must be >= 0, got {seed}")
             super().reset(seed=int(seed))
             # Like the single env, any size of int: env i gets (seed + i) mod 2**64.
             seeds = np.array([(int(seed) + i) % 2**64 for i in range(b)], dtype=np.uint64)
         else:
             if isinstance(seed, (str, bytes, bool)) or not isinstance(seed, (Sequence, np.ndarray)):
-                raise ValueError(f"seed must be None, a non-negative int or one per env, got {seed!r}")
+                raise InvalidArgument(f"seed must be None, a non-negative int or one per env, got {seed!r}")
             seed = list(seed)
             if len(seed) != b:
-                raise ValueError(f"seed has {len(seed)} entries; the vector env has num_envs={b}")
+                raise InvalidArgument(f"seed has {len(seed)} entries; the vector env has num_envs={b}")
             fresh = np.random.SeedSequence().generate_state(b, np.uint64)
             seeds = np.array([fresh[i] if s is None else _checked_seed(s) for i, s in enumerate(seed)],
                              dtype=np.uint64)
@@ -269,12 +270,12 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         if options:
             unknown = set(options) - {"reset_mask"}
             if unknown:
-                raise ValueError(f"unknown reset options {sorted(unknown)}; supported: reset_mask")
+                raise InvalidArgument(f"unknown reset options {sorted(unknown)}; supported: reset_mask")
             mask = options["reset_mask"]
             if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (b,):
-                raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
+                raise InvalidArgument(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
             if not mask.any():
-                raise ValueError("options['reset_mask'] must select at least one env")
+                raise InvalidArgument("options['reset_mask'] must select at least one env")
         obs, info = self.core.reset(seeds, mask)
         return self._owned(obs), info
 
@@ -358,7 +359,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
 def _checked_seed(seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seeds must be non-negative integers or None, got {seed!r}")
+        raise InvalidArgument(f"seeds must be non-negative integers or None, got {seed!r}")
     return int(seed) % 2**64  # as an int seed: any size, taken mod 2**64
 
 
@@ -372,11 +373,11 @@ def _checked_pad_to(pad_to) -> tuple[int, int]:
     try:
         values = tuple(pad_to)
     except TypeError:
-        raise ValueError(f"pad_to must be (max_nodes, max_edges), got {pad_to!r}") from None
+        raise InvalidArgument(f"pad_to must be (max_nodes, max_edges), got {pad_to!r}") from None
     if len(values) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in values):
-        raise ValueError(f"pad_to must be two ints (max_nodes, max_edges), got {pad_to!r}")
+        raise InvalidArgument(f"pad_to must be two ints (max_nodes, max_edges), got {pad_to!r}")
     nodes, edges = (int(x) for x in values)
     if not 1 <= nodes <= _MAX_PAD_NODES or not 0 <= edges <= _MAX_PAD_EDGES:
-        raise ValueError(f"pad_to=({nodes}, {edges}) is outside the graph limits: max_nodes in "
-                         f"[1, {_MAX_PAD_NODES}], max_edges in [0, {_MAX_PAD_EDGES}]")
+        raise InvalidArgument(f"pad_to=({nodes}, {edges}) is outside the graph limits: max_nodes in "
+                              f"[1, {_MAX_PAD_NODES}], max_edges in [0, {_MAX_PAD_EDGES}]")
     return nodes, edges

@@ -42,10 +42,10 @@ def options() -> list[tuple[str, str, Any, str]]:
 
 
 def _check_count(name: str, value: Any, low: int = 1) -> None:
-    """ValueError unless `value` is an integer (not a bool) >= low."""
+    """goenv.InvalidArgument (a ValueError) unless `value` is an integer (not a bool) >= low."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be {'a positive integer' if low == 1 else f'an integer >= {low}'}, "
-                         f"got {value!r}")
+        raise InvalidArgument(f"{name} must be {'a positive integer' if low == 1 else f'an integer >= {low}'}, "
+                              f"got {value!r}")
 
 
 class Agent:
@@ -68,7 +68,7 @@ class Agent:
         module = native()
         if self.algorithm is not None:
             if "algorithm" in options and options["algorithm"] != self.algorithm:
-                raise ValueError(f"{type(self).__name__} is algorithm {self.algorithm!r}")
+                raise InvalidArgument(f"{type(self).__name__} is algorithm {self.algorithm!r}")
             options["algorithm"] = self.algorithm
         self._agent = module.Agent(options)
         if env is not None:
@@ -211,7 +211,7 @@ class Agent:
         described = env_arguments(envs)
         sampled = list(range(len(described))) if sampled is None else [int(i) for i in sampled]
         if isinstance(stream, bool) or int(stream) < 0:
-            raise ValueError(f"stream must be a non-negative integer, got {stream!r}")
+            raise InvalidArgument(f"stream must be a non-negative integer, got {stream!r}")
         self._agent.set_envs(described, sampled, int(stream))
 
     def collect(self) -> list[dict]:
@@ -262,8 +262,8 @@ class Agent:
             observations = list(split(obs))
             groups = [None] * len(observations) if colocation is None else list(colocation)
             if len(groups) != len(observations):
-                raise ValueError(f"colocation must be a list of {len(observations)} arrays (one per env), "
-                                 f"got {len(groups)}")
+                raise InvalidArgument(f"colocation must be a list of {len(observations)} arrays (one per env), "
+                                      f"got {len(groups)}")
             parts = [self._act_one(o, deterministic, c) for o, c in zip(observations, groups)]
             if split is _split_concatenated:
                 out = {head: np.concatenate([p[head] for p in parts]) for head in parts[0]}
@@ -382,10 +382,13 @@ def load_bytes(data: bytes, device: str | None = None) -> Agent:
     return agent
 
 
+# The most devices a goenv.Cluster has (core/cluster.h's kMaxDevices).
+MAX_DEVICES = 256
+
 # Checkpoints shipped in goenv/agents/pretrained/, made by examples/pretrain_placer.py.
 PRETRAINED = {
     "go-placement": "GO placer: imitation of the best heuristic, then PPO, on the transfer suite's training graphs "
-                    "(examples/pretrain_placer.py); one checkpoint per device count",
+                    "(examples/pretrain_placer.py); one checkpoint for every device count",
 }
 
 
@@ -394,15 +397,16 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
     2, 4, 8 devices, mixed kinds). ``agent.optimize(env, budget=16, start="best-heuristic")``
     places a graph it has never seen (zero-shot, never worse than the best heuristic), and
     ``agent.imitate(env); agent.train(env, 256)`` fine-tunes it. `num_devices` is still
-    accepted (any positive integer: the same agent). goenv.InvalidArgument names the choices
-    for an unknown name."""
+    accepted (a cluster's device count, 1 to 256: the same agent). goenv.InvalidArgument names
+    the choices for an unknown name, and refuses a device count no cluster has."""
     from pathlib import Path
 
     if name not in PRETRAINED:
         raise InvalidArgument(f"unknown pretrained agent {name!r}; the choices are {', '.join(sorted(PRETRAINED))}")
     if num_devices is not None and (isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer))
-                                    or num_devices < 1):
-        raise InvalidArgument(f"num_devices must be a positive integer, got {num_devices!r}")
+                                    or not 1 <= num_devices <= MAX_DEVICES):
+        raise InvalidArgument(f"num_devices must be a cluster's device count, an integer in [1, {MAX_DEVICES}], "
+                              f"got {num_devices!r}")
     path = Path(__file__).resolve().parent / "pretrained" / f"{name}.agent"
     if not path.is_file():
         raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")

@@ -123,6 +123,9 @@ def _adam_arrays(optimizer: _Module, names: list[str], shapes: list[tuple]) -> d
 def legacy_contents(data: bytes) -> tuple[dict, dict]:
     """(metadata strings, arrays by name) of a format 1 or 2 checkpoint, read without running it."""
     if data[:8] != LEGACY_MAGIC or len(data) < 24:
+        if data[8:9] == b"{" and b'"goenv-agent"' in data[8:8 + min(len(data), 1 << 16)]:
+            raise ValueError("it is already a current (format 3, safetensors) goenv agent checkpoint: "
+                             "goenv.agents.load reads it; nothing to convert")
         raise ValueError("not a format 1 or 2 goenv agent checkpoint (no GOENVAGT magic)")
     version, header_size = struct.unpack_from("<QQ", data, 8)
     if version not in (1, 2) or header_size > len(data) - 24 - 16:
@@ -191,16 +194,22 @@ def convert(source: str | os.PathLike, target: str | os.PathLike) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m goenv.agents.convert OLD.agent NEW.agent", file=sys.stderr)
-        return 2
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m goenv.agents.convert", description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", metavar="OLD.agent", help="a format 1 or 2 checkpoint (goenv 0.3 and older)")
+    parser.add_argument("new", metavar="NEW.agent", help="where the current format is written (atomically)")
     try:
-        convert(args[0], args[1])
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help (0) or a usage error (2): a status, as from a failed conversion
+        return int(done.code or 0)
+    try:
+        convert(args.old, args.new)
     except Exception as error:  # noqa: BLE001  (one line, like the CLI)
         print(f"goenv.agents.convert: {error}", file=sys.stderr)
         return 2
-    print(f"converted {args[0]} -> {args[1]}")
+    print(f"converted {args.old} -> {args.new}")
     return 0
 
 

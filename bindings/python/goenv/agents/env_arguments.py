@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import goenv._core as _core
+from goenv._core import InvalidArgument
 from goenv.envs import GraphEnv, env_options, env_start, strip_gym_id
 
 
@@ -44,7 +45,7 @@ def env_arguments(envs: Any) -> list:
     """`envs` (one or a list) described for goenv._agents; ValueError when there is none."""
     described = [env_argument(e) for e in listed(envs)]
     if not described:
-        raise ValueError("expected at least one env")
+        raise InvalidArgument("expected at least one env")
     return described
 
 

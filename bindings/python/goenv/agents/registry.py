@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from goenv._core import InvalidArgument
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -28,7 +30,7 @@ def register(name: str, agent_class: type, description: str) -> None:
     known = _ALGORITHMS.get(name)
     if known is not None:
         if known.agent_class is not agent_class:
-            raise ValueError(f"algorithm {name!r} is already registered to {known.agent_class.__name__}")
+            raise InvalidArgument(f"algorithm {name!r} is already registered to {known.agent_class.__name__}")
         return
     _ALGORITHMS[name] = Algorithm(name, agent_class, description)
 
@@ -41,7 +43,7 @@ def algorithms() -> list[str]:
 def describe(name: str) -> Algorithm:
     """The descriptor of `name`; ValueError naming the choices for an unknown one."""
     if not isinstance(name, str) or name not in _ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {algorithms()}, got {name!r}")
+        raise InvalidArgument(f"algorithm must be one of {algorithms()}, got {name!r}")
     return _ALGORITHMS[name]
 
 

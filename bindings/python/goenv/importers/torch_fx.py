@@ -290,7 +290,12 @@ def from_torch(module, example_inputs, *, training: bool = True, name: str | Non
                           f"{message[:200]}); recording the ATen ops of one eager run instead", UserWarning,
                           stacklevel=caller_stacklevel())
             assembler = GraphAssembler(graph_name, "torch")
-            _record_eager(assembler, module, args)
+            try:
+                _record_eager(assembler, module, args)
+            except (RuntimeError, TypeError, ValueError, IndexError) as eager_error:  # the inputs do not fit
+                first = str(eager_error).strip().splitlines()[0] if str(eager_error).strip() else ""
+                raise InvalidArgument(f"from_torch: {graph_name} fails on the example inputs "
+                                      f"({type(eager_error).__name__}: {first[:300]})") from eager_error
         else:
             _walk_exported(assembler, program, module)
     if not any(not op.is_input for op in assembler.ops):
@@ -319,17 +324,22 @@ def _no_kv_cache(module, training: bool):
 
 
 def _export_quietly(torch, module, args: tuple):
-    """torch.export.export; a failed export's partial graph dump (torch prints it to stderr) and its
-    symbolic-shape log lines are dropped, since the failure becomes a single warning."""
+    """torch.export.export; a failed export's partial graph dump (torch prints it to stderr), its
+    symbolic-shape log lines and the fake-tensor traceback it logs (an op that fails on the example
+    inputs: twenty lines before the real error) are dropped, since the failure becomes a single
+    warning."""
     captured = io.StringIO()
-    shape_log = logging.getLogger("torch.fx.experimental.symbolic_shapes")
-    level = shape_log.level
-    shape_log.setLevel(logging.ERROR)
+    quieted = {"torch.fx.experimental.symbolic_shapes": logging.ERROR, "torch._subclasses.fake_tensor": logging.CRITICAL}
+    logs = {name: logging.getLogger(name) for name in quieted}
+    levels = {name: log.level for name, log in logs.items()}
+    for name, log in logs.items():
+        log.setLevel(quieted[name])
     try:
         with contextlib.redirect_stderr(captured):
             program = torch.export.export(module, args, strict=False)
     finally:
-        shape_log.setLevel(level)
+        for name, log in logs.items():
+            log.setLevel(levels[name])
     if captured.getvalue():
         sys.stderr.write(captured.getvalue())
     return program
