@@ -107,6 +107,7 @@ std::vector<std::vector<std::int64_t>> action_parts(const Env& env, py::handle a
     }
     parts.push_back(integer_array(part, count, env.id() + " action" + (single ? "" : std::string("['") + head_name(h) + "']")));
   }
+  if (!single) refuse_other_keys(py::reinterpret_borrow<py::dict>(action), heads, env.id() + " action");
   return parts;
 }
 

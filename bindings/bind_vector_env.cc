@@ -159,6 +159,7 @@ class PyVectorEnv {
                     InvalidAction, "every head's actions must use the same layout (concatenated or padded)");
         layout = this_layout;
       }
+      refuse_other_keys(d, heads, "actions");
     }
     for (std::size_t h = 0; h < heads.size(); ++h)
       pointers[h] = static_cast<const std::int64_t*>(held[h].data());

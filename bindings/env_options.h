@@ -87,6 +87,20 @@ inline EnvConfig config_from(const py::dict& options) {
   return c;
 }
 
+// A dict action's keys beyond the task's heads: an InvalidAction naming them (a misspelt or
+// foreign head would otherwise be ignored without a word).
+inline void refuse_other_keys(const py::dict& action, const std::vector<Head>& heads, const std::string& what) {
+  if (action.size() == heads.size()) return;  // every head is there (checked before), so nothing else
+  std::string other, names;
+  for (const auto& item : action) {
+    const std::string key = py::str(item.first);
+    if (std::none_of(heads.begin(), heads.end(), [&](Head h) { return key == head_name(h); }))
+      other += (other.empty() ? "'" : ", '") + key + "'";
+  }
+  for (Head h : heads) names += (names.empty() ? "" : ", ") + std::string(head_name(h));
+  GOENV_FAIL(InvalidAction, what << " has key(s) " << other << " that are not heads of the task; its heads: " << names);
+}
+
 // A start given as {head: values} (any subset of placement / priority / fusion): env.set_start's
 // argument in goenv._core, and an env description's "start" in goenv._agents.
 inline Solution solution_from(const Env& env, const py::dict& d) {

@@ -570,6 +570,12 @@ def test_joint_actions_are_dicts_of_heads():
     out_of_range["placement"] = np.full(10, env.cluster.num_devices)
     with pytest.raises(goenv.InvalidAction):
         env.step(out_of_range)
+    # A key that is no head (a typo, a head of another task) is refused, not ignored.
+    state = env.get_state()
+    with pytest.raises(goenv.InvalidAction, match=r"key\(s\) 'placment' that are not heads of the task; "
+                                                   r"its heads: placement, priority, fusion"):
+        env.step({**action, "placment": action["placement"]})
+    assert env.get_state() == state  # nothing happened
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -288,6 +288,8 @@ def test_multi_head_and_node_mode():
     venv.step(actions)
     with pytest.raises(ValueError, match="no 'fusion' entry"):
         venv.step({k: v for k, v in actions.items() if k != "fusion"})
+    with pytest.raises(goenv.InvalidAction, match=r"actions has key\(s\) 'extra' that are not heads of the task"):
+        venv.step({**actions, "extra": actions["fusion"]})
     node = make_vec(graph_envs(sizes=(10, 14), decision_mode="node", horizon=1), num_envs=2)
     node.reset(seed=0)
     obs, reward, terminated, *_ = node.step(np.array([1, 0]))
