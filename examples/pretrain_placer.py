@@ -21,7 +21,7 @@ weights serves any device count and mixed clusters) learns from a training distr
    goenv.distributed (the learner is this process; the same command on a cluster with
    --address), or in this process with --workers 0.
 
-The checkpoint goes to bindings/python/goenv/agents/pretrained/go-placement.agent, the
+The checkpoint goes to bindings/python/goenv/agents/shipped/go-placement.agent, the
 summary to docs/results/pretrained_placer.json and the curves to docs/pretrained_placer.png.
 The held-out graphs are never seen; examples/go_results.py transfer measures them.
 """
@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from readme_tables import replace_section, results_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "bindings" / "python" / "goenv" / "agents" / "pretrained"
+SHIPPED = ROOT / "bindings" / "python" / "goenv" / "agents" / "shipped"
 
 # family: (graphs, builder parameter ranges (low, high); integers when both ends are).
 DISTRIBUTION = {

@@ -48,7 +48,7 @@ def main() -> None:
 
     import goenv.agents
 
-    folder = Path(goenv.agents.__file__).resolve().parent / "pretrained"
+    folder = Path(goenv.agents.__file__).resolve().parent / "shipped"
     results = {}
     for path in sorted(folder.glob("*.agent")):
         run = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, check=True)

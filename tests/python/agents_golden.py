@@ -128,7 +128,7 @@ def agent_cases(out: dict) -> None:
 
 
 def shipped_cases(out: dict) -> None:
-    folder = Path(goenv.agents.__file__).resolve().parent / "pretrained"
+    folder = Path(goenv.agents.__file__).resolve().parent / "shipped"
     for path in sorted(folder.glob("*.agent")):
         agent = goenv.agents.load(path)
         devices = agent.spec["choices"][0] if agent.spec else 2

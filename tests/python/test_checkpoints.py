@@ -25,7 +25,7 @@ from goenv.agents import convert  # noqa: E402
 from test_agents import placement_env, small, torch  # noqa: E402
 
 LEGACY = Path(__file__).resolve().parent / "data" / "legacy" / "go-placement-2dev-format2.agent"
-SHIPPED = Path(agents.__file__).resolve().parent / "pretrained" / "go-placement.agent"
+SHIPPED = Path(agents.__file__).resolve().parent / "shipped" / "go-placement.agent"
 # The 2-device placer shipped by 0.4.0 was the conversion of LEGACY; its SHA-256 (the file retired in 0.5.0).
 CONVERTED_SHA256 = "15d309c81d1fda39cc350ddb408a6845abb8a25b72e8d479ffa073af59cda2d8"
 
@@ -81,6 +81,19 @@ def test_old_formats_are_refused_with_how_to_convert_and_change_nothing(saved, t
     with pytest.raises(goenv.InvalidArgument, match="goenv.agents.convert"):
         agents.load(LEGACY)
     np.testing.assert_array_equal(agent.weights, before)
+
+
+def test_importing_goenv_agents_pretrained_leaves_it_a_function():
+    # The shipped checkpoints' folder is not named after the function: `import
+    # goenv.agents.pretrained` (a folder of that name would import as a namespace package)
+    # must not replace the function with a module.
+    import importlib
+
+    try:
+        importlib.import_module("goenv.agents.pretrained")
+    except ModuleNotFoundError:
+        pass
+    assert callable(agents.pretrained) and SHIPPED.is_file()
 
 
 def test_the_converter_reproduces_the_shipped_placer_from_its_old_file(tmp_path, capsys):

@@ -385,7 +385,7 @@ def load_bytes(data: bytes, device: str | None = None) -> Agent:
 # The most devices a goenv.Cluster has (core/cluster.h's kMaxDevices).
 MAX_DEVICES = 256
 
-# Checkpoints shipped in goenv/agents/pretrained/, made by examples/pretrain_placer.py.
+# Checkpoints shipped in goenv/agents/shipped/, made by examples/pretrain_placer.py.
 PRETRAINED = {
     "go-placement": "GO placer: imitation of the best heuristic, then PPO, on the transfer suite's training graphs "
                     "(examples/pretrain_placer.py); one checkpoint for every device count",
@@ -407,7 +407,7 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
                                     or not 1 <= num_devices <= MAX_DEVICES):
         raise InvalidArgument(f"num_devices must be a cluster's device count, an integer in [1, {MAX_DEVICES}], "
                               f"got {num_devices!r}")
-    path = Path(__file__).resolve().parent / "pretrained" / f"{name}.agent"
+    path = Path(__file__).resolve().parent / "shipped" / f"{name}.agent"
     if not path.is_file():
         raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")
     return load(path)
