@@ -37,11 +37,16 @@ struct Agent::Impl {
   search::Actor actor;
 };
 
+std::recursive_mutex& Agent::guard() const { return guard_; }
+
 Agent::Agent(AgentConfig config)
     : impl_(guarded([&] { return std::make_unique<Impl>(Model(std::move(config))); })) {}
 Agent::~Agent() = default;
-Agent::Agent(Agent&&) noexcept = default;
-Agent& Agent::operator=(Agent&&) noexcept = default;
+Agent::Agent(Agent&& other) noexcept : impl_(std::move(other.impl_)) {}
+Agent& Agent::operator=(Agent&& other) noexcept {
+  impl_ = std::move(other.impl_);
+  return *this;
+}
 
 const AgentConfig& Agent::config() const { return impl_->model.config; }
 bool Agent::has_policy() const { return impl_->model.ready; }
@@ -75,10 +80,10 @@ UpdateMetrics Agent::update(const std::vector<Rollout>& rollouts) {
   return guarded([&] { return ppo::update(impl_->model, impl_->sampler.graphs(), rollouts); });
 }
 
-const float* Agent::weights() {
+std::shared_ptr<const float> Agent::weights() {
   return guarded([&] {
     GOENV_CHECK(impl_->model.ready, InvalidArgument, "the agent has no policy yet, so no weights");
-    return impl_->model.weights.data();
+    return impl_->model.weights.shared_data();
   });
 }
 std::int64_t Agent::weights_version() const { return impl_->model.weights.version; }

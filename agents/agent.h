@@ -61,6 +61,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -231,9 +232,10 @@ class Agent {
   UpdateMetrics update(const std::vector<Rollout>& rollouts);
 
   // The parameters, one contiguous float32 buffer in parameters() order. On
-  // CPU a live view of the policy (valid until the next build or load; copy it
-  // to keep a snapshot); on CUDA a host copy made by this call.
-  const float* weights();
+  // CPU a live view of the policy until the next build or load (after which the
+  // pointer still holds the old values: it owns their storage); on CUDA a host
+  // copy made by this call.
+  std::shared_ptr<const float> weights();
   std::int64_t weights_version() const;
   // Copies `size` floats into the parameters and sets the version;
   // InvalidArgument when the size differs from num_parameters().
@@ -259,9 +261,17 @@ class Agent {
   // checkpoint's own) says where it loads: an agent trained on a GPU, used on a CPU.
   void from_bytes(const std::string& bytes, const std::string& device = "");
 
+  // Held by the Python binding around every call, so one agent used from several threads
+  // serializes (the calls above are not thread-safe: a load during a step frees what it
+  // reads). Recursive: a training callback may call the agent again (save it, read weights).
+  std::recursive_mutex& guard() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // Not in Impl: from_bytes replaces the Impl while the guard is held. A move takes the
+  // Impl and leaves each agent its own guard.
+  mutable std::recursive_mutex guard_;
 };
 
 // The algorithm ("ppo" | "go") a checkpoint holds; InvalidArgument when the

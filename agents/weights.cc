@@ -29,6 +29,11 @@ const float* FlatWeights::data() {
   return host_.data_ptr<float>();
 }
 
+std::shared_ptr<const float> FlatWeights::shared_data() {
+  auto owner = std::make_shared<torch::Tensor>(flat_.is_cuda() ? flat_.to(torch::kCPU).contiguous() : flat_);
+  return std::shared_ptr<const float>(owner, owner->data_ptr<float>());  // shares the tensor's storage
+}
+
 void FlatWeights::assign(const float* data) {
   torch::NoGradGuard no_grad;
   flat_.copy_(torch::from_blob(const_cast<float*>(data), {flat_.numel()}, torch::kFloat32));

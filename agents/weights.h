@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace goenv::agents {
 
@@ -18,6 +19,9 @@ class FlatWeights {
   std::int64_t size() const { return flat_.defined() ? flat_.numel() : 0; }
   // On CPU a live view of the parameters; on CUDA a host copy made by this call.
   const float* data();
+  // The same floats, kept alive by the pointer itself: a later load (which replaces the
+  // parameters' storage) or another call on CUDA leaves them valid (then stale, not freed).
+  std::shared_ptr<const float> shared_data();
   // Copies `size()` floats into the parameters.
   void assign(const float* data);
 

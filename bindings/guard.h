@@ -1,6 +1,6 @@
-// Calls on an env or vector env that one Python object may receive from two
+// Calls on an env, vector env or agent that one Python object may receive from two
 // threads at once (DESIGN §5): each runs with the object's guard held, so they
-// serialize instead of corrupting the episode.
+// serialize instead of corrupting the episode or the policy.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -12,10 +12,10 @@ namespace goenv::bindings {
 // Runs `body` with the GIL released and `mutex` held. The GIL goes first: a thread
 // waiting for the env then never holds the GIL the env's holder needs to return.
 // `body` is plain C++: it must not touch Python objects.
-template <typename F>
-auto guarded(std::mutex& mutex, F&& body) -> decltype(body()) {
+template <typename Mutex, typename F>
+auto guarded(Mutex& mutex, F&& body) -> decltype(body()) {
   pybind11::gil_scoped_release release;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<Mutex> lock(mutex);
   return body();
 }
 

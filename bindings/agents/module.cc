@@ -11,10 +11,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "agents/agent.h"
 #include "bindings/env_options.h"
+#include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "core/serialization.h"
 #include "envs/registry.h"
@@ -231,16 +234,15 @@ py::dict act(Agent& agent, const py::dict& obs, bool deterministic, py::handle c
       groups.push_back(c < 0 ? -1 : static_cast<std::int32_t>(std::min<std::int64_t>(c, INT32_MAX)));
     o.colocation = groups.data();
   }
-  std::vector<std::vector<std::int64_t>> actions;
-  {
-    py::gil_scoped_release release;
-    actions = agent.act(o, deterministic);
-  }
+  std::vector<Head> heads;  // read under the guard: a load on another thread may replace the spec
+  auto actions = guarded(agent.guard(), [&] {
+    heads = agent.spec().heads;
+    return agent.act(o, deterministic);
+  });
   py::dict out;
-  const auto& spec = agent.spec();
   std::vector<py::ssize_t> shape = batched ? std::vector<py::ssize_t>{o.batch, o.num_nodes}
                                            : std::vector<py::ssize_t>{o.num_nodes};
-  for (std::size_t h = 0; h < actions.size(); ++h) out[head_name(spec.heads[h])] = to_numpy(std::move(actions[h]), shape);
+  for (std::size_t h = 0; h < actions.size(); ++h) out[head_name(heads[h])] = to_numpy(std::move(actions[h]), shape);
   return out;
 }
 
@@ -370,11 +372,17 @@ PYBIND11_MODULE(_agents, m) {
   py::class_<agents::Agent>(m, "Agent", "A PPO-trained policy (algorithm 'ppo' or 'go') over goenv envs.")
       .def(py::init([](const py::dict& options) { return agents::Agent(agent_config_from(options)); }),
            py::arg("options") = py::dict())
-      .def_property_readonly("config", [](const agents::Agent& a) { return config_dict(a.config()); })
-      .def_property_readonly("has_policy", &agents::Agent::has_policy)
+      .def_property_readonly("config", [](const agents::Agent& a) {
+        return config_dict(guarded(a.guard(), [&] { return a.config(); }));
+      })
+      .def_property_readonly("has_policy", [](const agents::Agent& a) { return guarded(a.guard(), [&] { return a.has_policy(); }); })
       .def_property_readonly("spec", [](const agents::Agent& a) -> py::object {
-        if (!a.has_policy()) return py::none();
-        const auto& s = a.spec();
+        std::optional<agents::PolicySpec> spec;
+        guarded(a.guard(), [&] {
+          if (a.has_policy()) spec = a.spec();
+        });
+        if (!spec) return py::none();
+        const auto& s = *spec;
         py::dict d;
         d["node_feature_dim"] = s.node_feature_dim;
         d["node_state_dim"] = s.node_state_dim;
@@ -386,11 +394,16 @@ PYBIND11_MODULE(_agents, m) {
         d["any_devices"] = s.any_devices();
         return d;
       })
-      .def_property_readonly("num_parameters", &agents::Agent::num_parameters)
-      .def_property_readonly("steps_trained", &agents::Agent::steps_trained)
-      .def_property_readonly("device", &agents::Agent::device)
+      .def_property_readonly("num_parameters", [](const agents::Agent& a) {
+        return guarded(a.guard(), [&] { return a.num_parameters(); });
+      })
+      .def_property_readonly("steps_trained", [](const agents::Agent& a) {
+        return guarded(a.guard(), [&] { return a.steps_trained(); });
+      })
+      .def_property_readonly("device", [](const agents::Agent& a) { return guarded(a.guard(), [&] { return a.device(); }); })
       .def("setup", [](agents::Agent& a, py::handle env) {
-        a.setup(agents::PolicySpec::of(*env_argument(env), a.config()));
+        std::unique_ptr<Env> e = env_argument(env);
+        guarded(a.guard(), [&] { a.setup(agents::PolicySpec::of(*e, a.config())); });
       }, py::arg("env"), "Builds the policy for this env's features and heads.")
       .def("train", [](agents::Agent& a, const py::list& envs, std::int64_t total_steps, py::object callback) {
         std::vector<const Env*> pointers;
@@ -402,8 +415,7 @@ PYBIND11_MODULE(_agents, m) {
           py::object result = callback(metrics_dict(metrics));
           return result.is_none() || result.cast<bool>();
         };
-        py::gil_scoped_release release;
-        a.train(pointers, total_steps, on_update);
+        guarded(a.guard(), [&] { a.train(pointers, total_steps, on_update); });
       }, py::arg("envs"), py::arg("total_steps"), py::arg("callback") = py::none())
       .def("imitate", [](agents::Agent& a, const py::list& envs, std::int64_t steps, const std::string& teacher,
                          py::object callback) {
@@ -416,17 +428,16 @@ PYBIND11_MODULE(_agents, m) {
           py::object result = callback(imitation_dict(metrics));
           return result.is_none() || result.cast<bool>();
         };
-        agents::ImitationMetrics last;
-        {
-          py::gil_scoped_release release;
-          last = a.imitate(pointers, steps, teacher, on_step);
-        }
-        return imitation_dict(last);
+        return imitation_dict(guarded(a.guard(), [&] { return a.imitate(pointers, steps, teacher, on_step); }));
       }, py::arg("envs"), py::arg("steps"), py::arg("teacher") = "", py::arg("callback") = py::none())
       .def("teacher", [](const agents::Agent& a, py::handle env) -> py::object {
         std::unique_ptr<Env> e = env_argument(env);
-        const agents::Teacher* t = a.teacher(*e);
-        if (t == nullptr) return py::none();
+        std::optional<agents::Teacher> kept;  // a copy: a later load may drop the agent's own
+        guarded(a.guard(), [&] {
+          if (const agents::Teacher* found = a.teacher(*e)) kept = *found;
+        });
+        if (!kept) return py::none();
+        const agents::Teacher* t = &*kept;
         py::dict d;
         d["method"] = t->method;
         d["runtime"] = t->runtime;
@@ -438,11 +449,7 @@ PYBIND11_MODULE(_agents, m) {
       .def("optimize", [](agents::Agent& a, py::handle env, std::int64_t budget, const std::string& start,
                           std::int64_t local_search_budget, std::int64_t seed) {
         std::unique_ptr<Env> e = env_argument(env);
-        agents::OptimizeResult r;
-        {
-          py::gil_scoped_release release;
-          r = a.optimize(*e, budget, start, local_search_budget, seed);
-        }
+        agents::OptimizeResult r = guarded(a.guard(), [&] { return a.optimize(*e, budget, start, local_search_budget, seed); });
         py::dict d;
         d["env_id"] = r.env_id;
         d["decisions"] = decisions_dict(e->heads(), r.actions);
@@ -463,43 +470,51 @@ PYBIND11_MODULE(_agents, m) {
       .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);
-        py::gil_scoped_release release;
-        a.set_envs(pointers, sampled, stream);
+        guarded(a.guard(), [&] { a.set_envs(pointers, sampled, stream); });
       }, py::arg("envs"), py::arg("sampled"), py::arg("stream") = 0)
       .def("collect", [](agents::Agent& a) {
-        std::vector<agents::Rollout> rollouts;
-        {
-          py::gil_scoped_release release;
-          rollouts = a.collect();
-        }
+        std::optional<agents::PolicySpec> spec;
+        std::vector<agents::Rollout> rollouts = guarded(a.guard(), [&] {
+          auto collected = a.collect();
+          spec = a.spec();
+          return collected;
+        });
         py::list out;
-        for (auto& r : rollouts) out.append(rollout_dict(std::move(r), a.spec()));
+        for (auto& r : rollouts) out.append(rollout_dict(std::move(r), *spec));
         return out;
       })
       .def("update", [](agents::Agent& a, const py::list& rollouts) {
-        GOENV_CHECK(a.has_policy(), InvalidArgument, "update needs a policy: call set_envs first");
+        std::optional<agents::PolicySpec> spec;
+        guarded(a.guard(), [&] {
+          if (a.has_policy()) spec = a.spec();
+        });
+        GOENV_CHECK(spec, InvalidArgument, "update needs a policy: call set_envs first");
         std::vector<agents::Rollout> native;
-        for (py::handle r : rollouts) native.push_back(rollout_from(r, a.spec()));
-        agents::UpdateMetrics m;
-        {
-          py::gil_scoped_release release;
-          m = a.update(native);
-        }
-        return metrics_dict(m);
+        for (py::handle r : rollouts) native.push_back(rollout_from(r, *spec));
+        return metrics_dict(guarded(a.guard(), [&] { return a.update(native); }));
       }, py::arg("rollouts"))
-      .def_property_readonly("weights", [](py::object self) {
-        auto& a = self.cast<agents::Agent&>();
-        const float* data = a.weights();
-        return readonly_view(data, {static_cast<py::ssize_t>(a.num_parameters())}, self);
+      .def_property_readonly("weights", [](const agents::Agent& self) {
+        auto& a = const_cast<agents::Agent&>(self);
+        std::int64_t count = 0;
+        std::shared_ptr<const float> data = guarded(a.guard(), [&] {
+          count = a.num_parameters();
+          return a.weights();
+        });
+        // The array owns its storage (a load replaces the agent's: the array then keeps the old values).
+        const float* values = data.get();
+        py::capsule owner(new std::shared_ptr<const float>(std::move(data)),
+                          [](void* p) { delete static_cast<std::shared_ptr<const float>*>(p); });
+        return readonly_view(values, {static_cast<py::ssize_t>(count)}, owner);
       })
-      .def_property_readonly("weights_version", &agents::Agent::weights_version)
+      .def_property_readonly("weights_version", [](const agents::Agent& a) {
+        return guarded(a.guard(), [&] { return a.weights_version(); });
+      })
       .def("set_weights", [](agents::Agent& a, py::handle weights, std::int64_t version) {
         auto w = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(weights);
         GOENV_CHECK(w && w.ndim() == 1, InvalidArgument, "weights must be a 1-d float32 array");
         const float* data = w.data();
         const auto size = static_cast<std::int64_t>(w.size());
-        py::gil_scoped_release release;
-        a.set_weights(data, size, version);
+        guarded(a.guard(), [&] { a.set_weights(data, size, version); });
       }, py::arg("weights"), py::arg("version"))
       .def("act", &act, py::arg("observation"), py::arg("deterministic") = false,
            py::arg("colocation") = py::none(),
@@ -507,11 +522,7 @@ PYBIND11_MODULE(_agents, m) {
            "colocation (N,) group ids (negative = none) keeps each group on one device.")
       .def("evaluate", [](agents::Agent& a, py::handle env, int episodes, bool deterministic) {
         std::unique_ptr<Env> e = env_argument(env);
-        agents::EvaluationResult r;
-        {
-          py::gil_scoped_release release;
-          r = a.evaluate(*e, episodes, deterministic);
-        }
+        agents::EvaluationResult r = guarded(a.guard(), [&] { return a.evaluate(*e, episodes, deterministic); });
         py::dict d;
         d["env_id"] = r.env_id;
         d["episodes"] = r.episodes;
@@ -524,17 +535,11 @@ PYBIND11_MODULE(_agents, m) {
         return d;
       }, py::arg("env"), py::arg("episodes") = 1, py::arg("deterministic") = true)
       .def("to_bytes", [](const agents::Agent& a) {
-        std::string bytes;
-        {
-          py::gil_scoped_release release;
-          bytes = a.to_bytes();
-        }
-        return py::bytes(bytes);
+        return py::bytes(guarded(a.guard(), [&] { return a.to_bytes(); }));
       })
       .def("from_bytes", [](agents::Agent& a, const py::bytes& data, const std::string& device) {
         std::string bytes = data;
-        py::gil_scoped_release release;
-        a.from_bytes(bytes, device);
+        guarded(a.guard(), [&] { a.from_bytes(bytes, device); });
       }, py::arg("data"), py::arg("device") = "");
 
   m.def("config_fields", [] {

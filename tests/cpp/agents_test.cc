@@ -434,7 +434,7 @@ TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {
   sampler.set_envs({env.get()}, {0});
   EXPECT_THROW(learner.collect(), InvalidArgument);  // samples nothing
   for (std::size_t u = 0; u < losses.size(); ++u) {
-    sampler.set_weights(learner.weights(), learner.num_parameters(), learner.weights_version());
+    sampler.set_weights(learner.weights().get(), learner.num_parameters(), learner.weights_version());
     const std::vector<Rollout> rollouts = sampler.collect();
     ASSERT_EQ(rollouts.size(), 1u);
     EXPECT_EQ(rollouts[0].policy_version, static_cast<std::int64_t>(u));
@@ -442,8 +442,9 @@ TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {
     EXPECT_EQ(learner.update(rollouts).policy_loss, losses[u]);
   }
   EXPECT_EQ(learner.weights_version(), 3);
-  const std::vector<float> a(learner.weights(), learner.weights() + learner.num_parameters());
-  const std::vector<float> b(reference.weights(), reference.weights() + reference.num_parameters());
+  const auto learned = learner.weights(), referenced = reference.weights();
+  const std::vector<float> a(learned.get(), learned.get() + learner.num_parameters());
+  const std::vector<float> b(referenced.get(), referenced.get() + reference.num_parameters());
   EXPECT_EQ(a, b);
   EXPECT_THROW(sampler.set_weights(a.data(), 5, 0), InvalidArgument);
   std::vector<Rollout> bad = sampler.collect();

@@ -182,3 +182,58 @@ def test_dataset_workers_are_bounded_by_max_threads(tmp_path):
     for bad in (0, 2_000_000_000, True, 2.5):
         with pytest.raises(goenv.InvalidArgument, match=r"workers must be an integer in \[1, 1024\]"):
             goenv.datasets.generate("random-layered", 2, tmp_path / "ds", workers=bad, progress=False)
+
+
+def test_threads_using_one_agent_serialize(tmp_path):
+    # One agent from several threads (search, acting, training, loading, weights) serializes
+    # like an env: every call sees a whole policy (a load never frees what another call reads),
+    # and a search's result is its own, the same as alone.
+    agents = pytest.importorskip("goenv.agents")
+    env = goenv.make("placement-transformer-xl-2", horizon=2)
+    observation, _ = env.reset(seed=0)
+    agent = agents.GO(env, seed=0, hidden=16, num_threads=1, envs_per_graph=2)
+    path = tmp_path / "same.agent"
+    agent.save(path)  # loading it again keeps the same policy: a search's result stays comparable
+    alone = agent.optimize(env, budget=8, seed=3)["runtime"]
+    errors, searched = [], []
+
+    def run(body):
+        try:
+            body()
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(f"{type(error).__name__}: {error}")
+
+    def searching():
+        for _ in range(10):
+            searched.append(agent.optimize(env, budget=8, seed=3)["runtime"])
+
+    def loading():
+        for _ in range(40):
+            agent.load(path)
+
+    def acting():
+        for _ in range(40):
+            agent.act(observation)
+            assert np.isfinite(agent.weights).all()
+
+    threads = [threading.Thread(target=run, args=(body,)) for body in (searching, loading, acting, loading)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE_S)
+    assert not any(thread.is_alive() for thread in threads) and errors == []
+    assert searched == [alone] * 10
+
+
+def test_agent_weights_outlive_a_load(tmp_path):
+    # agent.weights is a live view of the policy until a load replaces the parameters; the
+    # array then keeps the values it had (it owns their storage), never freed memory.
+    agents = pytest.importorskip("goenv.agents")
+    env = goenv.make("placement-transformer-xl-2")
+    agent, other = agents.GO(env, seed=0, hidden=16), agents.GO(env, seed=1, hidden=16)
+    other.save(tmp_path / "other.agent")
+    view, before = agent.weights, np.array(agent.weights)
+    agent.load(tmp_path / "other.agent")
+    junk = [np.full(100_000, 7.0) for _ in range(20)]  # would reuse freed memory
+    assert np.array_equal(view, before) and not np.array_equal(view, agent.weights) and len(junk) == 20
+    assert np.array_equal(agent.weights, other.weights) and not view.flags.writeable
