@@ -459,6 +459,19 @@ def test_an_interrupted_run_is_harmless_and_resumes(tmp_path):
     assert [g.to_bytes() for g in ds] == expected
 
 
+def test_a_run_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the_corrected_one(tmp_path):
+    # The builder finds the bad parameter after the manifest is written; it records no graph,
+    # so the same folder takes the corrected command (before: "holds 2 graphs generated with
+    # other parameters"). A folder with graphs is still refused.
+    root = tmp_path / "ds"
+    with pytest.raises(goenv.InvalidArgument, match="num_layers"):
+        datasets.generate("random-layered", 2, root, params={"num_layers": -3}, progress=False)
+    assert sorted(os.listdir(root)) == ["manifest.json"]
+    assert len(datasets.generate("random-layered", 2, root, params=SMALL, progress=False)) == 2
+    with pytest.raises(goenv.InvalidArgument, match="other parameters"):
+        datasets.generate("random-layered", 2, root, params={"num_layers": -3}, progress=False)
+
+
 def test_generate_refuses_a_directory_made_with_other_parameters(tmp_path):
     root = tmp_path / "ds"
     _generate(root)

@@ -56,6 +56,18 @@ def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tm
     np.testing.assert_allclose(decisions["finish"].max(axis=1), decisions["runtime"], rtol=1e-6)  # float32
 
 
+def test_a_labelling_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the_corrected_one(graphs,
+                                                                                                      tmp_path):
+    # Too many decisions to hold in memory: the manifest records no shard, so the same folder
+    # takes the corrected command; one with shards is still refused.
+    with pytest.raises(MemoryError):
+        _label(graphs, tmp_path / "l", decisions_per_graph=10**12)  # terabytes: refused on any machine
+    assert sorted(os.listdir(tmp_path / "l")) == ["manifest.json"]
+    assert _label(graphs, tmp_path / "l", decisions_per_graph=2).num_decisions == 2 * len(goenv.datasets.open(graphs))
+    with pytest.raises(goenv.InvalidArgument, match="made otherwise"):
+        _label(graphs, tmp_path / "l", decisions_per_graph=3)
+
+
 def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp_path):
     labels = _label(graphs, tmp_path / "l", decisions_per_graph=40, max_moves=5)
     decisions = labels.decisions(0)

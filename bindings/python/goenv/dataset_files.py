@@ -365,7 +365,10 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
         theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
                   "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
         ours = {**identity, "count": count}
-        if theirs != ours and not overwrite:
+        # A run that failed before its first shard (a parameter the builder refuses) left only its
+        # manifest: no graphs there to keep from another run.
+        holds_graphs = bool(previous["shards"] or present)
+        if theirs != ours and not overwrite and holds_graphs:
             differences = ", ".join(f"{k}={theirs[k]!r} there, {ours[k]!r} here"
                                     for k in ours if theirs[k] != ours[k])
             raise InvalidArgument(f"{root} holds {previous['count']} graphs generated with other parameters "

@@ -419,7 +419,9 @@ def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:
         return {}
     theirs = {key: previous[key] for key in identity}
     if theirs != identity:
-        if not overwrite:
+        # A run that failed before its first shard (too many decisions for memory, an agent that
+        # does not fit the graphs) left only its manifest: nothing there to keep from another run.
+        if not overwrite and (previous["shards"] or present):
             differences = ", ".join(f"{key}: {json.dumps(theirs[key])[:160]} there, {json.dumps(identity[key])[:160]} "
                                     f"here" for key in identity if theirs[key] != identity[key])
             raise InvalidArgument(f"{root} holds labels made otherwise ({differences}); nothing was changed. Use "
