@@ -399,6 +399,24 @@ def test_tpugraphs_export_has_the_layout_arrays(graphs, tmp_path):
     np.testing.assert_array_equal(data["node_config_ids"], np.arange(n))
 
 
+def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path):
+    labels = _label(graphs, tmp_path / "l", decisions_per_graph=4)
+    out = tmp_path / "npz"
+    first = goenv.datasets.export_tpugraphs(labels, out)
+    (out / "notes.txt").write_text("mine")
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    with pytest.raises(goenv.InvalidArgument, match="already holds an export .5 files.*overwrite=True"):
+        goenv.datasets.export_tpugraphs(labels, out)
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before  # nothing changed
+    (out / "00009-of-a-bigger-export.npz").write_bytes(b"stale")  # an earlier export's 10th graph
+    again = goenv.datasets.export_tpugraphs(labels, out, overwrite=True)
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(p) for p in again] + ["notes.txt"])
+    assert again == first and (out / "notes.txt").read_text() == "mine"  # only the export's files replaced
+    for levels in (0, -5, 2.0, True):
+        with pytest.raises(goenv.InvalidArgument, match="priority_levels must be an integer >= 1"):
+            goenv.datasets.export_tpugraphs(labels, tmp_path / "other", priority_levels=levels)
+
+
 def test_torch_dataset_and_pyg_style_collate(graphs, tmp_path):
     torch = pytest.importorskip("torch")
     from goenv.labels.torch_dataset import LabelledGraphs, collate

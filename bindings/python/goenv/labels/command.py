@@ -55,13 +55,14 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("labels", help="a labels folder (goenv dataset label)")
     parser.add_argument("--out", required=True, help="folder for the .npz files")
     parser.add_argument("--keep-infeasible", action="store_true", help="also export OOM and invalid decisions")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier export in --out (its .npz files)")
     return parser
 
 
 def run_export(args: argparse.Namespace) -> None:
     from goenv.labels.tpugraphs import export_tpugraphs
 
-    paths = export_tpugraphs(args.labels, args.out, keep_infeasible=args.keep_infeasible)
+    paths = export_tpugraphs(args.labels, args.out, keep_infeasible=args.keep_infeasible, overwrite=args.overwrite)
     print(f"{len(paths)} TpuGraphs-layout files in {args.out}")
 
 

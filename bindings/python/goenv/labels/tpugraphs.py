@@ -42,14 +42,30 @@ def config_features(decisions: dict, num_devices: int, priority_levels: int, fus
     return features
 
 
+# The files an export writes: NNNNN-NAME.npz (what overwrite=True replaces, nothing else).
+EXPORTED = re.compile(r"^\d{5}-[A-Za-z0-9_.-]*\.npz$")
+
+
 def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: bool = False,
-                     priority_levels: int = 16, fusion_levels: int = 4) -> list[str]:
+                     priority_levels: int = 16, fusion_levels: int = 4, overwrite: bool = False) -> list[str]:
     """Writes one TpuGraphs-layout .npz per graph of `labels` (a Labels or its folder) into
-    `out_dir`; returns the paths. Files are written atomically, only over regular files."""
+    `out_dir`; returns the paths. Files are written atomically, only over regular files. A folder
+    that already holds an export (NNNNN-*.npz files) is refused unless overwrite=True, which
+    replaces those files (and only those): an export never mixes with another one."""
     from goenv.labels.folder import Labels
 
+    for name, levels in (("priority_levels", priority_levels), ("fusion_levels", fusion_levels)):
+        if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
+            raise InvalidArgument(f"{name} must be an integer >= 1 (the env's number of levels), got {levels!r}")
     labels = labels if isinstance(labels, Labels) else Labels(labels)
-    os.makedirs(out_dir, exist_ok=True)
+    root = os.fspath(out_dir)
+    os.makedirs(root, exist_ok=True)
+    earlier = sorted(name for name in os.listdir(root) if EXPORTED.match(name))
+    if earlier and not overwrite:
+        raise InvalidArgument(f"{root} already holds an export ({len(earlier)} files such as {earlier[0]}); nothing "
+                              f"was changed. Use another folder, or overwrite=True (--overwrite) to replace it")
+    for name in earlier:  # overwrite: the earlier export's files, never a link's target or another file
+        os.unlink(os.path.join(root, name))
     paths = []
     for i in range(len(labels)):
         graph, decisions = labels.graph(i), labels.decisions(i)
@@ -66,7 +82,7 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
             "node_splits": np.zeros((1, 1), dtype=np.int64),
         }
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", graph["name"] or "graph")[:80]
-        path = os.path.join(os.fspath(out_dir), f"{i:05d}-{name}.npz")
+        path = os.path.join(root, f"{i:05d}-{name}.npz")
         paths.append(write_atomic(path, lambda file, arrays=arrays: np.savez_compressed(file, **arrays),
                                   what="TpuGraphs file"))
     return paths
