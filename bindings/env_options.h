@@ -105,6 +105,7 @@ inline void refuse_other_keys(const py::dict& action, const std::vector<Head>& h
 // argument in goenv._core, and an env description's "start" in goenv._agents.
 inline Solution solution_from(const Env& env, const py::dict& d) {
   const std::int64_t n = env.graph().num_nodes();
+  GOENV_CHECK(!d.empty(), InvalidArgument, env.id() << ": an empty start; give decisions for the task's heads");
   Solution s;
   for (auto [key, value] : d) {
     const std::string head = py::str(key);

@@ -202,6 +202,11 @@ Solution Env::checked_start(Solution start, SimulationResult* result) {
   const int n = graph_->num_nodes();
   const auto decides = [this](Head h) { return std::find(heads_.begin(), heads_.end(), h) != heads_.end(); };
   const auto sized = [&](auto& values, const auto& initial, Head head) {
+    // A head the task does not decide keeps the initial decisions; given other ones, they would
+    // be dropped without a word (a placement for a scheduling env), so they are refused.
+    GOENV_CHECK(values.empty() || decides(head) || values == initial, InvalidArgument,
+                id_ << ": the task does not decide " << head_name(head) << ", so a start keeps the initial "
+                    << head_name(head) << "; give only the task's heads (or the initial " << head_name(head) << ")");
     if (values.empty() || !decides(head)) {  // this head is not the agent's: the initial decisions
       values = initial;
       return;

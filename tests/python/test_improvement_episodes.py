@@ -216,6 +216,17 @@ def test_a_bad_start_is_refused_and_changes_nothing():
         scheduling.reset(seed=0, options={"start": {"priority": np.full(scheduling.unwrapped.core.num_nodes, 0.5)}})
     with pytest.raises(goenv.InvalidArgument, match="start"):
         goenv.make("placement-inception", start=3)
+    # A head the task does not decide keeps the initial decisions: other values are refused,
+    # not dropped without a word; so is a start that gives no head at all.
+    m = scheduling.unwrapped.core.num_nodes
+    with pytest.raises(goenv.InvalidArgument, match="does not decide placement, so a start keeps the initial"):
+        scheduling.reset(seed=0, options={"start": {"placement": np.full(m, 7)}})
+    with pytest.raises(goenv.InvalidArgument, match="does not decide priority"):
+        env.reset(seed=0, options={"start": {"priority": np.full(n, 1e300)}})
+    with pytest.raises(goenv.InvalidArgument, match="an empty start"):
+        env.reset(seed=0, options={"start": {}})
+    scheduling.reset(seed=0)
+    scheduling.reset(seed=0, options={"start": {"placement": scheduling.unwrapped.core.placement}})  # the initial
     assert env.unwrapped.core.get_state() == before  # the episode goes on untouched
     env.step(env.action_space.sample())
 
