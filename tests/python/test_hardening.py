@@ -254,15 +254,17 @@ def _contents(root):
     return {name: (root / name).read_bytes() for name in sorted(os.listdir(root)) if name != "manifest.json"}
 
 
-@pytest.mark.parametrize("manifest", ["missing", "truncated"])
+@pytest.mark.parametrize("manifest", ["missing", "truncated", "huge integer"])
 def test_a_damaged_manifest_never_leads_to_deletion(tmp_path, manifest):
     root = tmp_path / "ds"
     _dataset(root)
     shards = _contents(root)
     if manifest == "missing":
         os.unlink(root / "manifest.json")
-    else:
+    elif manifest == "truncated":
         (root / "manifest.json").write_bytes((root / "manifest.json").read_bytes()[:40])
+    else:  # more digits than Python converts: json's ValueError is a damaged manifest too
+        (root / "manifest.json").write_text('{"count": ' + "9" * 5000 + "}")
     damaged = (root / "manifest.json").read_bytes() if manifest != "missing" else None
     for other in ({"count": 2}, {"seed": 4}, {"params": {"num_layers": 4, "width": 2}}):
         with pytest.raises(goenv.InvalidArgument, match="nothing was changed.*overwrite=True"):

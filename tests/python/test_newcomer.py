@@ -76,6 +76,24 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
         with pytest.raises(goenv.InvalidArgument, match="must be a positive integer|must be an integer >="):
             call()
     assert issubclass(goenv.InvalidArgument, ValueError)
+    for episodes in (1.5, "2", True, 2**40):
+        with pytest.raises(goenv.InvalidArgument, match="episodes must be a positive integer"):
+            agent.evaluate([env], episodes=episodes)
+    with pytest.raises(goenv.InvalidArgument, match="seed must be an integer >= 0"):
+        agent.optimize(env, budget=2, seed=2**70)
+
+
+def test_checkpoint_and_state_bytes_in_any_bytes_like_container_and_nothing_else(tmp_path):
+    agents = pytest.importorskip("goenv.agents")
+    env = goenv.make("placement", graph=own_graph())
+    agent = agents.PPO(env, seed=0)
+    agent.save(tmp_path / "a.agent")
+    data = bytearray((tmp_path / "a.agent").read_bytes())
+    assert agents.load_bytes(memoryview(data)).num_parameters == agent.num_parameters
+    with pytest.raises(goenv.InvalidArgument, match="load_bytes takes a checkpoint's bytes, got str"):
+        agents.load_bytes("not bytes")
+    with pytest.raises(goenv.InvalidArgument, match="set_state takes the bytes"):
+        env.set_state("x")
 
 
 def test_make_sets_the_gymnasium_spec():

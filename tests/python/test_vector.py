@@ -448,3 +448,29 @@ def test_render_and_per_env_state():
     np.testing.assert_array_equal(obs["node_state"][12:], expected["node_state"])
     assert reward[1] == r and terminated[1] == t and info["runtime"][1] == single_info["runtime"]
     assert make_vec(envs).render() is None
+
+
+def test_after_close_every_call_says_closed_and_options_are_not_coerced():
+    venv = make_vec("placement-transformer-xl-2", num_envs=2)
+    venv.reset(seed=0)
+    actions = venv.action_space.sample()
+    venv.close()
+    for call in (lambda: venv.step(actions), lambda: venv.num_threads, lambda: venv.ids, lambda: venv.copy,
+                 lambda: venv.reset(seed=0), lambda: venv.get_state()):
+        with pytest.raises(RuntimeError, match="the vector env is closed"):
+            call()
+    fresh = make_vec("placement-transformer-xl-2", num_envs=2)
+    with pytest.raises(RuntimeError, match="closed"):  # closed before its spaces were ever built
+        fresh.close(), fresh.action_space
+    for options, message in (({"num_threads": 2.7}, "num_threads must be an integer"),
+                             ({"num_threads": "3"}, "num_threads must be an integer"),
+                             ({"num_threads": True}, "num_threads must be an integer"),
+                             ({"copy": "no"}, "copy must be True or False"),
+                             ({"max_episode_steps": 2.5}, "max_episode_steps must be None or an integer")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            make_vec("placement-transformer-xl-2", num_envs=2, **options)
+    venv = make_vec("placement-transformer-xl-2", num_envs=2)
+    with pytest.raises(goenv.InvalidArgument, match="copy must be True or False"):
+        venv.copy = "False"
+    with pytest.raises(goenv.InvalidArgument, match="set_state takes the bytes"):
+        venv.set_state("x")

@@ -270,7 +270,9 @@ class GraphEnv(gymnasium.Env):
         return self.core.get_state()
 
     def set_state(self, state: bytes) -> None:
-        self.core.set_state(state)
+        if not isinstance(state, (bytes, bytearray, memoryview)):
+            raise InvalidArgument(f"set_state takes the bytes get_state() returned, got {type(state).__name__}")
+        self.core.set_state(bytes(state))
 
     OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
                 "max_fusion_size", "colocation", "placement", "priority", "observation_version", "start")

@@ -167,6 +167,7 @@ def read_json_file(path: str | os.PathLike, limit: int, what: str, error: type[E
     data = read_regular_file(path, limit, what=what, error=error)
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as problem:
+    # ValueError: an integer of more digits than Python converts (sys.get_int_max_str_digits)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as problem:
         raise error(f"{os.fspath(path)}: not a valid {what} ({type(problem).__name__}: "
                     f"{str(problem)[:200]})") from None

@@ -82,6 +82,12 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
     num_envs = int(num_envs)
     if num_threads is None:
         num_threads = min(num_envs, _available_cores())
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+        raise InvalidArgument(f"num_threads must be an integer, got {num_threads!r}")
+    if max_episode_steps is not None and (isinstance(max_episode_steps, bool) or
+                                          not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 0):
+        raise InvalidArgument(f"max_episode_steps must be None or an integer >= 0, got {max_episode_steps!r}")
+    copy = checked_flag("copy", copy)
     templates = []
     built: dict[str, _core.Env] = {}
     for i in range(num_envs):
@@ -102,8 +108,8 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
             raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
     if pad_to is not None:
         pad_to = _checked_pad_to(pad_to)
-    core = _core.VectorEnv(templates, num_threads=num_threads, pad_to=pad_to,  # an int in [1, MAX_THREADS]
-                           max_episode_steps=int(max_episode_steps or 0), copy=bool(copy))
+    core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,  # in [1, MAX_THREADS]
+                           max_episode_steps=int(max_episode_steps or 0), copy=copy)
     share_static = checked_flag("share_static", share_static)
     venv = GraphVectorEnv(core)
     venv.render_mode = render_mode
@@ -160,8 +166,13 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     # itself never needs.
     def _space(self, name: str) -> gymnasium.Space:
         if self._spaces is None:
-            self._spaces = {}
-            self._build_spaces()
+            spaces_ = {}
+            self._spaces = spaces_
+            try:
+                self._build_spaces()
+            except RuntimeError:  # closed before the spaces were built: build them on no later call
+                self._spaces = None
+                raise
         return self._spaces[name]
 
     def _set_space(self, name: str, value: gymnasium.Space) -> None:
@@ -179,7 +190,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     def _build_spaces(self) -> None:
         spaces_ = self._spaces
-        c = self.core
+        c = self._open_core()
         b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
         s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
         d, fd, sd = c.num_devices, c.device_feature_dim, c.device_state_dim
@@ -276,21 +287,20 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
                 raise InvalidArgument(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
             if not mask.any():
                 raise InvalidArgument("options['reset_mask'] must select at least one env")
-        obs, info = self.core.reset(seeds, mask)
-        return self._owned(obs), info
+        core = self._open_core()
+        obs, info = core.reset(seeds, mask)
+        return self._owned(obs, core), info
 
     def step(self, actions):
         """actions: batched like action_space (see the module docstring for multi-graph
         layouts). Returns (obs, reward (B,) float64, terminated (B,), truncated (B,), info)."""
-        core = self.core
-        if core is None:
-            raise RuntimeError("step() on a closed vector env")
+        core = self._open_core()  # one reference: another thread may close() meanwhile
         obs, reward, terminated, truncated, info = core.step(actions)
-        return self._owned(obs), reward, terminated, truncated, info
+        return self._owned(obs, core), reward, terminated, truncated, info
 
-    def _owned(self, obs: dict) -> dict:
+    def _owned(self, obs: dict, core) -> dict:
         """copy=True: new memory for the static arrays too (a stride-0 broadcast stays one copy)."""
-        if self.core.copy and not self.share_static:
+        if core.copy and not self.share_static:
             for key in self._STATIC_KEYS:
                 a = obs.get(key)
                 if a is None:
@@ -315,8 +325,15 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         self.core = None
 
     def _check_open(self) -> None:
-        if self.core is None:
+        self._open_core()
+
+    def _open_core(self):
+        """The native vector env, or a clear error once close() was called (a call that already
+        holds it finishes on it)."""
+        core = self.core
+        if core is None:
             raise RuntimeError("the vector env is closed")
+        return core
 
     # -- extras ------------------------------------------------------------
     def get_state(self) -> bytes:
@@ -327,27 +344,31 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     def set_state(self, state: bytes) -> None:
         self._check_open()
-        self.core.set_state(state)
+        if not isinstance(state, (bytes, bytearray, memoryview)):
+            raise InvalidArgument(f"set_state takes the bytes get_state() returned, got {type(state).__name__}")
+        self.core.set_state(bytes(state))
 
     @property
     def num_threads(self) -> int:
-        return self.core.num_threads
+        return self._open_core().num_threads
 
     @num_threads.setter
     def num_threads(self, value: int) -> None:
-        self.core.num_threads = int(value)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise InvalidArgument(f"num_threads must be an integer, got {value!r}")
+        self._open_core().num_threads = int(value)
 
     @property
     def copy(self) -> bool:
-        return self.core.copy
+        return self._open_core().copy
 
     @copy.setter
     def copy(self, value: bool) -> None:
-        self.core.copy = bool(value)
+        self._open_core().copy = checked_flag("copy", value)
 
     @property
     def ids(self) -> list[str]:
-        return self.core.ids
+        return self._open_core().ids
 
     def __repr__(self) -> str:
         if self.core is None:

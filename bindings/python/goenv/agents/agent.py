@@ -41,11 +41,12 @@ def options() -> list[tuple[str, str, Any, str]]:
     return [tuple(field) for field in native().config_fields()]
 
 
-def _check_count(name: str, value: Any, low: int = 1) -> None:
-    """goenv.InvalidArgument (a ValueError) unless `value` is an integer (not a bool) >= low."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InvalidArgument(f"{name} must be {'a positive integer' if low == 1 else f'an integer >= {low}'}, "
-                              f"got {value!r}")
+def _check_count(name: str, value: Any, low: int = 1, high: int = 2**63 - 1) -> None:
+    """goenv.InvalidArgument (a ValueError) unless `value` is an integer (not a bool) in [low, high]
+    (by default what the native calls take: int64)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        what = 'a positive integer' if low == 1 else f'an integer >= {low}'
+        raise InvalidArgument(f"{name} must be {what}{f' and <= {high}' if high < 2**63 - 1 else ''}, got {value!r}")
 
 
 class Agent:
@@ -289,6 +290,7 @@ class Agent:
         {env_id: {"runtime", "initial_runtime", "speedup", "best_runtime", "lower_bound",
         "invalid_fraction", "episodes"}}; runtimes in seconds (means over episodes)."""
         results: dict[str, dict] = {}
+        _check_count("episodes", episodes, high=2**31 - 1)
         for env in env_arguments(envs):
             result = self._agent.evaluate(env, int(episodes), bool(deterministic))
             result.pop("env_id")
@@ -376,7 +378,11 @@ def load(path: str | os.PathLike, device: str | None = None) -> Agent:
 
 
 def load_bytes(data: bytes, device: str | None = None) -> Agent:
-    """The agent a checkpoint's bytes hold; goenv.InvalidArgument names what is wrong with bad ones."""
+    """The agent a checkpoint's bytes hold (bytes, bytearray or memoryview); goenv.InvalidArgument
+    names what is wrong with bad ones."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgument(f"load_bytes takes a checkpoint's bytes, got {type(data).__name__}")
+    data = bytes(data)
     agent = registry.make_agent(native().checkpoint_algorithm(data))
     agent._agent.from_bytes(data, _device_option(device))
     return agent
