@@ -8,6 +8,8 @@
 #include "agents/ppo.h"
 #include "agents/sampler.h"
 #include "agents/search.h"
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -94,6 +96,8 @@ void Agent::set_weights(const float* data, std::int64_t size, std::int64_t versi
     GOENV_CHECK(size == m.weights.size(), InvalidArgument,
                 "weights have " << size << " values, the policy has " << m.weights.size() << " parameters ("
                                 << m.spec.describe() << ", hidden " << m.config.hidden << ")");
+    GOENV_CHECK(std::all_of(data, data + size, [](float w) { return std::isfinite(w); }), InvalidArgument,
+                "weights must be finite: a NaN or infinite parameter would make every action the same");
     m.weights.assign(data);
     m.weights.version = version;
   });

@@ -143,16 +143,27 @@ py::dict config_dict(const AgentConfig& config) {
 
 AgentConfig agent_config_from(const py::dict& options) {
   AgentConfig config;
+  const py::object numpy_bool = py::module_::import("numpy").attr("bool_");
+  const py::object numpy_number = py::module_::import("numpy").attr("number");
   for (auto [key, value] : options) {
     const std::string name = py::str(key);
     if (py::isinstance<py::str>(value)) {
       agents::set_config(config, name, value.cast<std::string>());
-    } else {
-      GOENV_CHECK(py::isinstance<py::bool_>(value) || py::isinstance<py::int_>(value) ||
-                      py::isinstance<py::float_>(value),
-                  InvalidArgument, "agent option '" << name << "' must be a number, bool or string");
-      agents::set_config(config, name, value.cast<double>());
+      continue;
     }
+    // By the option's type: a bool is no number (learning_rate=True), and numpy scalars count as
+    // Python's (hidden=np.int64(16)); a fraction for an integer option is refused by set_config.
+    const bool is_bool = py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool);
+    const bool is_number = !is_bool && (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+                                        py::isinstance(value, numpy_number));
+    char type = 0;  // an unknown name: set_config names the options
+    for (const auto& f : agents::config_fields())
+      if (f.name == name) type = f.type;
+    GOENV_CHECK(type == 0 || (type == 'b' ? is_bool || is_number : is_number), InvalidArgument,
+                "agent option '" << name << "' must be " << (type == 'b' ? "a bool" : type == 's' ? "a string" : "a number")
+                                 << ", got " << std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+    const double number = is_number || is_bool ? py::reinterpret_steal<py::float_>(PyNumber_Float(value.ptr())).cast<double>() : 0.0;
+    agents::set_config(config, name, number);
   }
   agents::validate(config);
   return config;

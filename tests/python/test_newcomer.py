@@ -81,6 +81,15 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
             agent.evaluate([env], episodes=episodes)
     with pytest.raises(goenv.InvalidArgument, match="seed must be an integer >= 0"):
         agent.optimize(env, budget=2, seed=2**70)
+    # Options by their type: a bool is no number, numpy scalars are numbers.
+    for options in ({"epochs": True}, {"learning_rate": True}, {"hidden": [16]}):
+        with pytest.raises(goenv.InvalidArgument, match="must be a number, got"):
+            agents.GO(**options)
+    assert agents.GO(hidden=np.int64(16), learning_rate=np.float32(1e-3)).config["hidden"] == 16
+    agent = agents.PPO(env, seed=0)  # built for the env
+    with pytest.raises(goenv.InvalidArgument, match="weights must be finite"):
+        agent.set_weights(np.full(agent.num_parameters, np.nan, np.float32), 1)
+    assert np.isfinite(agent.weights).all()  # unchanged
 
 
 def test_checkpoint_and_state_bytes_in_any_bytes_like_container_and_nothing_else(tmp_path):
