@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import resource
+import stat
 import struct
 import warnings
 
@@ -393,6 +394,11 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     assert os.path.islink(tmp_path / "link") and regular.read_bytes() == b"new"
     files.write_atomic(tmp_path / "new", lambda f: f.write(b"made"))
     assert (tmp_path / "new").read_bytes() == b"made"
+    kept = tmp_path / "read-only"
+    kept.write_bytes(b"old")
+    os.chmod(kept, 0o444)  # a file replaced keeps its permissions
+    files.write_atomic(kept, b"newer")
+    assert kept.read_bytes() == b"newer" and stat.S_IMODE(os.stat(kept).st_mode) == 0o444
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
     with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
         small_graph().save(str(fifo))  # the C++ writer: the same rule

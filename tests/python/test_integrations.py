@@ -314,3 +314,15 @@ def test_library_example_learns(name, tmp_path):
     # Learned: at least 10% faster (a policy that does not learn stays near its start, ~75 ms)
     assert result["last_quarter_ms"] < 0.9 * result["first_quarter_ms"], result
     assert result["best_ms"] <= result["last_quarter_ms"]
+
+
+def test_grouped_placement_misuse_is_refused_clearly():
+    env = GroupedPlacement(goenv.make(SMALL))
+    with pytest.raises(goenv.ResetNeeded, match=r"action_masks\(\) called before reset\(\)"):
+        env.action_masks()  # as the env's own
+    with pytest.raises(goenv.InvalidArgument, match="already a GroupedPlacement"):
+        GroupedPlacement(env)
+    with pytest.raises(goenv.InvalidArgument, match="node_placement takes one device per decision unit"):
+        env.node_placement(np.zeros(env.num_units + 1, dtype=np.int64))
+    env.reset(seed=0)
+    assert env.action_masks().shape == (env.num_units * env.num_devices,)

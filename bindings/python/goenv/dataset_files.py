@@ -459,6 +459,9 @@ class Dataset:
     def __init__(self, root: str | os.PathLike):
         self.root = os.fspath(root)
         if not os.path.isdir(self.root):
+            if os.path.lexists(self.root):  # a file (a graph file?), not a dataset's folder
+                raise NotADirectoryError(20, "Not a dataset directory (a dataset is a folder made by "
+                                             "goenv dataset generate)", self.root)
             raise FileNotFoundError(2, "No such dataset directory", self.root)
         if not os.path.lexists(os.path.join(self.root, MANIFEST)):  # anything else there: _read_manifest says what
             raise FileNotFoundError(2, f"Not a goenv dataset (no {MANIFEST})", self.root)

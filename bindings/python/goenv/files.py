@@ -88,6 +88,10 @@ def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], Non
             file.flush()
             os.fsync(file.fileno())
         checked_output_path(target, what)  # still a regular file or nothing (not swapped meanwhile)
+        try:  # the file replaced keeps its permissions (a read-only checkpoint stays read-only)
+            os.chmod(temporary, stat.S_IMODE(os.stat(target).st_mode))
+        except FileNotFoundError:
+            pass
         os.replace(temporary, target)
     except BaseException:
         try:

@@ -20,7 +20,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from goenv._core import InvalidAction, InvalidArgument
+from goenv._core import InvalidAction, InvalidArgument, ResetNeeded
 from goenv.envs import GraphEnv
 
 __all__ = ["CurrentNodeObservation", "GroupedPlacement", "decision_units"]
@@ -52,6 +52,11 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         base = env.unwrapped
         if not isinstance(base, GraphEnv):
             raise InvalidArgument(f"GroupedPlacement wraps goenv envs, got {type(base).__name__}")
+        inner = env
+        while isinstance(inner, gymnasium.Wrapper):  # its actions are units: a second one would take units of units
+            if isinstance(inner, GroupedPlacement):
+                raise InvalidArgument("the env is already a GroupedPlacement; wrap it once")
+            inner = inner.env
         core = base.core
         if core.heads != ["placement"] or core.node_mode:
             raise InvalidArgument(
@@ -60,7 +65,7 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self.units, self.num_units = decision_units(base.graph.colocation)
         self.num_devices = core.num_devices
         self.action_space = spaces.MultiDiscrete(np.full(self.num_units, self.num_devices, dtype=np.int64))
-        self._mask = np.ones((self.num_units, self.num_devices), dtype=bool)
+        self._mask = None  # set by reset
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -78,10 +83,16 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
 
     def node_placement(self, action) -> np.ndarray:
         """The per-node placement a unit action stands for."""
-        return np.asarray(action)[self.units]
+        action = np.asarray(action)
+        if action.shape != (self.num_units,):
+            raise InvalidArgument(f"node_placement takes one device per decision unit: shape ({self.num_units},), "
+                                  f"got {action.shape}")
+        return action[self.units]
 
     def action_masks(self) -> np.ndarray:
         """(num_units * num_devices,) bool, unit after unit (MaskablePPO's MultiDiscrete layout)."""
+        if self._mask is None:  # as the env's own action_masks()
+            raise ResetNeeded(f"{self.unwrapped.core.id}: action_masks() called before reset()")
         return self._mask.reshape(-1).copy()
 
     def _update_mask(self, obs: dict) -> None:
