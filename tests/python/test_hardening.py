@@ -19,6 +19,7 @@ import pytest
 
 import goenv
 from goenv import dataset_files
+from helpers import require_agents
 
 HEADER = 28  # magic[8] | version u32 | payload size u64 | checksum64 u64
 
@@ -711,3 +712,21 @@ def test_early_sync_flushes_while_the_writer_goes_on_and_stops_before_the_file_c
 
     files.write_atomic(tmp_path / "out", write_again)
     assert (tmp_path / "out").read_bytes() == b"y"
+
+
+def test_an_output_folder_that_is_a_file_is_named_as_such(tmp_path):
+    # os.makedirs would say "File exists"; every folder output says what is wrong, and the file stays.
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    with pytest.raises(goenv.InvalidArgument, match="dataset folder .*afile: a file .* is there, not a folder"):
+        dataset_files.generate("random-layered", 1, str(afile), progress=False, params={"num_layers": 3, "width": 2})
+    with pytest.raises(goenv.InvalidArgument, match="dataset folder .*sub: a file"):
+        dataset_files.generate("random-layered", 1, str(afile / "sub"), progress=False)
+    source = tmp_path / "ds"
+    dataset_files.generate("random-layered", 2, str(source), progress=False, params={"num_layers": 3, "width": 2})
+    with pytest.raises(goenv.InvalidArgument, match="labels folder .*afile: a file"):
+        goenv.datasets.label(source, afile, decisions_per_graph=2, progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="log_dir .*afile: a file"):
+        require_agents().PPO(seed=0).train(goenv.make("placement-transformer-xl-2"), total_steps=4, log_dir=afile,
+                                           progress=False)
+    assert afile.read_text() == "mine"

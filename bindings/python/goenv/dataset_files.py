@@ -54,7 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
@@ -332,8 +332,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     if not _is_count(workers, 1) or workers > _core.MAX_THREADS:  # the threads limit of vector envs and agents
         raise InvalidArgument(f"workers must be an integer in [1, {_core.MAX_THREADS}], got {workers!r}")
 
-    root = os.fspath(out_dir)
-    os.makedirs(root, exist_ok=True)
+    root = output_folder(out_dir, "dataset folder")
     _clean_temporaries(root)
     identity = {"family": family, "params": dict(sorted(params.items())), "seed": seed, "shard_size": shard_size}
     plan = _plan(count, shard_size)

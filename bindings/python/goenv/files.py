@@ -71,6 +71,20 @@ def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
     return os.path.realpath(path) if os.path.islink(path) else path
 
 
+def output_folder(path: str | os.PathLike, what: str = "output folder") -> str:
+    """Makes the folder `path` (and its parents) if needed and returns it; InvalidArgument naming
+    the problem when something other than a folder is there (os.makedirs' "File exists")."""
+    root = os.fspath(path)
+    if not root:
+        raise InvalidArgument(f"{what}: empty path")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InvalidArgument(f"{what} {root}: a file (or a path through one) is there, not a folder; give a "
+                              f"folder's path") from None
+    return root
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], None], what: str = "output") -> str:
     """Writes `data` (bytes, or a function that writes to the open binary file) to a temporary
     file beside `path`, flushes it to disk and renames it over `path`: readers see the old

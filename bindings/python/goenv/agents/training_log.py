@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import os
 
+from goenv.files import output_folder
+
 COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mean_speedup", "best_speedup",
            "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "teacher_loss",
            "teacher_coef", "entropy_coef", "seconds")
@@ -52,7 +54,7 @@ class TrainingLog:
         self.title = title
         self.references = dict(references or {})
         self.log_dir = os.fspath(log_dir)
-        os.makedirs(self.log_dir, exist_ok=True)
+        output_folder(self.log_dir, "log_dir")
         self.csv_path = os.path.join(self.log_dir, "metrics.csv")
         self.png_path = os.path.join(self.log_dir, "training_curve.png")
         self.rows: list[dict] = []

@@ -32,7 +32,8 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
-from goenv.files import MAX_FILE_BYTES, EarlySync, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.files import (MAX_FILE_BYTES, EarlySync, output_folder, path_inside, read_json_file, read_regular_file,
+                         write_atomic)
 from goenv.labels import decisions, tables
 from goenv.labels.labeller import draw, label_drawn, prepare_graph
 from goenv.labels.pipeline import label_in_order
@@ -338,8 +339,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
               "agent_sha256": hashlib.sha256(agent_bytes).hexdigest() if agent_bytes else None}
     identity = {"source": resolved.identity, "config": config, "count": len(resolved), "shard_size": shard_size}
 
-    root = os.fspath(out)
-    os.makedirs(root, exist_ok=True)
+    root = output_folder(out, "labels folder")
     _clean_temporaries(root)
     plan = _plan(len(resolved), shard_size)
     kept = _kept_shards(root, identity, overwrite)

@@ -23,7 +23,7 @@ import re
 import numpy as np
 
 from goenv._core import InvalidArgument
-from goenv.files import write_atomic
+from goenv.files import output_folder, write_atomic
 
 CONFIG_FEATURES = 18
 MAX_DEVICES = 16
@@ -58,8 +58,7 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
         if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
             raise InvalidArgument(f"{name} must be an integer >= 1 (the env's number of levels), got {levels!r}")
     labels = labels if isinstance(labels, Labels) else Labels(labels)
-    root = os.fspath(out_dir)
-    os.makedirs(root, exist_ok=True)
+    root = output_folder(out_dir, "export folder")
     earlier = sorted(name for name in os.listdir(root) if EXPORTED.match(name))
     if earlier and not overwrite:
         raise InvalidArgument(f"{root} already holds an export ({len(earlier)} files such as {earlier[0]}); nothing "
