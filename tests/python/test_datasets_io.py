@@ -472,6 +472,14 @@ def test_a_run_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the
         datasets.generate("random-layered", 2, root, params={"num_layers": -3}, progress=False)
 
 
+def test_generate_names_a_family_or_params_of_the_wrong_type(tmp_path):
+    with pytest.raises(goenv.InvalidArgument, match="family must be a graph family's name"):
+        datasets.generate(5, 2, tmp_path / "a", progress=False)
+    with pytest.raises(goenv.InvalidArgument, match="params must be a mapping"):
+        datasets.generate("random-layered", 2, tmp_path / "b", params=[1, 2], progress=False)
+    assert not os.path.exists(tmp_path / "a") and not os.path.exists(tmp_path / "b")  # checked first
+
+
 def test_generate_refuses_a_directory_made_with_other_parameters(tmp_path):
     root = tmp_path / "ds"
     _generate(root)

@@ -68,6 +68,12 @@ def test_a_labelling_that_fails_before_its_first_shard_leaves_nothing_that_refus
         _label(graphs, tmp_path / "l", decisions_per_graph=3)
 
 
+def test_a_cluster_that_is_neither_a_name_nor_a_cluster_is_named(graphs, tmp_path):
+    with pytest.raises(goenv.InvalidArgument, match="a cluster is a preset's name .* got int"):
+        _label(graphs, tmp_path / "l", cluster=3)
+    assert not os.path.exists(tmp_path / "l")
+
+
 def test_the_mix_is_heuristics_random_then_perturbations_of_the_best(graphs, tmp_path):
     labels = _label(graphs, tmp_path / "l", decisions_per_graph=40, max_moves=5)
     decisions = labels.decisions(0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from goenv._core import Cluster
+from goenv._core import Cluster, InvalidArgument
 
 
 def list() -> list[str]:  # noqa: A001 - mirrors goenv.datasets.list()
@@ -11,5 +11,11 @@ def list() -> list[str]:  # noqa: A001 - mirrors goenv.datasets.list()
 
 
 def get(name: str | Cluster) -> Cluster:
-    """The preset called `name` (a Cluster passes through). Raises goenv.NotFound."""
-    return name if isinstance(name, Cluster) else Cluster.preset(name)
+    """The preset called `name` (a Cluster passes through). Raises goenv.NotFound, and
+    goenv.InvalidArgument for what is neither a name nor a Cluster."""
+    if isinstance(name, Cluster):
+        return name
+    if not isinstance(name, str):
+        raise InvalidArgument(f"a cluster is a preset's name (goenv.clusters.list()) or a goenv.Cluster, got "
+                              f"{type(name).__name__}")
+    return Cluster.preset(name)

@@ -207,6 +207,11 @@ def _normalize_params(family: str, params: Mapping[str, Any] | None) -> tuple[di
     """Checks parameter names against the family (NotFound for an unknown family); returns each as a
     float, or as a [low, high] list for a range (graph i draws its value from it), and whether the
     family is seeded."""
+    if not isinstance(family, str):
+        raise InvalidArgument(f"family must be a graph family's name (goenv.datasets.list()), got {type(family).__name__}")
+    if params is not None and not isinstance(params, Mapping):
+        raise InvalidArgument(f"params must be a mapping of parameter names to values or (low, high) ranges, got "
+                              f"{type(params).__name__}")
     accepted = _core.graph_family(family)["params"]
     params = {str(k): _param_value(family, str(k), v) for k, v in dict(params or {}).items()}
     unknown = sorted(set(params) - set(accepted))
