@@ -1,5 +1,7 @@
 #include "envs/start.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "envs/baselines/baseline.h"
 #include "envs/registry.h"
@@ -25,9 +27,17 @@ Solution start_decisions(Env& env, const std::string& name, std::int64_t* simula
               env.id() << ": start '" << name << "' is infeasible: "
                        << (r.invalid ? r.invalid_reason : std::string("out of memory")));
   Solution s = r.decisions;
-  const int levels = env.config().priority_levels;
-  const auto quantized = quantize_priorities(s.priority, levels);
-  s.priority.assign(quantized.begin(), quantized.end());
+  // Only the task's heads: the others stay empty, so the start keeps the initial ones (given
+  // other values for them, checked_start would refuse the start).
+  const auto decides = [&](Head h) { return std::find(env.heads().begin(), env.heads().end(), h) != env.heads().end(); };
+  if (!decides(Head::kPlacement)) s.placement.clear();
+  if (!decides(Head::kFusion)) s.fusion.clear();
+  if (!decides(Head::kPriority)) {
+    s.priority.clear();
+  } else {
+    const auto quantized = quantize_priorities(s.priority, env.config().priority_levels);
+    s.priority.assign(quantized.begin(), quantized.end());
+  }
   return s;
 }
 

@@ -227,6 +227,12 @@ def test_a_bad_start_is_refused_and_changes_nothing():
         env.reset(seed=0, options={"start": {}})
     scheduling.reset(seed=0)
     scheduling.reset(seed=0, options={"start": {"placement": scheduling.unwrapped.core.placement}})  # the initial
+    # A named start gives only the task's heads: an env whose initial priorities are no levels
+    # (quantizing them would change them) still starts from a baseline, keeping those priorities.
+    custom = np.linspace(0, 1, m)
+    own = goenv.make("placement-inception", priority=custom, horizon=2)
+    own.reset(seed=0, options={"start": "heft"})
+    np.testing.assert_array_equal(own.unwrapped.core.priority, custom)
     assert env.unwrapped.core.get_state() == before  # the episode goes on untouched
     env.step(env.action_space.sample())
 
