@@ -12,6 +12,7 @@ import pytest
 
 import goenv
 from goenv import cli
+from helpers import require_agents
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -68,7 +69,7 @@ def test_own_graph_bad_input(tmp_path):
 
 def test_agent_counts_out_of_range_are_invalid_arguments():
     # goenv.InvalidArgument, as the README's bad-input rules say (a ValueError too, as before).
-    agents = pytest.importorskip("goenv.agents")
+    agents = require_agents()
     env = goenv.make("placement", graph=own_graph())
     agent = agents.PPO(seed=0)
     for call in (lambda: agent.train([env], total_steps=0), lambda: agent.optimize(env, budget=0),
@@ -93,7 +94,7 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
 
 
 def test_checkpoint_and_state_bytes_in_any_bytes_like_container_and_nothing_else(tmp_path):
-    agents = pytest.importorskip("goenv.agents")
+    agents = require_agents()
     env = goenv.make("placement", graph=own_graph())
     agent = agents.PPO(env, seed=0)
     agent.save(tmp_path / "a.agent")

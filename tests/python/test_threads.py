@@ -12,6 +12,7 @@ import pytest
 
 import goenv
 from goenv import _core
+from helpers import require_agents
 
 ENV_ID = "joint-transformer-xl-2"  # three heads, colocation groups: every part of a step is exercised
 THREADS, STEPS, POOL = 4, 120, 6
@@ -188,7 +189,7 @@ def test_threads_using_one_agent_serialize(tmp_path):
     # One agent from several threads (search, acting, training, loading, weights) serializes
     # like an env: every call sees a whole policy (a load never frees what another call reads),
     # and a search's result is its own, the same as alone.
-    agents = pytest.importorskip("goenv.agents")
+    agents = require_agents()  # skips where goenv._agents is not built (the sanitizer run)
     env = goenv.make("placement-transformer-xl-2", horizon=2)
     observation, _ = env.reset(seed=0)
     agent = agents.GO(env, seed=0, hidden=16, num_threads=1, envs_per_graph=2)
@@ -228,7 +229,7 @@ def test_threads_using_one_agent_serialize(tmp_path):
 def test_agent_weights_outlive_a_load(tmp_path):
     # agent.weights is a live view of the policy until a load replaces the parameters; the
     # array then keeps the values it had (it owns their storage), never freed memory.
-    agents = pytest.importorskip("goenv.agents")
+    agents = require_agents()  # skips where goenv._agents is not built (the sanitizer run)
     env = goenv.make("placement-transformer-xl-2")
     agent, other = agents.GO(env, seed=0, hidden=16), agents.GO(env, seed=1, hidden=16)
     other.save(tmp_path / "other.agent")
