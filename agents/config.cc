@@ -178,6 +178,7 @@ void validate(const AgentConfig& c) {
   GOENV_CHECK(c.imitation_flips >= 0, InvalidArgument, "imitation_flips must be >= 0, got " << c.imitation_flips);
   GOENV_CHECK(c.teacher_coef >= 0, InvalidArgument, "teacher_coef must be >= 0, got " << c.teacher_coef);
   GOENV_CHECK(!c.teacher.empty(), InvalidArgument, "teacher must name a baseline or be 'best'");
+  GOENV_CHECK(c.seed >= 0, InvalidArgument, "seed must be >= 0, got " << c.seed);
   GOENV_CHECK(c.num_threads >= 0 && c.num_threads <= kMaxThreads, InvalidArgument,
               "num_threads must be in [0, " << kMaxThreads << "] (0 = torch's setting), got " << c.num_threads);
   GOENV_CHECK(c.device == "auto" || c.device == "cpu" || c.device == "cuda", InvalidArgument,

@@ -397,7 +397,9 @@ std::string read_file(const std::string& path) {
 void write_file_atomic(const std::string& path, const std::string& contents) {
   std::string target = path;
   struct stat info {};
-  if (::stat(path.c_str(), &info) == 0) {
+  const bool replaces = ::stat(path.c_str(), &info) == 0;
+  const mode_t kept_mode = replaces ? (info.st_mode & 07777) : 0;
+  if (replaces) {
     GOENV_CHECK(S_ISREG(info.st_mode), InvalidArgument,
                 "'" << path << "' is " << file_kind(info.st_mode)
                     << ", not a regular file; goenv writes only over regular files or new paths");
@@ -428,6 +430,8 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     if (n <= 0) fail(std::strerror(errno));
     done += static_cast<std::size_t>(n);
   }
+  // A replaced file keeps its permissions (not the umask's), as a plain overwrite would.
+  if (replaces && ::fchmod(file.fd, kept_mode) != 0) fail(std::strerror(errno));
   if (::fsync(file.fd) != 0) fail(std::strerror(errno));
   if (::stat(target.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) fail("the target stopped being a regular file");
   if (std::rename(tmp.c_str(), target.c_str()) != 0) fail(std::string("cannot rename: ") + std::strerror(errno));

@@ -249,6 +249,13 @@ def test_train_logs_callback_and_evaluate(tmp_path):
     assert lines[0].startswith("step,update,mean_reward,mean_runtime,best_runtime")
     assert len(lines) == 4
     assert (tmp_path / "log" / "training_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(os.listdir(tmp_path / "log")) == ["metrics.csv", "training_curve.png"]  # no temporaries left
+    os.mkfifo(tmp_path / "log" / "fifo")
+    os.replace(tmp_path / "log" / "fifo", tmp_path / "log" / "metrics.csv")
+    steps = agent.steps_trained
+    with pytest.raises(goenv.InvalidArgument, match="metrics.csv: a FIFO"):  # refused before training
+        agent.train(env, 10_000, log_dir=tmp_path / "log", progress=False)
+    assert agent.steps_trained == steps
     results = agent.evaluate([env, "placement-inception"])
     assert set(results) == {env.core.id, "placement-inception"}
     for r in results.values():

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import goenv
-from goenv import dataset_files
+from goenv import dataset_files, files
 from helpers import require_agents
 
 HEADER = 28  # magic[8] | version u32 | payload size u64 | checksum64 u64
@@ -371,9 +371,26 @@ def device_node(tmp_path):
     return path
 
 
-def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
-    from goenv import files
+def test_csv_logs_grow_atomically_and_only_over_regular_files(tmp_path):
+    """Training metrics (goenv.files.CsvLog, behind metrics.csv and distributed_metrics.csv):
+    each row lands whole, a FIFO at the path is refused when the log is made (it would block a
+    plain open() forever), and nothing temporary is left beside it."""
+    path = tmp_path / "metrics.csv"
+    log = files.CsvLog(path, ("step", "loss"))
+    assert path.read_bytes() == b"step,loss\r\n"  # as csv writes a file opened with newline=""
+    log.append({"step": 1, "loss": 0.5, "ignored": "x"})
+    log.append({"step": 2, "loss": 0.25})
+    assert path.read_text().splitlines() == ["step,loss", "1,0.5", "2,0.25"]
+    assert sorted(os.listdir(tmp_path)) == ["metrics.csv"]
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
+        files.CsvLog(fifo, ("step",))
+    with pytest.raises(goenv.InvalidArgument, match="a directory"):
+        files.CsvLog(tmp_path, ("step",))
 
+
+def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     fifo, folder, dangling = tmp_path / "fifo", tmp_path / "folder", tmp_path / "dangling"
     os.mkfifo(fifo)
     folder.mkdir()
@@ -400,6 +417,11 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     os.chmod(kept, 0o444)  # a file replaced keeps its permissions
     files.write_atomic(kept, b"newer")
     assert kept.read_bytes() == b"newer" and stat.S_IMODE(os.stat(kept).st_mode) == 0o444
+    graph_file = tmp_path / "graph.json"
+    small_graph().save(str(graph_file))
+    os.chmod(graph_file, 0o640)
+    small_graph().save(str(graph_file))  # the C++ writer keeps them too
+    assert stat.S_IMODE(os.stat(graph_file).st_mode) == 0o640
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
     with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
         small_graph().save(str(fifo))  # the C++ writer: the same rule

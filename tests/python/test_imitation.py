@@ -219,7 +219,7 @@ def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
     with pytest.raises(goenv.InvalidArgument, match=r"unknown pretrained agent 'go-fusion'.*go-placement"):
         agents.pretrained("go-fusion")
     for count in (0, 257, True, 2.0):  # a device count no cluster has
-        with pytest.raises(goenv.InvalidArgument, match=r"num_devices must be a cluster's device count.*\[1, 256\]"):
+        with pytest.raises(goenv.InvalidArgument, match=r"num_devices \(a cluster's device count\) must be an integer in \[1, 256\]"):
             agents.pretrained("go-placement", num_devices=count)
 
 

@@ -419,7 +419,7 @@ def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path):
     assert sorted(os.listdir(out)) == sorted([os.path.basename(p) for p in again] + ["notes.txt"])
     assert again == first and (out / "notes.txt").read_text() == "mine"  # only the export's files replaced
     for levels in (0, -5, 2.0, True):
-        with pytest.raises(goenv.InvalidArgument, match="priority_levels must be an integer >= 1"):
+        with pytest.raises(goenv.InvalidArgument, match=r"priority_levels \(the env's number of levels\) must be an integer >= 1"):
             goenv.datasets.export_tpugraphs(labels, tmp_path / "other", priority_levels=levels)
 
 

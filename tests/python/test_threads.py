@@ -162,7 +162,7 @@ def test_vector_env_made_from_an_env_another_thread_steps():
 def test_num_threads_is_bounded_by_max_threads():
     assert _core.MAX_THREADS == 1024
     for bad in (0, -1, 2_000_000_000, _core.MAX_THREADS + 1):
-        with pytest.raises(goenv.InvalidArgument, match=r"num_threads must be in \[1, 1024\]"):
+        with pytest.raises(goenv.InvalidArgument, match=r"num_threads must be (an integer )?in \[1, 1024\]"):
             goenv.make_vec("placement-transformer-xl-2", num_envs=2, num_threads=bad)
     for bad in (2**70, True, 2.5, "4"):
         with pytest.raises(goenv.InvalidArgument, match="num_threads"):

@@ -466,7 +466,7 @@ def test_after_close_every_call_says_closed_and_options_are_not_coerced():
                              ({"num_threads": "3"}, "num_threads must be an integer"),
                              ({"num_threads": True}, "num_threads must be an integer"),
                              ({"copy": "no"}, "copy must be True or False"),
-                             ({"max_episode_steps": 2.5}, "max_episode_steps must be None or an integer")):
+                             ({"max_episode_steps": 2.5}, r"max_episode_steps \(or None\) must be an integer >= 0")):
         with pytest.raises(goenv.InvalidArgument, match=message):
             make_vec("placement-transformer-xl-2", num_envs=2, **options)
     venv = make_vec("placement-transformer-xl-2", num_envs=2)

@@ -29,6 +29,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv import text
+from goenv.arguments import checked_int
 
 __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities", "solve", "table"]
 
@@ -88,16 +89,12 @@ def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
 
 def checked_budget(budget: Any) -> int:
     """`budget` as an int, or goenv.InvalidArgument: an integer in [0, 2**63) (not a bool, float or string)."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 0 <= budget < 2**63:
-        raise _core.InvalidArgument(f"budget must be an integer >= 0 (simulator calls) below 2**63, got {budget!r}")
-    return int(budget)
+    return checked_int("budget", budget, 0, 2**63 - 1)
 
 
 def checked_seed(seed: Any) -> int:
     """`seed` as an int, or goenv.InvalidArgument: an integer in [0, 2**64)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-        raise _core.InvalidArgument(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    return int(seed)
+    return checked_int("seed", seed, 0, 2**64 - 1)
 
 
 def _action(core: _core.Env, result: dict):

@@ -54,6 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
+from goenv.arguments import checked_int, is_count
 from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
@@ -144,10 +145,6 @@ def _read_manifest(root: str) -> dict:
     return manifest
 
 
-def _is_count(value: Any, minimum: int = 0) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
 def _check_manifest(manifest: dict, path: str) -> None:
     """Every field has its type and range, and every shard record is the one the plan of
     (count, shard_size) has at its index, naming its own file: nothing outside the folder."""
@@ -166,7 +163,7 @@ def _check_manifest(manifest: dict, path: str) -> None:
             or isinstance(v, list) and len(v) == 2 and all(isinstance(x, number) and not isinstance(x, bool) for x in v)
             for v in params.values()):
         raise bad("'params' is not a map of numbers or [low, high] ranges")
-    if not _is_count(manifest["seed"]) or not _is_count(manifest["count"], 1) or not _is_count(
+    if not is_count(manifest["seed"]) or not is_count(manifest["count"], 1) or not is_count(
             manifest["shard_size"], 1):
         raise bad("'seed', 'count' or 'shard_size' is not a non-negative integer (count and shard_size >= 1)")
     if not isinstance(manifest.get("complete", False), bool):
@@ -177,7 +174,7 @@ def _check_manifest(manifest: dict, path: str) -> None:
         raise bad(f"'shards' is not a list of at most {num_shards} records")
     seen = set()
     for record in shards:
-        if not isinstance(record, dict) or not all(_is_count(record.get(k)) for k in ("index", "first", "count",
+        if not isinstance(record, dict) or not all(is_count(record.get(k)) for k in ("index", "first", "count",
                                                                                      "bytes")):
             raise bad(f"shard record {str(record)[:100]} lacks an integer index, first, count or bytes")
         index = record["index"]
@@ -321,12 +318,8 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     InvalidArgument, unless overwrite=True, which replaces it. Builds run on `workers` threads
     (default: the CPU count, at most 8); the C++ builders release the GIL.
     """
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise InvalidArgument(f"count must be an integer >= 1, got {count!r}")
-    if not isinstance(shard_size, int) or isinstance(shard_size, bool) or shard_size < 1:
-        raise InvalidArgument(f"shard_size must be an integer >= 1, got {shard_size!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InvalidArgument(f"seed must be an integer >= 0, got {seed!r}")
+    count, shard_size, seed = checked_int("count", count, 1), checked_int("shard_size", shard_size, 1), checked_int(
+        "seed", seed)
     params, seeded = _normalize_params(family, params)
     if seeded and seed + count - 1 > 2**31 - 1:
         raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")
@@ -334,8 +327,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
         warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
                       UserWarning, stacklevel=2)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
-    if not _is_count(workers, 1) or workers > _core.MAX_THREADS:  # the threads limit of vector envs and agents
-        raise InvalidArgument(f"workers must be an integer in [1, {_core.MAX_THREADS}], got {workers!r}")
+    checked_int("workers", workers, 1, _core.MAX_THREADS)  # the threads limit of vector envs and agents
 
     root = output_folder(out_dir, "dataset folder")
     _clean_temporaries(root)

@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 import goenv._core as _core
 from goenv._core import Cluster, Graph, InvalidArgument, NotFound, ResetNeeded
+from goenv.arguments import checked_bytes, checked_flag
 from goenv.clusters import get as get_cluster
 
 # The observation version of Gymnasium ids "goenv/<id>-v<N>" (bump, with a note in
@@ -270,9 +271,7 @@ class GraphEnv(gymnasium.Env):
         return self.core.get_state()
 
     def set_state(self, state: bytes) -> None:
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise InvalidArgument(f"set_state takes the bytes get_state() returned, got {type(state).__name__}")
-        self.core.set_state(bytes(state))
+        self.core.set_state(bytes(checked_bytes(state, "set_state takes the bytes get_state() returned")))
 
     OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
                 "max_fusion_size", "colocation", "placement", "priority", "observation_version", "start")
@@ -308,13 +307,6 @@ class GraphEnv(gymnasium.Env):
         return f"<GraphEnv {self.core.id}: {self.core.num_nodes} nodes on {self.cluster.name}>"
 
     __str__ = __repr__
-
-
-def checked_flag(name: str, value: Any) -> bool:
-    """A bool option (numpy's too), or InvalidArgument naming it: 1 or "yes" is not a flag."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidArgument(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def env_options(core: "_core.Env") -> dict:

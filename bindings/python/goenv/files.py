@@ -14,6 +14,8 @@ FIFO or /dev/zero swapped in after a check is still refused.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import secrets
@@ -25,7 +27,7 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file",
+__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file",
            "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -189,3 +191,24 @@ def read_json_file(path: str | os.PathLike, limit: int, what: str, error: type[E
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as problem:
         raise error(f"{os.fspath(path)}: not a valid {what} ({type(problem).__name__}: "
                     f"{str(problem)[:200]})") from None
+
+
+class CsvLog:
+    """A CSV file that grows a row at a time as training goes (metrics logs). After each row the
+    whole file is rewritten with write_atomic (a log is kilobytes; a row comes every few
+    seconds): a reader never sees half a row, and the path is checked when the log is made,
+    before any work, so a FIFO or device there is refused rather than written into."""
+
+    def __init__(self, path: str | os.PathLike, columns: tuple[str, ...], what: str = "log"):
+        self.path, self.what = checked_output_path(path, what), what
+        self._text = io.StringIO(newline="")
+        self._writer = csv.DictWriter(self._text, fieldnames=columns, extrasaction="ignore")
+        self._writer.writeheader()
+        self._write()
+
+    def append(self, row: dict) -> None:
+        self._writer.writerow(row)
+        self._write()
+
+    def _write(self) -> None:
+        write_atomic(self.path, self._text.getvalue().encode(), self.what)

@@ -46,7 +46,8 @@ from gymnasium.vector.utils import batch_space
 
 import goenv._core as _core
 from goenv._core import InvalidArgument
-from goenv.envs import GraphEnv, checked_flag, parse_gym_id, readonly_copy
+from goenv.arguments import checked_bytes, checked_flag, checked_int
+from goenv.envs import GraphEnv, parse_gym_id, readonly_copy
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -77,16 +78,12 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         raise InvalidArgument("make_vec needs at least one env id or GraphEnv")
     if num_envs is None:
         num_envs = len(entries)
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise InvalidArgument(f"num_envs must be a positive integer, got {num_envs!r}")
-    num_envs = int(num_envs)
+    num_envs = checked_int("num_envs", num_envs, low=1)
     if num_threads is None:
         num_threads = min(num_envs, _available_cores())
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
-        raise InvalidArgument(f"num_threads must be an integer, got {num_threads!r}")
-    if max_episode_steps is not None and (isinstance(max_episode_steps, bool) or
-                                          not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 0):
-        raise InvalidArgument(f"max_episode_steps must be None or an integer >= 0, got {max_episode_steps!r}")
+    num_threads = _checked_num_threads(num_threads)
+    if max_episode_steps is not None:
+        max_episode_steps = checked_int("max_episode_steps (or None)", max_episode_steps)
     copy = checked_flag("copy", copy)
     templates = []
     built: dict[str, _core.Env] = {}
@@ -344,9 +341,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     def set_state(self, state: bytes) -> None:
         self._check_open()
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise InvalidArgument(f"set_state takes the bytes get_state() returned, got {type(state).__name__}")
-        self.core.set_state(bytes(state))
+        self.core.set_state(bytes(checked_bytes(state, "set_state takes the bytes get_state() returned")))
 
     @property
     def num_threads(self) -> int:
@@ -354,9 +349,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     @num_threads.setter
     def num_threads(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise InvalidArgument(f"num_threads must be an integer, got {value!r}")
-        self._open_core().num_threads = int(value)
+        self._open_core().num_threads = _checked_num_threads(value)
 
     @property
     def copy(self) -> bool:
@@ -379,9 +372,11 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
 
 def _checked_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidArgument(f"seeds must be non-negative integers or None, got {seed!r}")
-    return int(seed) % 2**64  # as an int seed: any size, taken mod 2**64
+    return checked_int("a seed (or None)", seed) % 2**64  # as an int seed: any size, taken mod 2**64
+
+
+def _checked_num_threads(value) -> int:
+    return checked_int("num_threads", value, 1, _core.MAX_THREADS)  # the core's limit, checked there too
 
 
 # The graph limits of the core (core/graph.h: kMaxNodes, kMaxEdges).

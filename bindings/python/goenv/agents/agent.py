@@ -11,6 +11,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
+from goenv.arguments import checked_bytes, checked_int
 from goenv.files import read_regular_file, write_atomic
 
 _NATIVE = None
@@ -41,12 +42,10 @@ def options() -> list[tuple[str, str, Any, str]]:
     return [tuple(field) for field in native().config_fields()]
 
 
-def _check_count(name: str, value: Any, low: int = 1, high: int = 2**63 - 1) -> None:
-    """goenv.InvalidArgument (a ValueError) unless `value` is an integer (not a bool) in [low, high]
-    (by default what the native calls take: int64)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        what = 'a positive integer' if low == 1 else f'an integer >= {low}'
-        raise InvalidArgument(f"{name} must be {what}{f' and <= {high}' if high < 2**63 - 1 else ''}, got {value!r}")
+def _check_count(name: str, value: Any, low: int = 1, high: int = 2**63 - 1) -> int:
+    """`value` as an int in [low, high] (by default what the native calls take: int64), or
+    goenv.InvalidArgument naming it."""
+    return checked_int(name, value, low, high)
 
 
 class Agent:
@@ -211,9 +210,7 @@ class Agent:
         sampler its own random stream (rollout workers that share a graph)."""
         described = env_arguments(envs)
         sampled = list(range(len(described))) if sampled is None else [int(i) for i in sampled]
-        if isinstance(stream, bool) or int(stream) < 0:
-            raise InvalidArgument(f"stream must be a non-negative integer, got {stream!r}")
-        self._agent.set_envs(described, sampled, int(stream))
+        self._agent.set_envs(described, sampled, _check_count("stream", stream, low=0))
 
     def collect(self) -> list[dict]:
         """One rollout per graph (graphs_per_update of the sampled ones, round robin) with
@@ -380,9 +377,7 @@ def load(path: str | os.PathLike, device: str | None = None) -> Agent:
 def load_bytes(data: bytes, device: str | None = None) -> Agent:
     """The agent a checkpoint's bytes hold (bytes, bytearray or memoryview); goenv.InvalidArgument
     names what is wrong with bad ones."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidArgument(f"load_bytes takes a checkpoint's bytes, got {type(data).__name__}")
-    data = bytes(data)
+    data = bytes(checked_bytes(data, "load_bytes takes a checkpoint's bytes"))
     agent = registry.make_agent(native().checkpoint_algorithm(data))
     agent._agent.from_bytes(data, _device_option(device))
     return agent
@@ -409,10 +404,8 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
 
     if name not in PRETRAINED:
         raise InvalidArgument(f"unknown pretrained agent {name!r}; the choices are {', '.join(sorted(PRETRAINED))}")
-    if num_devices is not None and (isinstance(num_devices, bool) or not isinstance(num_devices, (int, np.integer))
-                                    or not 1 <= num_devices <= MAX_DEVICES):
-        raise InvalidArgument(f"num_devices must be a cluster's device count, an integer in [1, {MAX_DEVICES}], "
-                              f"got {num_devices!r}")
+    if num_devices is not None:
+        checked_int("num_devices (a cluster's device count)", num_devices, 1, MAX_DEVICES)
     path = Path(__file__).resolve().parent / "shipped" / f"{name}.agent"
     if not path.is_file():
         raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")

@@ -1,13 +1,13 @@
 """Training logs: a metrics CSV written as training goes, and a PNG curve at the end, drawn
 against the runtimes that make it mean something (the compiler default, the best heuristic,
-the lower bound)."""
+the lower bound). Both are written atomically, only over regular files (goenv.files.CsvLog
+and write_atomic)."""
 
 from __future__ import annotations
 
-import csv
 import os
 
-from goenv.files import output_folder
+from goenv.files import CsvLog, checked_output_path, output_folder, write_atomic
 
 COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mean_speedup", "best_speedup",
            "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "teacher_loss",
@@ -57,20 +57,19 @@ class TrainingLog:
         output_folder(self.log_dir, "log_dir")
         self.csv_path = os.path.join(self.log_dir, "metrics.csv")
         self.png_path = os.path.join(self.log_dir, "training_curve.png")
+        checked_output_path(self.png_path, "training curve")  # before training: refused now, not after it
+        self._csv = CsvLog(self.csv_path, COLUMNS, "training log")
         self.rows: list[dict] = []
-        self._file = open(self.csv_path, "w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore")
-        self._writer.writeheader()
+        self._closed = False
 
     def append(self, metrics: dict) -> None:
         self.rows.append(dict(metrics))
-        self._writer.writerow(metrics)
-        self._file.flush()
+        self._csv.append(metrics)
 
     def close(self) -> None:
-        if self._file.closed:
+        if self._closed:
             return
-        self._file.close()
+        self._closed = True
         if self.rows:
             plot_training_curve(self.rows, self.png_path, self.title, self.references)
 
@@ -105,6 +104,4 @@ def plot_training_curve(rows: list[dict], path: str, title: str = "training",
     losses.legend()
     figure.suptitle(title)
     figure.tight_layout()
-    tmp = f"{path}.tmp{os.getpid()}.png"
-    figure.savefig(tmp)
-    os.replace(tmp, path)
+    write_atomic(path, lambda file: figure.savefig(file, format="png"))

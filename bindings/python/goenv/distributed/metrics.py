@@ -1,10 +1,11 @@
 """Per-update metrics of distributed training: a CSV written as training goes,
-and the samples/s-against-workers picture the benchmark draws."""
+and the samples/s-against-workers picture the benchmark draws (both written atomically)."""
 
 from __future__ import annotations
 
-import csv
 import os
+
+from goenv.files import CsvLog, output_folder, write_atomic
 
 COLUMNS = ("update", "step", "version", "samples_per_second", "wait_seconds", "update_seconds", "publish_seconds",
            "lag_histogram", "dropped_rollouts", "worker_restarts", "mean_reward", "mean_speedup", "best_speedup",
@@ -20,20 +21,16 @@ class MetricsLog:
     """Appends one row per update to `log_dir/distributed_metrics.csv`."""
 
     def __init__(self, log_dir: str | os.PathLike):
-        os.makedirs(log_dir, exist_ok=True)
-        self.path = os.path.join(os.fspath(log_dir), "distributed_metrics.csv")
-        self._file = open(self.path, "w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore")
-        self._writer.writeheader()
+        self.path = os.path.join(output_folder(log_dir, "log_dir"), "distributed_metrics.csv")
+        self._csv = CsvLog(self.path, COLUMNS, "distributed metrics")
 
     def append(self, metrics: dict) -> None:
         row = dict(metrics)
         row["lag_histogram"] = format_histogram(metrics.get("lag_histogram", {}))
-        self._writer.writerow(row)
-        self._file.flush()
+        self._csv.append(row)
 
     def close(self) -> None:
-        self._file.close()
+        """Nothing to release: every row is on disk when append() returns."""
 
 
 def plot_scaling(workers: list[float], samples_per_second: list[float], path: str, title: str,
@@ -57,4 +54,4 @@ def plot_scaling(workers: list[float], samples_per_second: list[float], path: st
     axes.set_title(title)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path)
+    write_atomic(path, lambda file: figure.savefig(file, format="png"), "scaling plot")

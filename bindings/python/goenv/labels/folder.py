@@ -32,6 +32,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
+from goenv.arguments import checked_int, is_count
 from goenv.files import (MAX_FILE_BYTES, EarlySync, output_folder, path_inside, read_json_file, read_regular_file,
                          write_atomic)
 from goenv.labels import decisions, tables
@@ -191,10 +192,6 @@ class _HashingFile:
 # ---------------------------------------------------------------------------
 # The manifest.
 
-def _is_count(value, minimum: int = 0) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
 def _plan(count: int, shard_size: int) -> list[dict]:
     return [{"index": k, "first": first, "count": min(shard_size, count - first)}
             for k, first in enumerate(range(0, count, shard_size))]
@@ -219,14 +216,14 @@ def read_manifest(root: str) -> dict:
             raise bad(f"the manifest has no '{key}'")
     if not isinstance(manifest["config"], dict) or not isinstance(manifest["source"], dict):
         raise bad("'config' or 'source' is not a map")
-    if not _is_count(manifest["count"], 1) or not _is_count(manifest["shard_size"], 1):
+    if not is_count(manifest["count"], 1) or not is_count(manifest["shard_size"], 1):
         raise bad("'count' or 'shard_size' is not an integer >= 1")
     plan = _plan(manifest["count"], manifest["shard_size"])
     if not isinstance(manifest["shards"], list) or len(manifest["shards"]) > len(plan):
         raise bad(f"'shards' is not a list of at most {len(plan)} records")
     seen = set()
     for record in manifest["shards"]:
-        if not isinstance(record, dict) or not all(_is_count(record.get(k)) for k in ("index", "first", "count",
+        if not isinstance(record, dict) or not all(is_count(record.get(k)) for k in ("index", "first", "count",
                                                                                      "rows")):
             raise bad(f"shard record {str(record)[:100]} lacks an integer index, first, count or rows")
         index = record["index"]
@@ -241,7 +238,7 @@ def read_manifest(root: str) -> dict:
             entry = files.get(kind) if isinstance(files, dict) else None
             if not isinstance(entry, dict) or entry.get("file") != shard_file(kind, index):
                 raise bad(f"shard record {index} does not name its {kind} file {shard_file(kind, index)!r}")
-            if not _is_count(entry.get("bytes")) or not (isinstance(entry.get("sha256"), str)
+            if not is_count(entry.get("bytes")) or not (isinstance(entry.get("sha256"), str)
                                                          and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
                 raise bad(f"shard record {index} has no size or SHA-256 for its {kind} file")
     return manifest
@@ -330,8 +327,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         raise InvalidArgument(f"unknown task {task!r}; tasks: {', '.join(_core.task_names())}")
     decisions.check(sampler, decisions_per_graph, max_moves, agent is not None)
     for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
-        if not _is_count(value, low):
-            raise InvalidArgument(f"{name} must be an integer >= {low}, got {value!r}")
+        checked_int(name, value, low)
     resolved = resolve(source, cluster)
     agent_bytes = _agent_bytes(agent)
     config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,

@@ -23,6 +23,7 @@ import re
 import numpy as np
 
 from goenv._core import InvalidArgument
+from goenv.arguments import checked_int
 from goenv.files import output_folder, write_atomic
 
 CONFIG_FEATURES = 18
@@ -55,8 +56,7 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     from goenv.labels.folder import Labels
 
     for name, levels in (("priority_levels", priority_levels), ("fusion_levels", fusion_levels)):
-        if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
-            raise InvalidArgument(f"{name} must be an integer >= 1 (the env's number of levels), got {levels!r}")
+        checked_int(f"{name} (the env's number of levels)", levels, low=1)
     labels = labels if isinstance(labels, Labels) else Labels(labels)
     root = output_folder(out_dir, "export folder")
     earlier = sorted(name for name in os.listdir(root) if EXPORTED.match(name))

@@ -1,0 +1,53 @@
+"""Checks of the arguments every room takes (DESIGN §5: bad input raises a clear exception
+naming it, before any work is done). A count is an integer, never a bool, a float or a string
+(numpy's integer scalars count); a flag is a bool (numpy's too); binary data is bytes-like.
+
+    count = checked_int("episodes", episodes, low=1, high=2**31 - 1)
+    copy = checked_flag("copy", copy)
+    state = checked_bytes(state, "set_state takes the bytes get_state() returned")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from goenv._core import InvalidArgument
+
+__all__ = ["checked_bytes", "checked_flag", "checked_int", "is_count"]
+
+
+def is_count(value: Any, low: int = 0) -> bool:
+    """Whether `value` is an integer (not a bool) >= low: what a manifest's counts must be."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= low
+
+
+def checked_int(name: str, value: Any, low: int = 0, high: int | None = None) -> int:
+    """`value` as an int, or InvalidArgument naming `name` and the range: an integer in
+    [low, high] (high=None: no upper bound)."""
+    if not is_count(value, low) or (high is not None and value > high):
+        raise InvalidArgument(f"{name} must be {_integer_range(low, high)}, got {value!r}")
+    return int(value)
+
+
+def _integer_range(low: int, high: int | None) -> str:
+    if high is None:
+        return f"an integer >= {low}"
+    if high >= 2**31 - 1 and (high + 1) & high == 0:  # 2**k - 1: the type's limit, written as such
+        return f"an integer in [{low}, 2**{high.bit_length()})"
+    return f"an integer in [{low}, {high}]"
+
+
+def checked_flag(name: str, value: Any) -> bool:
+    """A bool option (numpy's too), or InvalidArgument naming it: 1 or "yes" is not a flag."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgument(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def checked_bytes(value: Any, takes: str) -> bytes | bytearray | memoryview:
+    """`value` if it is bytes-like, else InvalidArgument: "<takes>, got <its type>"."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise InvalidArgument(f"{takes}, got {type(value).__name__}")
+    return value
