@@ -163,13 +163,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     # itself never needs.
     def _space(self, name: str) -> gymnasium.Space:
         if self._spaces is None:
-            spaces_ = {}
-            self._spaces = spaces_
-            try:
-                self._build_spaces()
-            except RuntimeError:  # closed before the spaces were built: build them on no later call
-                self._spaces = None
-                raise
+            self._spaces = self._built_spaces()  # raises (and keeps None) when closed
         return self._spaces[name]
 
     def _set_space(self, name: str, value: gymnasium.Space) -> None:
@@ -185,8 +179,8 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     single_action_space = property(lambda self: self._space("single_action_space"),
                                    lambda self, v: self._set_space("single_action_space", v))
 
-    def _build_spaces(self) -> None:
-        spaces_ = self._spaces
+    def _built_spaces(self) -> dict[str, gymnasium.Space]:
+        built: dict[str, gymnasium.Space] = {}
         c = self._open_core()
         b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
         s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
@@ -222,18 +216,18 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         node_mode = c.node_mode
         num_nodes, num_edges = c.num_nodes, c.num_edges
         if self.layout == "stacked":
-            spaces_["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
-            spaces_["single_action_space"] = action_space(None if node_mode else num_nodes[0])
-            spaces_["observation_space"] = batch_space(spaces_["single_observation_space"], b)
-            spaces_["action_space"] = batch_space(spaces_["single_action_space"], b)
+            built["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
+            built["single_action_space"] = action_space(None if node_mode else num_nodes[0])
+            built["observation_space"] = batch_space(built["single_observation_space"], b)
+            built["action_space"] = batch_space(built["single_action_space"], b)
         elif self.layout == "padded":
             p, q = c.max_nodes, c.max_edges
-            spaces_["single_observation_space"] = observation_space(
+            built["single_observation_space"] = observation_space(
                 p, q, edge_low=-1,
                 extra={"num_nodes": box((), np.int64, 0, p), "num_edges": box((), np.int64, 0, q)})
-            spaces_["single_action_space"] = action_space(None if node_mode else p)
-            spaces_["observation_space"] = batch_space(spaces_["single_observation_space"], b)
-            spaces_["action_space"] = batch_space(spaces_["single_action_space"], b)
+            built["single_action_space"] = action_space(None if node_mode else p)
+            built["observation_space"] = batch_space(built["single_observation_space"], b)
+            built["action_space"] = batch_space(built["single_action_space"], b)
         else:  # concatenated: fixed shapes over all envs; single spaces are env 0's
             n, e = c.total_nodes, c.total_edges
             batched = observation_space(n, e, extra={
@@ -245,11 +239,12 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
             if c.observation_version >= 2:
                 batched.spaces["device_features"] = box((b, d, fd))
                 batched.spaces["device_state"] = box((b, d, sd))
-            spaces_["observation_space"] = batched
-            spaces_["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
-            spaces_["single_action_space"] = action_space(None if node_mode else num_nodes[0])
-            spaces_["action_space"] = (batch_space(spaces_["single_action_space"], b) if node_mode
-                                       else action_space(n))
+            built["observation_space"] = batched
+            built["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
+            built["single_action_space"] = action_space(None if node_mode else num_nodes[0])
+            built["action_space"] = (batch_space(built["single_action_space"], b) if node_mode
+                                     else action_space(n))
+        return built
 
     # -- the API -----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
