@@ -12,7 +12,13 @@ namespace goenv::bindings {
 
 namespace {
 
-std::shared_ptr<Graph> as_graph(py::handle g) { return g.cast<std::shared_ptr<Graph>>(); }
+// A goenv.Graph, or InvalidArgument naming what came instead: None casts to a null
+// pointer, which simulate and lower_bound would dereference.
+std::shared_ptr<Graph> as_graph(py::handle g, const char* what) {
+  GOENV_CHECK(py::isinstance<Graph>(g), InvalidArgument,
+              what << " needs a goenv.Graph, got " << std::string(py::str(py::type::handle_of(g).attr("__name__"))));
+  return g.cast<std::shared_ptr<Graph>>();
+}
 
 bool same_cluster(const Cluster& a, const Cluster& b) {
   if (a.num_devices() != b.num_devices() || a.links().size() != b.links().size()) return false;
@@ -108,7 +114,7 @@ void bind_simulator(py::module_& m) {
   m.def("simulate",
         [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority, py::handle fusion,
            int max_fusion_size) {
-          auto g = as_graph(graph);
+          auto g = as_graph(graph, "simulate");
           const int n = g->num_nodes();
           std::vector<std::int32_t> p, f;
           std::vector<double> q;
@@ -138,7 +144,7 @@ void bind_simulator(py::module_& m) {
            int max_fusion_size) {
           // K decisions of one graph in one call (the labeller's): one conversion, the GIL released
           // over the whole loop, the outcomes written straight into stacked arrays.
-          auto g = as_graph(graph);
+          auto g = as_graph(graph, "simulate_batch");
           const py::ssize_t n = g->num_nodes(), devices = cluster.num_devices();
           auto rows = [&](py::handle value, const char* what) {
             refuse_masked(value, what);
@@ -222,7 +228,7 @@ void bind_simulator(py::module_& m) {
         "invalid, bytes_moved (K,), peak_memory, device_busy (K, devices), start, finish (K, N) float32.");
 
   m.def("lower_bound", [](py::handle graph, const Cluster& cluster) {
-    auto g = as_graph(graph);
+    auto g = as_graph(graph, "lower_bound");
     py::gil_scoped_release release;
     const LowerBound lb = lower_bound(*g, cluster);
     py::gil_scoped_acquire acquire;

@@ -73,7 +73,8 @@ inline EnvConfig config_from(const py::dict& options) {
         c.initial_priority.assign(values.data(), values.data() + values.size());
       }
       else {
-        GOENV_CHECK(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value), InvalidArgument,
+        GOENV_CHECK((py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)) &&
+                        !py::isinstance<py::bool_>(value), InvalidArgument,
                     "option '" << key << "' must be a number (graph parameter) or one of cluster, horizon, "
                                "decision_mode, invalid_penalty, priority_levels, fusion_levels, max_fusion_size, "
                                "colocation, placement, priority, observation_version, start");

@@ -89,7 +89,8 @@ class Planner {
       for (int i = in_offsets[v]; i < in_offsets[v + 1]; ++i) {
         const int e = in_edges[i];
         const auto u = static_cast<NodeId>(edge_src[e]);
-        if (placement[u] == placement[v]) producers_[num_producers++] = {-edge_bytes[e], u};
+        // Priority 0 keeps a node alone: it visits no group, and no consumer joins its own.
+        if (placement[u] == placement[v] && priority[u] > 0) producers_[num_producers++] = {-edge_bytes[e], u};
       }
       sort_small(producers_.data(), num_producers);  // largest tensor first, then lowest id
       for (int i = 0; i < num_producers; ++i) {

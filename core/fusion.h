@@ -2,9 +2,10 @@
 // one kernel: one launch overhead, the members' flops summed, and only bytes
 // that cross the group boundary touch memory.
 //
-// Decisions are per-node priorities (0 = do not fuse). The greedy pass visits
-// nodes by descending priority (ties: topological order) and merges each into
-// the group of one of its producers (largest edge first) when the union is legal:
+// Decisions are per-node priorities (0 = do not fuse: the node stays a kernel of
+// its own). The greedy pass visits the nodes of priority > 0 by descending
+// priority (ties: topological order) and merges each into the group of one of
+// its producers of priority > 0 (largest edge first) when the union is legal:
 //  * all members on one device (ops on different devices never fuse);
 //  * no opaque op; a reduction only as a sink of the group (nothing inside
 //    consumes it);

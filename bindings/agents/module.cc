@@ -147,7 +147,12 @@ AgentConfig agent_config_from(const py::dict& options) {
   const py::object numpy_number = py::module_::import("numpy").attr("number");
   for (auto [key, value] : options) {
     const std::string name = py::str(key);
-    if (py::isinstance<py::str>(value)) {
+    char type = 0;  // an unknown name: set_config names the options
+    for (const auto& f : agents::config_fields())
+      if (f.name == name) type = f.type;
+    if (py::isinstance<py::str>(value)) {  // a string option; a number's text is refused ("7" is not 7)
+      GOENV_CHECK(type == 0 || type == 's', InvalidArgument,
+                  "agent option '" << name << "' must be " << (type == 'b' ? "a bool" : "a number") << ", got str");
       agents::set_config(config, name, value.cast<std::string>());
       continue;
     }
@@ -156,9 +161,6 @@ AgentConfig agent_config_from(const py::dict& options) {
     const bool is_bool = py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool);
     const bool is_number = !is_bool && (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
                                         py::isinstance(value, numpy_number));
-    char type = 0;  // an unknown name: set_config names the options
-    for (const auto& f : agents::config_fields())
-      if (f.name == name) type = f.type;
     GOENV_CHECK(type == 0 || (type == 'b' ? is_bool || is_number : is_number), InvalidArgument,
                 "agent option '" << name << "' must be " << (type == 'b' ? "a bool" : type == 's' ? "a string" : "a number")
                                  << ", got " << std::string(py::str(py::type::handle_of(value).attr("__name__"))));

@@ -132,7 +132,7 @@ inline FusionPlan reference_plan_fusion(const Graph& graph, const std::int32_t* 
     for (int i = graph.in_offsets()[v]; i < graph.in_offsets()[v + 1]; ++i) {
       const int e = graph.in_edges()[i];
       const auto u = static_cast<NodeId>(graph.edge_src()[e]);
-      if (placement[u] == placement[v]) producers.emplace_back(-graph.edge_bytes()[e], u);
+      if (placement[u] == placement[v] && priority[u] > 0) producers.emplace_back(-graph.edge_bytes()[e], u);
     }
     std::sort(producers.begin(), producers.end());
     for (const auto& [negative_bytes, u] : producers) {

@@ -84,6 +84,23 @@ TEST(Fusion, PriorityZeroMeansAlone) {
   EXPECT_EQ(plan_fusion(*g, all(2, 0).data(), none.data(), 16).num_groups, 2);
 }
 
+// Priority 0 keeps a node out of every group, also as a producer a consumer would join
+// (DESIGN §2: "priority 0 = do not fuse"); the others fuse as they would.
+TEST(Fusion, PriorityZeroKeepsAProducerAloneToo) {
+  GraphBuilder b("chain");
+  const auto a = b.add_node(typed("add", "Add", kGflop, kMbyte));
+  const auto r = b.add_node(typed("relu", "Relu", kGflop, kMbyte));
+  const auto m = b.add_node(typed("mul", "Mul", kGflop, kMbyte));
+  b.add_edge(a, r);
+  b.add_edge(r, m);
+  auto g = std::move(b).build();
+  const auto single = all(3, 0);
+  const std::vector<std::int32_t> middle_only{0, 1, 0}, first_alone{0, 1, 1}, last_alone{1, 1, 0};
+  EXPECT_EQ(plan_fusion(*g, single.data(), middle_only.data(), 16).group, std::vector<std::int32_t>({0, 1, 2}));
+  EXPECT_EQ(plan_fusion(*g, single.data(), first_alone.data(), 16).group, std::vector<std::int32_t>({0, 1, 1}));
+  EXPECT_EQ(plan_fusion(*g, single.data(), last_alone.data(), 16).group, std::vector<std::int32_t>({0, 0, 1}));
+}
+
 TEST(Fusion, OpaqueOpsNeverFuse) {
   GraphBuilder b("conv-relu");
   const auto c = b.add_node(typed("conv", "Conv2D", kGflop, kMbyte));

@@ -234,6 +234,16 @@ def test_fusion_priority_zero_is_no_fusion():
     assert zero.start.tolist() == unfused.start.tolist()
 
 
+def test_fusion_priority_zero_keeps_a_node_alone_also_as_a_producer():
+    """DESIGN §2 "priority 0 = do not fuse": a consumer of priority > 0 joins no group of a
+    priority-0 producer; nodes of priority > 0 fuse as before."""
+    chain = goenv.Graph.from_arrays(np.array([[0, 1], [1, 2]]), flops=[1e9] * 3, op_type=["Add", "Relu", "Mul"])
+    for fusion, kernels in (([0, 1, 0], [0, 1, 2]), ([0, 1, 1], [0, 1, 1]), ([1, 1, 0], [0, 0, 1]),
+                            ([1, 1, 1], [0, 0, 0])):
+        r = goenv.simulate(chain, "1xgpu", fusion=np.array(fusion, dtype=np.int32))
+        assert r.kernel.tolist() == kernels, fusion
+
+
 def test_fusion_never_makes_a_cyclic_kernel_graph():
     """Regression: two groups, each convex on its own, must not reach each other both
     ways ({0,4} -> 1 -> {2,3} -> {0,4} here), or the kernel graph has a cycle."""

@@ -184,3 +184,49 @@ def test_gymnasium_finds_goenv_ids_without_importing_goenv_first(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["GraphEnv", "placement-inception"]
+
+
+def test_careless_values_are_refused_before_anything_changes(tmp_path):
+    """A stranger's audit: values of the wrong type were taken (overwrite="no" replaced a dataset,
+    "32" built a graph, seed="7" made an agent) or crashed the process (simulate(None))."""
+    with pytest.raises(goenv.InvalidArgument, match="simulate needs a goenv.Graph, got NoneType"):
+        goenv.simulate(None, "2xgpu-nvlink")  # was a segmentation fault
+    with pytest.raises(goenv.InvalidArgument, match="lower_bound needs a goenv.Graph, got int"):
+        goenv._core.lower_bound(3, goenv.clusters.get("2xgpu-nvlink"))
+    for value in ("32", True, None):
+        with pytest.raises(goenv.InvalidArgument, match="batch_size' must be a number"):
+            goenv.datasets.load("inception", batch_size=value)
+    with pytest.raises(goenv.InvalidArgument, match="option 'batch_size' must be a number"):
+        goenv.make("placement-transformer-xl-2", batch_size=True)
+    assert goenv.datasets.load("transformer-xl-2", batch_size=np.int64(8)).num_nodes > 0  # numpy numbers are numbers
+    folder = tmp_path / "ds"
+    goenv.datasets.generate("random-layered", 3, folder, params={"num_layers": 4}, progress=False)
+    before = sorted(p.read_bytes() for p in folder.iterdir())
+    for options in ({"overwrite": "no"}, {"progress": "no"}, {"params": {"num_layers": "5"}},
+                    {"params": {"num_layers": True}}):
+        with pytest.raises(goenv.InvalidArgument, match="overwrite must be|progress must be|num_layers"):
+            goenv.datasets.generate("random-layered", 2, folder, **{"progress": False, **options})
+    assert sorted(p.read_bytes() for p in folder.iterdir()) == before  # nothing replaced
+    with pytest.raises(goenv.InvalidArgument, match="overwrite must be True or False, got 'no'"):
+        goenv.datasets.label(folder, tmp_path / "labels", decisions_per_graph=2, progress=False, overwrite="no")
+    assert not (tmp_path / "labels").exists()
+
+
+def test_careless_agent_and_importer_values_are_refused():
+    agents = require_agents()
+    for options, message in (({"seed": "7"}, "seed' must be a number, got str"),
+                             ({"normalize_advantages": "no"}, "must be a bool, got str")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            agents.GO(**options)
+    env = goenv.make("placement", graph=own_graph())
+    obs, _ = env.reset(seed=0)
+    agent = agents.GO(env, seed=0, hidden=16)
+    for call in (lambda: agent.act(obs, deterministic="no"), lambda: agent.evaluate([env], deterministic=1)):
+        with pytest.raises(goenv.InvalidArgument, match="deterministic must be True or False"):
+            call()
+    import torch
+
+    with pytest.raises(goenv.InvalidArgument, match="training must be True or False, got 'no'"):
+        goenv.datasets.from_torch(torch.nn.Linear(4, 3), torch.randn(2, 4), training="no")
+    with pytest.raises(goenv.InvalidArgument, match="name must be a string or None, got int"):
+        goenv.datasets.from_torch(torch.nn.Linear(4, 3), torch.randn(2, 4), name=5)

@@ -1,8 +1,10 @@
 """Checks of the arguments every room takes (DESIGN §5: bad input raises a clear exception
 naming it, before any work is done). A count is an integer, never a bool, a float or a string
-(numpy's integer scalars count); a flag is a bool (numpy's too); binary data is bytes-like.
+(numpy's integer scalars count); a number is an int or a float, never a bool or a string; a
+flag is a bool (numpy's too); binary data is bytes-like.
 
     count = checked_int("episodes", episodes, low=1, high=2**31 - 1)
+    batch_size = checked_number("batch_size", batch_size)
     copy = checked_flag("copy", copy)
     state = checked_bytes(state, "set_state takes the bytes get_state() returned")
 """
@@ -15,7 +17,7 @@ import numpy as np
 
 from goenv._core import InvalidArgument
 
-__all__ = ["checked_bytes", "checked_flag", "checked_int", "is_count"]
+__all__ = ["checked_bytes", "checked_flag", "checked_int", "checked_number", "is_count"]
 
 
 def is_count(value: Any, low: int = 0) -> bool:
@@ -29,6 +31,14 @@ def checked_int(name: str, value: Any, low: int = 0, high: int | None = None) ->
     if not is_count(value, low) or (high is not None and value > high):
         raise InvalidArgument(f"{name} must be {_integer_range(low, high)}, got {value!r}")
     return int(value)
+
+
+def checked_number(name: str, value: Any) -> float:
+    """`value` as a float: an int or float (numpy's too), never a bool or a string; else
+    InvalidArgument naming `name`. Finiteness is the caller's to check."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidArgument(f"{name} must be a number, got {value!r}")
+    return float(value)
 
 
 def _integer_range(low: int, high: int | None) -> str:

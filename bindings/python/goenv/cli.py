@@ -174,18 +174,25 @@ def _baselines(args: argparse.Namespace) -> None:
 
 
 def _agent_options(items: Sequence[str]) -> dict:
-    """--option KEY=VALUE pairs, values as text: the agent parses and checks each by its type
-    (agents/config.cc); true/false are read as the 1/0 the bool options take."""
+    """--option KEY=VALUE pairs, each value read as its option's type: an integer, a number,
+    true/false/1/0 for a bool, text for a string (the agent checks the ranges, agents/config.cc)."""
     import goenv.agents
 
-    names = sorted(name for name, *_ in goenv.agents.options())
+    types = {name: kind for name, kind, *_ in goenv.agents.options()}
+    readers = {"i": int, "d": float, "b": lambda text: {"true": True, "1": True, "false": False, "0": False}[text.lower()],
+               "s": str}
     options = {}
     for item in items:
         key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in names:
-            raise goenv.InvalidArgument(f"--option takes KEY=VALUE with KEY one of {', '.join(names)}; got {item!r}")
-        options[key] = {"true": "1", "false": "0"}.get(value.strip().lower(), value.strip())
+        key, value = key.strip().replace("-", "_"), value.strip()
+        if not sep or key not in types:
+            raise goenv.InvalidArgument(f"--option takes KEY=VALUE with KEY one of {', '.join(sorted(types))}; "
+                                        f"got {item!r}")
+        try:
+            options[key] = readers[types[key]](value)
+        except (KeyError, ValueError):
+            kind = {"i": "an integer", "d": "a number", "b": "true or false", "s": "text"}[types[key]]
+            raise goenv.InvalidArgument(f"--option {key} takes {kind}, got {value!r}") from None
     return options
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
-from goenv.arguments import checked_int, is_count
+from goenv.arguments import checked_flag, checked_int, checked_number, is_count
 from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
@@ -229,8 +229,8 @@ def _param_value(family: str, key: str, value: Any) -> float | list[float]:
     if is_range and len(values) != 2:
         raise InvalidArgument(f"graph '{family}': the range of parameter '{key}' needs (low, high), got {value!r}")
     try:
-        numbers = [float(x) for x in values]
-    except (TypeError, ValueError):
+        numbers = [checked_number(key, x) for x in values]
+    except InvalidArgument:
         raise InvalidArgument(f"graph '{family}': parameter '{key}' must be a number or a (low, high) range, "
                               f"got {value!r}") from None
     if not all(math.isfinite(x) for x in numbers):
@@ -320,6 +320,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     """
     count, shard_size, seed = checked_int("count", count, 1), checked_int("shard_size", shard_size, 1), checked_int(
         "seed", seed)
+    progress, overwrite = checked_flag("progress", progress), checked_flag("overwrite", overwrite)
     params, seeded = _normalize_params(family, params)
     if seeded and seed + count - 1 > 2**31 - 1:
         raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
+from goenv.arguments import checked_number
 from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
 from goenv.labels import Labels, export_tpugraphs, label, open_labels
@@ -45,7 +46,7 @@ def info(name: str) -> dict:
 
 def load(name: str, **params: float) -> Graph:
     """Builds the graph family `name` with builder parameters, e.g. load("inception", batch_size=64)."""
-    return _core.build_graph(name, {key: float(value) for key, value in params.items()})
+    return _core.build_graph(name, {key: checked_number(f"graph parameter {key!r}", value) for key, value in params.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -61,7 +62,8 @@ class SuiteEntry:
     cluster: str                  # cluster preset name
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", MappingProxyType({k: float(v) for k, v in dict(self.params).items()}))
+        object.__setattr__(self, "params", MappingProxyType({k: checked_number(f"graph parameter {k!r}", v)
+                                                            for k, v in dict(self.params).items()}))
 
     def __hash__(self) -> int:
         return hash((self.graph, tuple(sorted(self.params.items())), self.cluster))

@@ -11,7 +11,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
-from goenv.arguments import checked_bytes, checked_int
+from goenv.arguments import checked_bytes, checked_flag, checked_int
 from goenv.files import read_regular_file, write_atomic
 
 _NATIVE = None
@@ -250,6 +250,7 @@ class Agent:
         a list of them, one per env, for padded or concatenated batches). With it each
         group is placed as one decision, as in training and evaluate(); without it
         every node is decided alone and a split group makes the placement invalid."""
+        deterministic = checked_flag("deterministic", deterministic)
         if not isinstance(obs, dict):
             raise TypeError(f"obs must be an observation dict, got {type(obs).__name__}")
         split = _split_concatenated if "batch" in obs else \
@@ -279,7 +280,7 @@ class Agent:
                 value = np.asarray(obs[key])
                 if value.ndim == 3 and value.strides[0] == 0:  # broadcast static part: one copy
                     obs[key] = value[0]
-        return self._agent.act(obs, bool(deterministic), colocation)
+        return self._agent.act(obs, deterministic, colocation)
 
     # -- evaluation --------------------------------------------------------
     def evaluate(self, envs: Any, episodes: int = 1, deterministic: bool = True) -> dict[str, dict]:
@@ -288,8 +289,9 @@ class Agent:
         "invalid_fraction", "episodes"}}; runtimes in seconds (means over episodes)."""
         results: dict[str, dict] = {}
         _check_count("episodes", episodes, high=2**31 - 1)
+        deterministic = checked_flag("deterministic", deterministic)
         for env in env_arguments(envs):
-            result = self._agent.evaluate(env, int(episodes), bool(deterministic))
+            result = self._agent.evaluate(env, int(episodes), deterministic)
             result.pop("env_id")
             name, k = (env if isinstance(env, str) else env["id"]), 2
             key = name

@@ -40,7 +40,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from goenv._core import Graph, op_type_names
+from goenv._core import Graph, InvalidArgument, op_type_names
+from goenv.arguments import checked_flag
 
 Shape = tuple  # tuple[int, ...]
 
@@ -62,14 +63,20 @@ def from_torch(module, example_inputs, *, training: bool = True, name: str | Non
     training steps, and GO optimizes training graphs). training=False: the forward pass only."""
     from goenv.importers.torch_fx import from_torch as convert
 
-    return convert(module, example_inputs, training=training, name=name)
+    return convert(module, example_inputs, training=checked_flag("training", training), name=_checked_name(name))
 
 
 def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) -> Graph:
     """A goenv graph of an ONNX model: a path, serialized bytes or an onnx.ModelProto."""
     from goenv.importers.onnx import from_onnx as convert
 
-    return convert(path_or_model, training=training, name=name)
+    return convert(path_or_model, training=checked_flag("training", training), name=_checked_name(name))
+
+
+def _checked_name(name):
+    if name is not None and not isinstance(name, str):
+        raise InvalidArgument(f"name must be a string or None, got {type(name).__name__}")
+    return name
 
 
 def caller_stacklevel() -> int:

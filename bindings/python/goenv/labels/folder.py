@@ -32,7 +32,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
-from goenv.arguments import checked_int, is_count
+from goenv.arguments import checked_flag, checked_int, is_count
 from goenv.files import (MAX_FILE_BYTES, EarlySync, output_folder, path_inside, read_json_file, read_regular_file,
                          write_atomic)
 from goenv.labels import decisions, tables
@@ -328,6 +328,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     decisions.check(sampler, decisions_per_graph, max_moves, agent is not None)
     for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
         checked_int(name, value, low)
+    progress, overwrite = checked_flag("progress", progress), checked_flag("overwrite", overwrite)
     resolved = resolve(source, cluster)
     agent_bytes = _agent_bytes(agent)
     config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,

@@ -23,7 +23,7 @@ import re
 import numpy as np
 
 from goenv._core import InvalidArgument
-from goenv.arguments import checked_int
+from goenv.arguments import checked_flag, checked_int
 from goenv.files import output_folder, write_atomic
 
 CONFIG_FEATURES = 18
@@ -55,6 +55,7 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     replaces those files (and only those): an export never mixes with another one."""
     from goenv.labels.folder import Labels
 
+    keep_infeasible, overwrite = checked_flag("keep_infeasible", keep_infeasible), checked_flag("overwrite", overwrite)
     for name, levels in (("priority_levels", priority_levels), ("fusion_levels", fusion_levels)):
         checked_int(f"{name} (the env's number of levels)", levels, low=1)
     labels = labels if isinstance(labels, Labels) else Labels(labels)
