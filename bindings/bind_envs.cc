@@ -169,6 +169,11 @@ void bind_envs(py::module_& m) {
         return d;
       }, "The options this env was made with (graph parameters included).")
       .def_property_readonly("task", &Env::task)
+      .def_property_readonly("lower_bound", [](const Env& env) {
+        const LowerBound& lb = env.bound();
+        return py::dict(py::arg("value") = lb.value, py::arg("critical_path") = lb.critical_path,
+                        py::arg("work") = lb.work);
+      }, "Seconds no decision of this task can beat (with fusion where the task decides it).")
       .def_property_readonly("id", &Env::id)
       .def_property_readonly("heads", [](const Env& env) {
         std::vector<std::string> names;

@@ -227,17 +227,19 @@ void bind_simulator(py::module_& m) {
         "a row of zeros being the default (FIFO; no fusion). Returns stacked arrays: runtime, oom,\n"
         "invalid, bytes_moved (K,), peak_memory, device_busy (K, devices), start, finish (K, N) float32.");
 
-  m.def("lower_bound", [](py::handle graph, const Cluster& cluster) {
+  m.def("lower_bound", [](py::handle graph, const Cluster& cluster, bool fusion) {
     auto g = as_graph(graph, "lower_bound");
     py::gil_scoped_release release;
-    const LowerBound lb = lower_bound(*g, cluster);
+    const LowerBound lb = lower_bound(*g, cluster, fusion);
     py::gil_scoped_acquire acquire;
     py::dict d;
     d["value"] = lb.value;
     d["critical_path"] = lb.critical_path;
     d["work"] = lb.work;
     return d;
-  }, py::arg("graph"), py::arg("cluster"), "Seconds no decision can beat: max(critical path, work / devices).");
+  }, py::arg("graph"), py::arg("cluster"), py::arg("fusion") = false,
+     "Seconds no decision can beat: max(critical path, work / devices); fusion=True: no decision\n"
+     "with fusion either (a fusible op counts only its compute).");
 }
 
 }  // namespace goenv::bindings

@@ -1,6 +1,12 @@
 // A lower bound on the makespan of any decision (DESIGN §2):
 //   max(critical path with every op on its fastest allowed device and free
 //       communication, total work on the fastest devices / number of devices).
+// With `fusion` (tasks that decide it), any fusion too: a fused kernel pays one
+// launch and touches only the bytes crossing it, so a fusible op counts only what
+// it costs inside any kernel: its compute, flops / peak FLOP/s (or its measured
+// cost, if lower: a kernel of measured ops costs their sum). Opaque ops never
+// fuse and keep their whole cost. A path through a kernel still takes at least
+// the sum of its members' shares, and the work bound sums them likewise.
 #pragma once
 
 #include "core/cluster.h"
@@ -14,6 +20,6 @@ struct LowerBound {
   double work = 0;           // seconds: sum of fastest costs / devices
 };
 
-LowerBound lower_bound(const Graph& graph, const Cluster& cluster);
+LowerBound lower_bound(const Graph& graph, const Cluster& cluster, bool fusion = false);
 
 }  // namespace goenv

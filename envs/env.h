@@ -137,6 +137,8 @@ class Env {
   const Graph& graph() const { return *graph_; }
   GraphPtr graph_ptr() const { return graph_; }
   const Cluster& cluster() const { return simulator_.cluster(); }
+  // The lower bound of this task's decisions (with fusion where the task decides it).
+  const LowerBound& bound() const { return lower_bound_; }
   const StaticObservation& static_observation() const { return *static_obs_; }
   std::shared_ptr<const StaticObservation> static_observation_ptr() const { return static_obs_; }
   int action_mask_width() const;  // A: sum of the heads' choices (<= 256 + 2 * kMaxLevels)

@@ -98,8 +98,10 @@ std::vector<float> device_features(const Cluster& cluster) {
 }
 
 const std::vector<std::string>& global_names() {
-  static const std::vector<std::string> names = {"runtime",  "best_runtime", "progress", "last_reward",
-                                                 "oom",      "invalid",      "peak_memory_fraction",
+  // Runtimes over the initial runtime: the last decision simulated (a rejected one's too), then
+  // the decisions in force (info["runtime"]); the best seen is info's, not the observation's.
+  static const std::vector<std::string> names = {"simulated_runtime", "runtime", "progress", "last_reward",
+                                                 "oom",               "invalid", "peak_memory_fraction",
                                                  "log_initial_runtime"};
   return names;
 }

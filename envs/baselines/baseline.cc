@@ -196,7 +196,7 @@ BaselineResult solve_baseline(Env& env, const std::string& name, const Budget& b
     out.oom = r.oom;
     out.invalid = r.invalid;
     out.invalid_reason = r.invalid_reason;
-    out.lower_bound = lower_bound(env.graph(), env.cluster()).value;
+    out.lower_bound = env.bound().value;
   } else {
     out.runtime = out.lower_bound = std::numeric_limits<double>::quiet_NaN();
   }

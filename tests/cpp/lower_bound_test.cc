@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "core/fusion.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
 #include "tests/cpp/test_util.h"
@@ -106,6 +107,37 @@ TEST(LowerBound, NeverAboveSimulatedRuntime) {
     const double runtime = simulate(g, cluster, {placement.data(), nullptr}).runtime;
     EXPECT_LE(lower_bound(*g, cluster).value, runtime * (1 + 1e-12)) << "trial " << trial;
   }
+}
+
+// With fusion (the bound of the tasks that decide it): no fused decision beats it either,
+// where the unfused bound can be beaten (one launch for a whole fused chain).
+TEST(LowerBound, WithFusionNeverAboveAnyFusedRuntime) {
+  std::mt19937 rng(7);
+  const Cluster cluster = Cluster::preset("cpu+2xgpu");
+  std::uniform_int_distribution<int> device(0, cluster.num_devices() - 1), level(0, 3);
+  for (int trial = 0; trial < 50; ++trial) {
+    const auto g = test::random_dag(rng, 25, 0.15);
+    std::vector<std::int32_t> placement(g->num_nodes()), fusion(g->num_nodes());
+    for (auto& p : placement) p = trial % 2 ? device(rng) : 0;
+    for (auto& f : fusion) f = level(rng);
+    const double runtime = simulate_fused(g, cluster, {placement.data(), nullptr}, fusion.data(), 16).runtime;
+    const double fused_bound = lower_bound(*g, cluster, /*fusion=*/true).value;
+    EXPECT_LE(fused_bound, runtime * (1 + 1e-12)) << "trial " << trial;
+    EXPECT_LE(fused_bound, lower_bound(*g, cluster).value);
+  }
+  GraphBuilder b("relus");  // 16 tiny ReLUs: launch-bound alone, one launch fused
+  for (int i = 0; i < 16; ++i) {
+    NodeSpec relu = op("r" + std::to_string(i), 1e3);
+    relu.op_type = op_type_id("Relu");
+    b.add_node(relu);
+  }
+  for (int i = 1; i < 16; ++i) b.add_edge(i - 1, i);
+  const auto chain = std::move(b).build();
+  const Cluster gpu = Cluster::preset("1xgpu");
+  const std::vector<std::int32_t> on_gpu(16, 0), fuse_all(16, 1);
+  const double fused = simulate_fused(chain, gpu, {on_gpu.data(), nullptr}, fuse_all.data(), 16).runtime;
+  EXPECT_LT(fused, lower_bound(*chain, gpu).value);  // why the fusion tasks need their own bound
+  EXPECT_LE(lower_bound(*chain, gpu, true).value, fused);
 }
 
 }  // namespace

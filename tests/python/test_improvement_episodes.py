@@ -134,6 +134,10 @@ def test_reset_from_a_baseline_start_and_the_reward_of_a_step():
     assert reward == pytest.approx((info["runtime"] - info2["runtime"]) / default_runtime)
     assert info2["best_runtime"] == info["runtime"] < info2["runtime"]  # a worse step is adopted, best kept
     np.testing.assert_array_equal(info2["best"]["placement"], best["placement"])
+    column = dict(zip(_core.global_names(), obs["globals"]))  # the globals say what their names say
+    assert column["runtime"] == pytest.approx(info2["runtime"] / default_runtime, rel=1e-6)
+    assert column["simulated_runtime"] == pytest.approx(info2["runtime"] / default_runtime, rel=1e-6)
+    assert column["last_reward"] == pytest.approx(reward, rel=1e-6)
     assert not terminated
     # The next reset without options starts from the default again (Gymnasium: options are per reset).
     _, info3 = env.reset(seed=1)
@@ -248,6 +252,14 @@ def test_an_infeasible_start_names_the_device_out_of_memory():
     with pytest.raises(goenv.InvalidArgument, match="infeasible"):
         env.unwrapped.set_start(everything_on_one)
     assert env.get_state() == before
+    # The fusion task starts from the same default placement (DESIGN §3: device 0 when it fits,
+    # else the expert's): it started out of memory, and then rejected every fusion step.
+    fusion = goenv.make("fusion-amoebanet", horizon=2)
+    _, info = fusion.reset(seed=0)
+    assert not info["oom"]
+    np.testing.assert_array_equal(fusion.unwrapped.core.placement, env.unwrapped.core.placement)
+    _, _, _, _, info = fusion.step(np.ones(fusion.unwrapped.core.num_nodes, dtype=np.int64))
+    assert not info["invalid"]
 
 
 def test_best_decisions_survive_get_state_and_set_state():

@@ -230,3 +230,16 @@ def test_careless_agent_and_importer_values_are_refused():
         goenv.datasets.from_torch(torch.nn.Linear(4, 3), torch.randn(2, 4), training="no")
     with pytest.raises(goenv.InvalidArgument, match="name must be a string or None, got int"):
         goenv.datasets.from_torch(torch.nn.Linear(4, 3), torch.randn(2, 4), name=5)
+
+
+def test_distributed_and_integrations_after_a_plain_import_goenv():
+    """goenv.distributed.train after `import goenv` (an AttributeError before): imported on first
+    use, so `import goenv` alone still imports no Ray."""
+    import subprocess
+    import sys
+
+    code = ("import sys, goenv; assert 'ray' not in sys.modules; "
+            "assert callable(goenv.integrations.sb3.policy_kwargs) and goenv.distributed.train.__name__ == 'train'")
+    pytest.importorskip("ray")
+    pytest.importorskip("stable_baselines3")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -35,3 +35,13 @@ __all__ = [
     "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "list_envs",
     "GraphVectorEnv", "lower_bound", "make", "make_vec", "op_type_names", "simulate", "wrappers",
 ]
+
+
+def __getattr__(name: str):
+    # goenv.distributed (and goenv.integrations) after a plain `import goenv`: imported on first
+    # use, as they import Ray (seconds, hundreds of MB) or an RL library that most users never need.
+    if name in ("distributed", "integrations"):
+        import importlib
+
+        return importlib.import_module(f"goenv.{name}")
+    raise AttributeError(f"module 'goenv' has no attribute {name!r}")

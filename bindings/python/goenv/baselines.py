@@ -57,9 +57,9 @@ def quantize_priorities(values, levels: int) -> np.ndarray:
 
 
 def lower_bound(env: Any) -> float:
-    """Seconds no decision can beat on the env's graph and cluster (DESIGN §2)."""
-    core = _core_env(env)
-    return _core.lower_bound(core.graph, core.cluster)["value"]
+    """Seconds no decision of the env's task can beat on its graph and cluster (DESIGN §2; with
+    fusion for the tasks that decide it)."""
+    return _core_env(env).lower_bound["value"]
 
 
 def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:

@@ -105,7 +105,7 @@ def _info(args: argparse.Namespace) -> None:
     env = _make(args.id, args.cluster, args.task)
     graph, cluster, result = env.graph, env.cluster, env.core.last_result
     description, params = _description(args.id)
-    bound = _core.lower_bound(graph, cluster)
+    bound = env.core.lower_bound
     op_names, counts = np.unique(graph.op_type_names, return_counts=True)
     common = ", ".join(f"{op_names[i]} {counts[i]}" for i in np.argsort(-counts, kind="stable")[:5])
     default = "everything on device 0" if not np.any(env.core.placement) else "expert split"

@@ -6,6 +6,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Cluster, Graph, SimulationResult
+from goenv.arguments import checked_flag
 from goenv.clusters import get as get_cluster
 
 
@@ -25,6 +26,8 @@ def simulate(graph: Graph, cluster: str | Cluster, placement: np.ndarray | None 
     return _core.simulate(graph, get_cluster(cluster), placement, priority, fusion, max_fusion_size)
 
 
-def lower_bound(graph: Graph, cluster: str | Cluster) -> float:
-    """Seconds no decision can beat: max(critical path on the fastest devices, work / devices)."""
-    return _core.lower_bound(graph, get_cluster(cluster))["value"]
+def lower_bound(graph: Graph, cluster: str | Cluster, fusion: bool = False) -> float:
+    """Seconds no decision can beat: max(critical path on the fastest devices, work / devices).
+    fusion=True: no decision with fusion either (a fusible op counts only its compute: a fused
+    kernel pays one launch and touches only the bytes that cross it)."""
+    return _core.lower_bound(graph, get_cluster(cluster), checked_flag("fusion", fusion))["value"]
