@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -414,10 +415,23 @@ def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path):
     with pytest.raises(goenv.InvalidArgument, match="already holds an export .5 files.*overwrite=True"):
         goenv.datasets.export_tpugraphs(labels, out)
     assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before  # nothing changed
-    (out / "00009-of-a-bigger-export.npz").write_bytes(b"stale")  # an earlier export's 10th graph
-    again = goenv.datasets.export_tpugraphs(labels, out, overwrite=True)
-    assert sorted(os.listdir(out)) == sorted([os.path.basename(p) for p in again] + ["notes.txt"])
+    record = json.loads((out / "export.json").read_text())
+    (out / "00009-of-a-bigger-export.npz").write_bytes(b"stale")  # an earlier export's 10th graph ...
+    (out / "export.json").write_text(json.dumps({"files": record["files"] + ["00009-of-a-bigger-export.npz"]}))
+    again = goenv.datasets.export_tpugraphs(labels, out, overwrite=True)  # ... replaced with it
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(p) for p in again] + ["notes.txt", "export.json"])
     assert again == first and (out / "notes.txt").read_text() == "mine"  # only the export's files replaced
+    (out / "00099-mine.npz").write_bytes(b"precious")  # named like an export's file, recorded by none
+    before = _files(out)
+    with pytest.raises(goenv.InvalidArgument, match="1 files named like an export's that no export.json names"):
+        goenv.datasets.export_tpugraphs(labels, out, overwrite=True)
+    assert _files(out) == before
+    os.unlink(out / "00099-mine.npz")
+    os.unlink(out / os.path.basename(first[0]))
+    os.mkfifo(out / os.path.basename(first[0]))  # a FIFO where a recorded file was: refused, not removed
+    with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a file goenv wrote; nothing was changed"):
+        goenv.datasets.export_tpugraphs(labels, out, overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(out / os.path.basename(first[0])).st_mode)
     for levels in (0, -5, 2.0, True):
         with pytest.raises(goenv.InvalidArgument, match=r"priority_levels \(the env's number of levels\) must be an integer >= 1"):
             goenv.datasets.export_tpugraphs(labels, tmp_path / "other", priority_levels=levels)
@@ -452,7 +466,7 @@ def test_suites_and_graph_files_are_sources(tmp_path):
     assert len(suite) == 4 and suite.graph(0)[1]["split"] == "validation"
 
 
-def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
+def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path, monkeypatch):
     out = tmp_path / "l"
     with pytest.raises(goenv.InvalidArgument, match="unknown task"):
         _label(graphs, out, task="placment")
@@ -460,8 +474,9 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
         _label(graphs, out, cluster="4xgpu-nvlnk")
     with pytest.raises(goenv.InvalidArgument, match="unknown sampler"):
         _label(graphs, out, sampler="best")
-    with pytest.raises(goenv.InvalidArgument, match="decisions_per_graph"):
-        _label(graphs, out, decisions_per_graph=0)
+    for k in (0, 2**16 + 1, 2.0, "4"):
+        with pytest.raises(goenv.InvalidArgument, match="decisions_per_graph"):
+            _label(graphs, out, decisions_per_graph=k)
     with pytest.raises(goenv.InvalidArgument, match="needs an agent"):
         _label(graphs, out, sampler="policy")
     with pytest.raises(goenv.InvalidArgument, match="not a goenv dataset"):
@@ -477,9 +492,27 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path):
         _label(graphs, out, seed=1)
     assert _files(out) == before
     (out / "notes.txt").write_text("mine")
+    os.mkfifo(out / "labels-00007.parquet")  # named like a shard: an overwrite refuses it, removes nothing
+    before = _files_but_fifos(out)
+    with pytest.raises(goenv.InvalidArgument, match="labels-00007.parquet: a FIFO, not a file goenv wrote"):
+        _label(graphs, out, seed=1, shard_size=5, overwrite=True)
+    assert _files_but_fifos(out) == before
+    os.unlink(out / "labels-00007.parquet")
     replaced = _label(graphs, out, seed=1, shard_size=5, overwrite=True)
     assert sorted(os.listdir(out)) == ["graphs-00000.parquet", "labels-00000.parquet", "manifest.json", "notes.txt"]
     assert replaced.config["seed"] == 1
+    small = goenv.datasets.load("random-layered", num_layers=3, width=2)
+    with monkeypatch.context() as patch:  # a graph whose K x N values would not fit in memory at once
+        patch.setattr(goenv.labels.decisions, "MAX_VALUES_PER_GRAPH", small.num_nodes * 4 - 1)
+        with pytest.raises(goenv.InvalidArgument, match="4 decisions x .* nodes is more than"):
+            small.save(str(tmp_path / "small.goenv"))
+            goenv.datasets.label([str(tmp_path / "small.goenv")], tmp_path / "big", decisions_per_graph=4,
+                                 progress=False)
+
+
+def _files_but_fifos(root) -> dict[str, bytes]:
+    return {name: (root / name).read_bytes() for name in sorted(os.listdir(root))
+            if not stat.S_ISFIFO(os.lstat(root / name).st_mode)}
 
 
 @pytest.mark.parametrize("failing", ["preparing", "writing"])

@@ -27,7 +27,7 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "path_inside", "read_json_file", "read_regular_file",
+__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "remove_regular_files", "path_inside", "read_json_file", "read_regular_file",
            "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -71,6 +71,19 @@ def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
         raise InvalidArgument(f"{what} {path}: {_kind(info.st_mode)}, not a regular file; goenv writes only over "
                               f"regular files or new paths")
     return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def remove_regular_files(root: str | os.PathLike, names: list[str], what: str) -> None:
+    """Removes root/name for each name (what an overwrite replaces), after checking them all: a
+    directory, FIFO, device or socket there raises InvalidArgument and nothing is removed (a
+    symbolic link is removed itself, never its target)."""
+    for name in names:
+        info = os.lstat(os.path.join(root, name))
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            raise InvalidArgument(f"{what} {os.path.join(root, name)}: {_kind(info.st_mode)}, not a file goenv wrote; "
+                                  f"nothing was changed")
+    for name in names:
+        os.unlink(os.path.join(root, name))
 
 
 def output_folder(path: str | os.PathLike, what: str = "output folder") -> str:

@@ -27,6 +27,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument
+from goenv.arguments import checked_int
 
 SAMPLERS = ("mix", "random", "perturb", "policy")
 SEARCHES = {"best-heuristic", "local-search", "genetic", "random-search"}
@@ -160,13 +161,24 @@ def plan(sampler: str, k: int, heuristics: int, with_agent: bool) -> dict[str, i
     return counts
 
 
+# A graph's decisions are labelled in memory at once: K x N values per per-node column (start,
+# finish, each decided head), so both K and K x N are bounded (a few GB at the limit).
+MAX_DECISIONS_PER_GRAPH = 2**16
+MAX_VALUES_PER_GRAPH = 2**27
+
+
+def check_size(k: int, num_nodes: int, graph_name: str) -> None:
+    """InvalidArgument before a graph's labels would take more than MAX_VALUES_PER_GRAPH values."""
+    if k * num_nodes > MAX_VALUES_PER_GRAPH:
+        raise InvalidArgument(f"graph {graph_name!r}: {k} decisions x {num_nodes} nodes is more than "
+                              f"{MAX_VALUES_PER_GRAPH} per-node values in memory at once; lower decisions_per_graph")
+
+
 def check(sampler: str, k, max_moves, with_agent: bool) -> None:
     if sampler not in SAMPLERS:
         raise InvalidArgument(f"unknown sampler {sampler!r}; samplers: {', '.join(SAMPLERS)}")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InvalidArgument(f"decisions_per_graph must be an integer >= 1, got {k!r}")
-    if not isinstance(max_moves, int) or isinstance(max_moves, bool) or max_moves < 1:
-        raise InvalidArgument(f"max_moves must be an integer >= 1, got {max_moves!r}")
+    checked_int("decisions_per_graph", k, 1, MAX_DECISIONS_PER_GRAPH)
+    checked_int("max_moves", max_moves, 1)
     if sampler == "policy" and not with_agent:
         raise InvalidArgument("sampler 'policy' needs an agent (agent=..., --agent PATH)")
 

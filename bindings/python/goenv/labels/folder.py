@@ -34,7 +34,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
 from goenv.arguments import checked_flag, checked_int, is_count
 from goenv.files import (MAX_FILE_BYTES, EarlySync, output_folder, path_inside, read_json_file, read_regular_file,
-                         write_atomic)
+                         remove_regular_files, write_atomic)
 from goenv.labels import decisions, tables
 from goenv.labels.labeller import draw, label_drawn, prepare_graph
 from goenv.labels.pipeline import label_in_order
@@ -342,9 +342,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     kept = _kept_shards(root, identity, overwrite)
     if overwrite:  # our files of a replaced run; nothing else in the folder is touched
         keep = {shard_file(kind, k) for k in kept for kind in KINDS}
-        for name in _shard_names(root):
-            if name not in keep:
-                os.unlink(os.path.join(root, name))
+        remove_regular_files(root, [name for name in _shard_names(root) if name not in keep], "labels shard")
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
                 "num_shards": len(plan), "complete": False, "shards": []}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv.clusters import get as get_cluster
-from goenv.labels.decisions import HEADS, Decider, plan
+from goenv.labels.decisions import HEADS, Decider, check_size, plan
 
 
 def stack(decisions: list[dict]) -> dict:
@@ -56,6 +56,7 @@ def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: byt
 def prepare_graph(graph, info: dict, graph_id: int, config: dict) -> dict:
     """What draw needs of a graph: its env, the heuristics of the mix (C++, the GIL released)
     and the graph's row. Draws nothing from the graph's generator."""
+    check_size(config["decisions_per_graph"], graph.num_nodes, info["name"])
     cluster = get_cluster(info["cluster"])
     core = _core.make_env_on_graph(config["task"], graph, cluster, max_fusion_size=config["max_fusion_size"])
     observation, _ = core.reset(0)

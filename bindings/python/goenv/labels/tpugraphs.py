@@ -13,10 +13,13 @@ One NNNNN-NAME.npz per graph, with the arrays of a layout file:
     config_runtime    int64 (C,)       simulated runtime in nanoseconds
     node_splits       int64 (1, 1)     [[0]]: the graph is one computation
 C counts the feasible decisions (OOM and invalid ones are left out unless keep_infeasible=True).
+The folder also gets export.json, the names of the files written: what overwrite=True replaces
+(files named like an export's that no record names are never removed).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from goenv._core import InvalidArgument
 from goenv.arguments import checked_flag, checked_int
-from goenv.files import output_folder, write_atomic
+from goenv.files import output_folder, read_json_file, remove_regular_files, write_atomic
 
 CONFIG_FEATURES = 18
 MAX_DEVICES = 16
@@ -43,8 +46,21 @@ def config_features(decisions: dict, num_devices: int, priority_levels: int, fus
     return features
 
 
-# The files an export writes: NNNNN-NAME.npz (what overwrite=True replaces, nothing else).
+# The files an export writes: NNNNN-NAME.npz, listed in RECORD (what overwrite=True replaces).
 EXPORTED = re.compile(r"^\d{5}-[A-Za-z0-9_.-]*\.npz$")
+RECORD = "export.json"
+
+
+def _recorded_files(root: str) -> list[str]:
+    """The files the export recorded in `root` says it wrote ([] without a record)."""
+    path = os.path.join(root, RECORD)
+    if not os.path.lexists(path):
+        return []
+    record = read_json_file(path, 1 << 24, "export record")
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, list) or not all(isinstance(name, str) and EXPORTED.match(name) for name in files):
+        raise InvalidArgument(f"{path}: not an export record (no list of NNNNN-NAME.npz files); nothing was changed")
+    return files
 
 
 def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: bool = False,
@@ -61,11 +77,17 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     labels = labels if isinstance(labels, Labels) else Labels(labels)
     root = output_folder(out_dir, "export folder")
     earlier = sorted(name for name in os.listdir(root) if EXPORTED.match(name))
-    if earlier and not overwrite:
-        raise InvalidArgument(f"{root} already holds an export ({len(earlier)} files such as {earlier[0]}); nothing "
-                              f"was changed. Use another folder, or overwrite=True (--overwrite) to replace it")
-    for name in earlier:  # overwrite: the earlier export's files, never a link's target or another file
-        os.unlink(os.path.join(root, name))
+    if (earlier or os.path.lexists(os.path.join(root, RECORD))) and not overwrite:
+        raise InvalidArgument(f"{root} already holds an export ({len(earlier)} files such as "
+                              f"{(earlier or [RECORD])[0]}); nothing was changed. Use another folder, or "
+                              f"overwrite=True (--overwrite) to replace it")
+    recorded = set(_recorded_files(root))
+    unrecorded = [name for name in earlier if name not in recorded]
+    if unrecorded:  # never ours to delete: a user's file, or an export of a goenv before the record
+        raise InvalidArgument(f"{root} holds {len(unrecorded)} files named like an export's that no {RECORD} names "
+                              f"(such as {unrecorded[0]}); nothing was changed. Remove them, or use another folder")
+    # overwrite: the earlier export's files, never a link's target or anything but a file
+    remove_regular_files(root, earlier, "exported file")
     paths = []
     for i in range(len(labels)):
         graph, decisions = labels.graph(i), labels.decisions(i)
@@ -85,4 +107,6 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
         path = os.path.join(root, f"{i:05d}-{name}.npz")
         paths.append(write_atomic(path, lambda file, arrays=arrays: np.savez_compressed(file, **arrays),
                                   what="TpuGraphs file"))
+    names = [os.path.basename(path) for path in paths]
+    write_atomic(os.path.join(root, RECORD), json.dumps({"files": names}, indent=1).encode(), what="export record")
     return paths
