@@ -159,12 +159,23 @@ def test_grouped_placement_decides_per_group():
     assert env.action_masks().shape == (12,) and env.action_masks().all()
     with pytest.raises(goenv.InvalidAction, match="decision unit"):
         env.step(np.zeros(6, dtype=np.int64))
+    before = env.unwrapped.get_state()
+    for action, message in ((np.ma.array([1, 1, 1], mask=[True] * 3), "masked array"),
+                            (np.array([0.5, 1, 1]), "integer devices"), (np.array(["x"] * 3), "integer devices"),
+                            (np.array([0, 4, 1]), r"devices must be in \[0, 4\)"), (np.array([-1, 0, 0]), "devices must be")):
+        with pytest.raises(goenv.InvalidAction, match=message):  # as the env refuses its own actions
+            env.step(action)
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            env.node_placement(action)
+    assert env.unwrapped.get_state() == before
+    assert env.node_placement(np.array([2.0, 3.0, 1.0])).tolist() == [2, 3, 2, 1, 2, 3]  # 1.0 is device 1
     check_env(GroupedPlacement(goenv.make("placement-transformer-xl-2")), skip_render_check=True)
 
 
 @pytest.mark.parametrize("make", [lambda: goenv.make("scheduling-transformer-xl-2"),
                                   lambda: goenv.make("placement-transformer-xl-2", decision_mode="node"),
-                                  lambda: gymnasium.make("CartPole-v1")], ids=["scheduling", "node-mode", "cartpole"])
+                                  lambda: gymnasium.make("CartPole-v1"), lambda: None],
+                         ids=["scheduling", "node-mode", "cartpole", "none"])
 def test_grouped_placement_refuses_envs_it_does_not_fit(make):
     with pytest.raises(goenv.InvalidArgument, match="GroupedPlacement"):
         GroupedPlacement(make())

@@ -47,11 +47,11 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
     """
 
     def __init__(self, env: gymnasium.Env):
+        base = getattr(env, "unwrapped", env)
+        if not isinstance(env, gymnasium.Env) or not isinstance(base, GraphEnv):
+            raise InvalidArgument(f"GroupedPlacement wraps goenv envs, got {type(base).__name__}")
         gymnasium.utils.RecordConstructorArgs.__init__(self)
         gymnasium.Wrapper.__init__(self, env)
-        base = env.unwrapped
-        if not isinstance(base, GraphEnv):
-            raise InvalidArgument(f"GroupedPlacement wraps goenv envs, got {type(base).__name__}")
         inner = env
         while isinstance(inner, gymnasium.Wrapper):  # its actions are units: a second one would take units of units
             if isinstance(inner, GroupedPlacement):
@@ -73,21 +73,28 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         return obs, info
 
     def step(self, action):
-        action = np.asarray(action)
-        if action.shape != (self.num_units,):
-            raise InvalidAction(f"GroupedPlacement takes one device per decision unit: shape ({self.num_units},), "
-                                f"got {action.shape}")
-        obs, reward, terminated, truncated, info = self.env.step(action[self.units])
+        obs, reward, terminated, truncated, info = self.env.step(self._per_node(action, "GroupedPlacement", InvalidAction))
         self._update_mask(obs)
         return obs, reward, terminated, truncated, info
 
     def node_placement(self, action) -> np.ndarray:
-        """The per-node placement a unit action stands for."""
+        """The per-node placement (int64) a unit action stands for."""
+        return self._per_node(action, "node_placement", InvalidArgument)
+
+    def _per_node(self, action, what: str, error: type[Exception]) -> np.ndarray:
+        """One device per unit, as the env checks its own actions (no masked array, integer values
+        in range: 1.0 is device 1), spread over the units' nodes."""
+        if isinstance(action, np.ma.MaskedArray):
+            raise error(f"{what}: action is a masked array; pass plain values")
         action = np.asarray(action)
         if action.shape != (self.num_units,):
-            raise InvalidArgument(f"node_placement takes one device per decision unit: shape ({self.num_units},), "
-                                  f"got {action.shape}")
-        return action[self.units]
+            raise error(f"{what} takes one device per decision unit: shape ({self.num_units},), got {action.shape}")
+        if action.dtype.kind not in "iub" and not (action.dtype.kind == "f" and np.all(np.mod(action, 1) == 0)):
+            raise error(f"{what} takes integer devices, got dtype {action.dtype} "
+                        f"{'with fractional or NaN values' if action.dtype.kind == 'f' else ''}".rstrip())
+        if action.size and (action.min() < 0 or action.max() >= self.num_devices):
+            raise error(f"{what}: devices must be in [0, {self.num_devices}), got {action.min()}..{action.max()}")
+        return action.astype(np.int64)[self.units]
 
     def action_masks(self) -> np.ndarray:
         """(num_units * num_devices,) bool, unit after unit (MaskablePPO's MultiDiscrete layout)."""

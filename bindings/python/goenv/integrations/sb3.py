@@ -31,6 +31,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 from goenv._core import InvalidArgument, node_state_names
+from goenv.arguments import checked_int
 from goenv.envs import GraphEnv
 from goenv.integrations.encoder import (
     MASKED_LOGIT,
@@ -58,10 +59,10 @@ def policy_kwargs(env: gymnasium.Env | None = None, hidden: int = 64, layers: in
     goenv.integrations.encoder.NodeCategorical). Node mode (decision_mode="node" env, SB3's
     "MultiInputPolicy"): GraphFeaturesExtractor on the current node. Without `env`: graph
     mode, one decision per node."""
-    options = {"hidden": hidden, "layers": layers}
+    options = {"hidden": checked_int("hidden", hidden, 1, 1 << 16), "layers": checked_int("layers", layers, 0, 64)}
     if env is None:
         return {"graph_options": {**options, "log_prob": log_prob}}
-    base = env.unwrapped
+    base = getattr(env, "unwrapped", env)
     if not isinstance(base, GraphEnv):
         raise InvalidArgument(f"policy_kwargs reads goenv envs, got {type(base).__name__}")
     if base.core.node_mode:
