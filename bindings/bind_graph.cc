@@ -121,9 +121,9 @@ void bind_graph(py::module_& m) {
       .def_static("from_arrays",
                   [](py::handle edge_index, py::handle flops, py::handle output_bytes, py::handle param_bytes,
                      py::handle op_type, py::handle edge_bytes, py::handle cost_us, py::handle names,
-                     py::handle group, py::handle colocation, const std::string& name) {
+                     py::handle group, py::handle colocation, py::handle name) {
                     return hold(from_arrays(edge_index, flops, output_bytes, param_bytes, op_type, edge_bytes,
-                                            cost_us, names, group, colocation, name));
+                                            cost_us, names, group, colocation, text_argument(name, "name")));
                   },
                   py::arg("edge_index"), py::kw_only(), py::arg("flops"), py::arg("output_bytes") = py::none(),
                   py::arg("param_bytes") = py::none(), py::arg("op_type") = py::none(),
@@ -132,11 +132,13 @@ void bind_graph(py::module_& m) {
                   py::arg("colocation") = py::none(), py::arg("name") = "graph",
                   "Builds a graph from numpy columns. op_type: vocabulary names or ids; cost_us: measured\n"
                   "microseconds per node, (N,) for every device kind or (N, 3) for [cpu, gpu, tpu], NaN = none.")
-      .def_static("load", [](const std::string& path) {
+      .def_static("load", [](py::handle path_argument) {
+        const std::string path = text_argument(path_argument, "path", /*path=*/true);
         py::gil_scoped_release release;
         return hold(load_graph(path));
       }, py::arg("path"), "Loads a .goenv (cereal binary) or .json file, validating it.")
-      .def("save", [](const Graph& g, const std::string& path) {
+      .def("save", [](const Graph& g, py::handle path_argument) {
+        const std::string path = text_argument(path_argument, "path", /*path=*/true);
         py::gil_scoped_release release;
         save_graph(g, path);
       }, py::arg("path"), "Saves atomically: cereal binary, or JSON when the path ends in .json.")

@@ -37,6 +37,23 @@ py::array_t<T> readonly_view(const std::vector<T>& data, std::vector<py::ssize_t
   return readonly_view(data.data(), std::move(shape), std::move(owner));
 }
 
+// A str argument (`path`: an os.PathLike too) as UTF-8, or InvalidArgument naming `what`:
+// pybind11's own refusal is a signature dump, and a lone surrogate fails to encode.
+inline std::string text_argument(py::handle value, const char* what, bool path = false) {
+  py::object text = py::reinterpret_borrow<py::object>(value);
+  if (path && !py::isinstance<py::str>(value) && py::hasattr(value, "__fspath__")) text = value.attr("__fspath__")();
+  GOENV_CHECK(py::isinstance<py::str>(text), InvalidArgument,
+              what << " must be a " << (path ? "path (str or os.PathLike)" : "string") << ", got "
+                   << std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    GOENV_FAIL(InvalidArgument, what << " is not valid Unicode (a lone surrogate?)");
+  }
+  return std::string(data, static_cast<std::size_t>(size));
+}
+
 // Converts one number of an integer-valued column, refusing fractions, NaN and
 // values outside int64 (never a silent truncation or wrap-around).
 inline std::int64_t integral_value(double x, const std::string& what, std::int64_t index) {

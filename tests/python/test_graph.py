@@ -443,3 +443,19 @@ def test_lower_bound_is_tight_for_a_chain_on_one_device():
     g = goenv.Graph.from_arrays(np.array([[0, 1], [1, 2]]), flops=[1e9, 2e9, 3e9])
     cluster = goenv.clusters.get("2xgpu-pcie")
     assert goenv.lower_bound(g, cluster) == goenv.simulate(g, cluster).runtime
+
+
+def test_names_and_paths_of_the_wrong_type_are_invalid_arguments(tmp_path):
+    """Not pybind11's "incompatible function arguments" dump: the argument named."""
+    edges = np.array([[0, 1], [1, 2]])
+    for name, message in ((5, "name must be a string, got int"), ("\udcff", "name is not valid Unicode")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            goenv.Graph.from_arrays(edges, flops=np.ones(3), name=name)
+    graph = goenv.Graph.from_arrays(edges, flops=np.ones(3), name="mine")
+    for path in (None, 3):
+        with pytest.raises(goenv.InvalidArgument, match="path must be a path"):
+            graph.save(path)
+        with pytest.raises(goenv.InvalidArgument, match="path must be a path"):
+            goenv.Graph.load(path)
+    graph.save(tmp_path / "g.goenv")  # an os.PathLike is a path
+    assert goenv.Graph.load(tmp_path / "g.goenv").name == "mine"

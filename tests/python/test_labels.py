@@ -55,6 +55,15 @@ def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tm
         np.testing.assert_array_equal(info["peak_memory"], decisions["peak_memory"][k])
     assert np.all(decisions["finish"] >= decisions["start"])
     np.testing.assert_allclose(decisions["finish"].max(axis=1), decisions["runtime"], rtol=1e-6)  # float32
+    if task == "placement":  # indices are integers (numpy's too), kinds are named
+        assert labels.graph(np.int64(-2))["graph_id"] == 3
+        for index in ("3", 3.0, True):
+            with pytest.raises(goenv.InvalidArgument, match="graph index must be an integer, got"):
+                labels.decisions(index)
+        with pytest.raises(IndexError, match="out of range"):
+            labels.graph(5)
+        with pytest.raises(goenv.InvalidArgument, match="kind must be one of"):
+            labels.files("xx")
 
 
 def test_a_labelling_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the_corrected_one(graphs,

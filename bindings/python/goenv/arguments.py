@@ -42,6 +42,8 @@ def checked_number(name: str, value: Any) -> float:
 
 
 def _integer_range(low: int, high: int | None) -> str:
+    if low <= -2**63 and (high is None or high >= 2**63 - 1):  # any int64 (the range checks are elsewhere)
+        return "an integer"
     if high is None:
         return f"an integer >= {low}"
     if high >= 2**31 - 1 and (high + 1) & high == 0:  # 2**k - 1: the type's limit, written as such

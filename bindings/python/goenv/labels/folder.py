@@ -492,7 +492,8 @@ class Labels:
 
     def _locate(self, index: int) -> tuple[int, int]:
         n = len(self)
-        i = int(index) + (n if int(index) < 0 else 0)
+        index = checked_int("graph index", index, -2**63, 2**63 - 1)  # "0", 1.0 and True are no index
+        i = index + (n if index < 0 else 0)
         if not 0 <= i < n:
             raise IndexError(f"graph index {index} out of range for {n} labelled graphs")
         return i // self.manifest["shard_size"], i
@@ -553,6 +554,8 @@ class Labels:
 
     def files(self, kind: str = "labels") -> list[str]:
         """The Parquet files of `kind`, in order (for pyarrow.dataset or Hugging Face `datasets`)."""
+        if kind not in KINDS:
+            raise InvalidArgument(f"kind must be one of {KINDS}, got {kind!r}")
         return [os.path.join(self.root, record["files"][kind]["file"]) for record in self.shards]
 
     def verify(self) -> None:
