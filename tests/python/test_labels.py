@@ -67,11 +67,18 @@ def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tm
 
 
 def test_a_labelling_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the_corrected_one(graphs,
-                                                                                                      tmp_path):
-    # Too many decisions to hold in memory: the manifest records no shard, so the same folder
-    # takes the corrected command; one with shards is still refused.
-    with pytest.raises(MemoryError):
-        _label(graphs, tmp_path / "l", decisions_per_graph=10**12)  # terabytes: refused on any machine
+                                                                                                      tmp_path,
+                                                                                                      monkeypatch):
+    # Too many decisions for memory: refused before anything is written, or (K x N, known per
+    # graph) when the first graph is read; then the manifest records no shard, so the same
+    # folder takes the corrected command; one with shards is still refused.
+    with pytest.raises(goenv.InvalidArgument, match=r"decisions_per_graph must be an integer in \[1, 65536\]"):
+        _label(graphs, tmp_path / "l", decisions_per_graph=10**12)  # terabytes
+    assert not os.path.exists(tmp_path / "l")
+    with monkeypatch.context() as patch:
+        patch.setattr(goenv.labels.decisions, "MAX_VALUES_PER_GRAPH", 1000)
+        with pytest.raises(goenv.InvalidArgument, match="lower decisions_per_graph"):
+            _label(graphs, tmp_path / "l", decisions_per_graph=2**16)
     assert sorted(os.listdir(tmp_path / "l")) == ["manifest.json"]
     assert _label(graphs, tmp_path / "l", decisions_per_graph=2).num_decisions == 2 * len(goenv.datasets.open(graphs))
     with pytest.raises(goenv.InvalidArgument, match="made otherwise"):
@@ -705,7 +712,7 @@ def test_label_and_export_commands(graphs, tmp_path, capsys):
     assert main(["dataset", "info", str(out)]) == 0 and "5 graphs x 4 decisions" in capsys.readouterr().out
     assert main(["dataset", "verify", str(out)]) == 0 and "all checksums valid" in capsys.readouterr().out
     assert main(["dataset", "export-tpugraphs", str(out), "--out", str(tmp_path / "npz")]) == 0
-    assert len(os.listdir(tmp_path / "npz")) == 5
+    assert sorted(os.listdir(tmp_path / "npz"))[-1] == "export.json" and len(os.listdir(tmp_path / "npz")) == 6
     assert main(["dataset", "label", str(graphs), "--out", str(out), "-k", "0"]) == 2
     assert "goenv: error: decisions_per_graph" in capsys.readouterr().err
 
