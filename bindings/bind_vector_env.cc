@@ -15,6 +15,7 @@
 #include "bindings/env_options.h"
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
+#include "envs/start.h"
 #include "envs/vector_env.h"
 
 namespace goenv::bindings {
@@ -112,7 +113,9 @@ class PyVectorEnv {
   bool copy() const { return copy_; }
   void set_copy(bool copy) { copy_ = copy; }
 
-  py::tuple reset(py::handle seeds, py::handle mask) {
+  // start: None; a start's name ("heft", "best-heuristic", ...); {head: values} for every env;
+  // or a list with one per env of those, or None (that env's own start).
+  py::tuple reset(py::handle seeds, py::handle mask, py::handle start) {
     const int b = engine_->num_envs();
     std::vector<std::uint64_t> seed_values(b, 0);
     if (!seeds.is_none()) {
@@ -128,10 +131,43 @@ class PyVectorEnv {
                   "reset_mask must be a bool array of shape (" << b << ",) [num_envs]");
       mask_bytes = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(m);
     }
+    std::vector<py::object> per_env;  // each env's start (None: its own), converted under the guard
+    if (!start.is_none()) {
+      const bool one_for_all = py::isinstance<py::str>(start) || py::isinstance<py::dict>(start);
+      GOENV_CHECK(one_for_all || py::isinstance<py::list>(start) || py::isinstance<py::tuple>(start), InvalidArgument,
+                  "options['start'] must be a start's name, {head: values}, or a list of those (or None) with one "
+                  "per env, got " << std::string(py::str(py::type::handle_of(start).attr("__name__"))));
+      if (one_for_all) {
+        per_env.assign(b, py::reinterpret_borrow<py::object>(start));
+      } else {
+        for (py::handle item : start) per_env.push_back(py::reinterpret_borrow<py::object>(item));
+        GOENV_CHECK(static_cast<int>(per_env.size()) == b, InvalidArgument,
+                    "options['start'] has " << per_env.size() << " entries; the vector env has num_envs=" << b);
+      }
+    }
+    // Given decisions are converted here (the GIL held; a graph never changes); names become
+    // decisions under the guard, as they may run the heuristics on the env.
+    std::vector<Solution> starts(per_env.size());
+    std::vector<std::string> names(per_env.size());
+    for (std::size_t i = 0; i < per_env.size(); ++i) {
+      const py::object& s = per_env[i];
+      if (py::isinstance<py::str>(s)) {
+        names[i] = s.cast<std::string>();
+        GOENV_CHECK(!names[i].empty(), InvalidArgument, "options['start'][" << i << "]: an empty name");
+      } else if (py::isinstance<py::dict>(s)) {
+        starts[i] = solution_from(engine_->env(static_cast<int>(i)), s.cast<py::dict>());
+      } else {
+        GOENV_CHECK(s.is_none(), InvalidArgument,
+                    "options['start'][" << i << "] must be a start's name, {head: values} or None");
+      }
+    }
     Outputs out = outputs(false);
     std::vector<double> bounds;
     guarded(engine_->guard(), [&] {
-      engine_->reset(seed_values.data(), mask.is_none() ? nullptr : mask_bytes.data(), out.buffers);
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (!names[i].empty()) starts[i] = start_decisions(engine_->env(static_cast<int>(i)), names[i]);
+      engine_->reset(seed_values.data(), mask.is_none() ? nullptr : mask_bytes.data(), out.buffers,
+                     per_env.empty() ? nullptr : &starts);
       bounds = lower_bounds();
     });
     set_lower_bounds(std::move(bounds));
@@ -479,7 +515,9 @@ void bind_vector_env(py::module_& m) {
            "One env per entry of `envs`, each a clone of that env (graph, cluster, options). Envs on one graph\n"
            "batch as (B, N, ...); different graphs concatenate PyG-style (sum N, ...) unless pad_to=(nodes, edges).")
       .def("reset", &PyVectorEnv::reset, py::arg("seeds") = py::none(), py::arg("mask") = py::none(),
-           "Resets every env (or those where mask is True); seeds: uint64 (B,). Returns (obs, info).")
+           py::arg("start") = py::none(),
+           "Resets every env (or those where mask is True); seeds: uint64 (B,); start: this reset's start\n"
+           "(a name, {head: values}, or one of those or None per env). Returns (obs, info).")
       .def("step", &PyVectorEnv::step, py::arg("actions"),
            "Steps every env (NEXT_STEP autoreset). Returns (obs, reward, terminated, truncated, info).")
       .def("get_state", [](PyVectorEnv& v) { return py::bytes(v.locked([&] { return v.engine().get_state(); })); },

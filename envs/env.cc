@@ -170,8 +170,9 @@ DynamicObservation Env::reset(std::uint64_t /*seed: the env has no randomness ye
 }
 
 void Env::reset_into(std::uint64_t /*seed: the env has no randomness yet*/, float* node_state,
-                     std::int8_t* action_mask, float* globals, float* device_state) {
-  start_episode(nullptr, nullptr);
+                     std::int8_t* action_mask, float* globals, float* device_state, const Solution* start,
+                     const SimulationResult* start_result) {
+  start_episode(start && start_result ? start : nullptr, start && start_result ? start_result : nullptr);
   observe_into(node_state, action_mask, globals, device_state);
 }
 

@@ -184,9 +184,14 @@ class Env {
   StepOutcome advance(const std::vector<const std::int64_t*>& action);
   // What step() would have returned as its observation, now.
   DynamicObservation observation();
-  // device_state (D * device_state_dim() floats) may be null: not written.
+  // device_state (D * device_state_dim() floats) may be null: not written. `start`: this
+  // episode's start, as checked_start() made it with its simulation `start_result`.
   void reset_into(std::uint64_t seed, float* node_state, std::int8_t* action_mask, float* globals,
-                  float* device_state = nullptr);
+                  float* device_state = nullptr, const Solution* start = nullptr,
+                  const SimulationResult* start_result = nullptr);
+  // A start for one reset, checked as set_start checks it (throws InvalidArgument naming the
+  // problem, changes nothing); `result` gets its simulation.
+  Solution checked_start(Solution start, SimulationResult* result);
   StepOutcome step_into(const std::int64_t* const* action, float* node_state, std::int8_t* action_mask,
                         float* globals, float* device_state = nullptr);
   void observe_into(float* node_state, std::int8_t* action_mask, float* globals, float* device_state = nullptr) const;
@@ -234,7 +239,6 @@ class Env {
   StepOutcome transition(const std::int64_t* const* action, std::size_t parts, bool schedule = true);
   // From `once` (checked, with its simulation), else the env's start, else the initial decisions.
   void start_episode(const Solution* once, const SimulationResult* once_result);
-  Solution checked_start(Solution start, SimulationResult* result);  // complete and valid, or throws
   void observe_devices(float* device_state) const;
   void refresh_schedule();  // after last_ changes: what the observation derives from it (slack)
   const SimulationResult& simulate(const std::vector<std::int32_t>& placement, const std::vector<double>& priority,

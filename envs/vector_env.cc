@@ -334,7 +334,8 @@ void VectorEnv::zero_padding(int i, const BatchBuffers& out) {
             std::int8_t{0});
 }
 
-void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& buffers) {
+void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& buffers,
+                      const std::vector<Solution>* starts) {
   const auto started = std::chrono::steady_clock::now();
   BatchBuffers out = buffers;  // reset reports no reward or episode ends
   out.reward = nullptr;
@@ -345,6 +346,22 @@ void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, cons
   for (int i = 0; i < b; ++i)
     GOENV_CHECK(!mask || mask[i] || has_reset_[i], ResetNeeded,
                 "vector env: env " << i << " is left out of reset_mask but was never reset; reset every env first");
+  GOENV_CHECK(!starts || static_cast<int>(starts->size()) == b, InvalidArgument,
+              "vector env: " << (starts ? starts->size() : 0) << " starts for " << b << " envs");
+  // This reset's starts, checked (and simulated) before any env changes.
+  std::vector<Solution> checked(starts ? b : 0);
+  std::vector<SimulationResult> simulated(starts ? b : 0);
+  std::vector<std::uint8_t> given(starts ? b : 0, 0);
+  for (int i = 0; starts && i < b; ++i) {
+    const Solution& start = (*starts)[i];
+    if ((mask && !mask[i]) || (start.placement.empty() && start.priority.empty() && start.fusion.empty())) continue;
+    try {
+      checked[i] = envs_[i]->checked_start(start, &simulated[i]);
+    } catch (const InvalidArgument& error) {
+      GOENV_FAIL(InvalidArgument, "vector env: the start of env " << i << ": " << error.what());
+    }
+    given[i] = 1;
+  }
   parallel_for_envs([&](int i) {
     float* node_state = out.node_state + node_offset_[i] * node_state_dim_;
     std::int8_t* action_mask = out.action_mask + node_offset_[i] * action_mask_width_;
@@ -356,7 +373,9 @@ void VectorEnv::reset(const std::uint64_t* seeds, const std::uint8_t* mask, cons
       episode_steps_[i] = 0;
       autoreset_[i] = 0;
       has_reset_[i] = 1;
-      env.reset_into(episode_seed(seed_[i], 0), node_state, action_mask, globals, device_state_of(i, out));
+      const bool once = starts && given[i];
+      env.reset_into(episode_seed(seed_[i], 0), node_state, action_mask, globals, device_state_of(i, out),
+                     once ? &checked[i] : nullptr, once ? &simulated[i] : nullptr);
     } else {
       env.observe_into(node_state, action_mask, globals, device_state_of(i, out));
     }

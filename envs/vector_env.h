@@ -131,7 +131,10 @@ class VectorEnv {
   // Seeds: B values (env i's episode seeds are derived from seeds[i] alone).
   // mask: null = every env; else B bytes, nonzero = reset that env; the others
   // are observed as they are (they must have been reset before).
-  void reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& out);
+  // starts: null, or one per env (an empty Solution: that env's own start), for this reset only
+  // (later autoresets begin from each env's own start); all checked before any env changes.
+  void reset(const std::uint64_t* seeds, const std::uint8_t* mask, const BatchBuffers& out,
+             const std::vector<Solution>* starts = nullptr);
   // actions: one pointer per head (heads() order), laid out as `layout` says.
   void step(const std::int64_t* const* actions, const ActionLayout& layout, const BatchBuffers& out);
   // Same-step autoreset on demand (Gymnasium's SAME_STEP mode): resets now every

@@ -200,6 +200,38 @@ def test_vector_envs_start_where_their_option_says_and_batch_device_arrays():
     assert "device_state" not in v1.reset(seed=0)[0]
 
 
+def test_a_vector_reset_takes_a_start_for_that_reset_only():
+    """DESIGN §3 reset(options={"start": ...}), in the vector env: a name, given decisions, or one
+    (or None: the env's own) per env; checked before any env changes; autoresets and later resets
+    begin from each env's own start again."""
+    venv = goenv.make_vec("placement-inception", num_envs=3, horizon=1)
+    _, info = venv.reset(seed=0)
+    default = info["runtime"].copy()
+    single = goenv.make("placement-inception", horizon=1)
+    heft = single.reset(seed=0, options={"start": "heft"})[1]
+    best = single.reset(seed=0, options={"start": "best-heuristic"})[1]
+    obs, info = venv.reset(seed=0, options={"start": "heft"})
+    np.testing.assert_array_equal(info["runtime"], [heft["runtime"]] * 3)
+    np.testing.assert_array_equal(obs["node_state"][2], single.reset(seed=0, options={"start": "heft"})[0]["node_state"])
+    n = single.unwrapped.core.num_nodes
+    placement = single.unwrapped.core.placement % 2
+    _, info = venv.reset(seed=0, options={"start": ["best-heuristic", None, {"placement": placement}]})
+    given = single.reset(seed=0, options={"start": placement})[1]
+    np.testing.assert_array_equal(info["runtime"], [best["runtime"], default[1], given["runtime"]])
+    before = venv.get_state()
+    for start, error in ((["heft"], goenv.InvalidArgument), (3, goenv.InvalidArgument),
+                         ([None, None, "no-such-start"], goenv.NotFound),
+                         ([None, None, {"placement": np.full(n, 9)}], goenv.InvalidArgument)):
+        with pytest.raises(error):
+            venv.reset(seed=0, options={"start": start})
+    assert venv.get_state() == before  # a refused start changes no env
+    _, _, terminated, _, _ = venv.step(np.zeros((3, n), dtype=np.int64))  # one-shot: every episode ends
+    assert terminated.all()
+    _, _, _, _, info = venv.step(np.zeros((3, n), dtype=np.int64))  # the autoreset: each env's own start
+    np.testing.assert_array_equal(info["runtime"], default)
+    np.testing.assert_array_equal(venv.reset(seed=1)[1]["runtime"], default)
+
+
 def test_a_bad_start_is_refused_and_changes_nothing():
     env = goenv.make("placement-inception", horizon=3)
     env.reset(seed=0, options={"start": "best-heuristic"})

@@ -249,7 +249,11 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     # -- the API -----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
         """seed: None (fresh entropy), an int (env i gets seed + i) or one seed per env.
-        options: {"reset_mask": bool array (B,)} resets only those envs."""
+        options: {"reset_mask": bool array (B,)} resets only those envs; {"start": ...} starts
+        this reset's episodes from a start's name ("heft", "best-heuristic", ...), from given
+        decisions {head: values} (every env), or from a list with one of those or None (the env's
+        own start) per env, checked before any env changes; later autoresets begin from each
+        env's own start (as a single env's options, they apply to this reset only)."""
         self._check_open()
         b = self.num_envs
         if seed is None:
@@ -269,18 +273,20 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
             fresh = np.random.SeedSequence().generate_state(b, np.uint64)
             seeds = np.array([fresh[i] if s is None else _checked_seed(s) for i, s in enumerate(seed)],
                              dtype=np.uint64)
-        mask = None
+        mask = start = None
         if options:
-            unknown = set(options) - {"reset_mask"}
+            unknown = set(options) - {"reset_mask", "start"}
             if unknown:
-                raise InvalidArgument(f"unknown reset options {sorted(unknown)}; supported: reset_mask")
-            mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (b,):
+                raise InvalidArgument(f"unknown reset options {sorted(unknown)}; supported: reset_mask, start")
+            mask, start = options.get("reset_mask"), options.get("start")
+            if mask is not None and (not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (b,)):
                 raise InvalidArgument(f"options['reset_mask'] must be a bool numpy array of shape ({b},)")
-            if not mask.any():
+            if mask is not None and not mask.any():
                 raise InvalidArgument("options['reset_mask'] must select at least one env")
+            if isinstance(start, np.ndarray):  # a placement, as a single env's reset takes it
+                start = {"placement": start}
         core = self._open_core()
-        obs, info = core.reset(seeds, mask)
+        obs, info = core.reset(seeds, mask, start)
         return self._owned(obs, core), info
 
     def step(self, actions):
