@@ -2,6 +2,7 @@
 // cross-device fusion, one launch per kernel, only boundary bytes touch memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/fusion.h"
@@ -99,6 +100,25 @@ TEST(Fusion, PriorityZeroKeepsAProducerAloneToo) {
   EXPECT_EQ(plan_fusion(*g, single.data(), middle_only.data(), 16).group, std::vector<std::int32_t>({0, 1, 2}));
   EXPECT_EQ(plan_fusion(*g, single.data(), first_alone.data(), 16).group, std::vector<std::int32_t>({0, 1, 1}));
   EXPECT_EQ(plan_fusion(*g, single.data(), last_alone.data(), 16).group, std::vector<std::int32_t>({0, 0, 1}));
+}
+
+// The window (fusion.h: part of the pass's definition): a merge of two groups more than
+// max_window topological slots apart is refused, whatever lies between them.
+TEST(Fusion, AMergeBeyondTheWindowIsRefused) {
+  GraphBuilder b("far");
+  const auto first = b.add_node(typed("add", "Add", kGflop, kMbyte));
+  for (int i = 0; i < 5; ++i) b.add_node(typed("c" + std::to_string(i), "Conv2D", kGflop, kMbyte));  // slots 1-5
+  const auto last = b.add_node(typed("relu", "Relu", kGflop, kMbyte));
+  b.add_edge(first, last);
+  auto g = std::move(b).build();
+  const auto& order = g->topological_order();
+  const int apart = static_cast<int>(std::find(order.begin(), order.end(), last) -
+                                     std::find(order.begin(), order.end(), first));  // the slots between them
+  ASSERT_GE(apart, 1);
+  const auto single = all(7, 0), fuse = all(7, 1);
+  EXPECT_EQ(plan_fusion(*g, single.data(), fuse.data(), 16, /*max_window=*/apart).group[last], 0);
+  EXPECT_EQ(plan_fusion(*g, single.data(), fuse.data(), 16, /*max_window=*/apart - 1).group[last], 6);
+  EXPECT_EQ(plan_fusion(*g, single.data(), fuse.data(), 16).num_fused_nodes, 2);  // kFusionWindow = 4096
 }
 
 TEST(Fusion, OpaqueOpsNeverFuse) {
