@@ -202,7 +202,10 @@ py::dict act(Agent& agent, const py::dict& obs, bool deterministic, py::handle c
   const auto mask = column<std::int8_t>(obs, "action_mask");
   const auto globals = column<float>(obs, "globals");
   const auto features = column<float>(obs, "node_features");
-  const auto edges = column<std::int64_t>(obs, "edge_index");
+  GOENV_CHECK(obs.contains("edge_index"), InvalidArgument, "observation has no 'edge_index' entry");
+  // Node ids: a fraction is refused, not truncated (as env.step refuses a fractional action).
+  const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> edges =
+      integer_values(obs["edge_index"], "observation['edge_index']");
   GOENV_CHECK(state.ndim() == 2 || state.ndim() == 3, InvalidArgument,
               "observation['node_state'] must have shape (N, S) or (B, N, S), got " << shape_of(state));
   const bool batched = state.ndim() == 3;

@@ -224,6 +224,10 @@ def test_careless_agent_and_importer_values_are_refused():
     for call in (lambda: agent.act(obs, deterministic="no"), lambda: agent.evaluate([env], deterministic=1)):
         with pytest.raises(goenv.InvalidArgument, match="deterministic must be True or False"):
             call()
+    greedy = agent.act(obs, deterministic=True)  # node ids: integral floats are ids, fractions refused
+    np.testing.assert_array_equal(agent.act({**obs, "edge_index": obs["edge_index"] * 1.0}, deterministic=True), greedy)
+    with pytest.raises(goenv.InvalidArgument, match=r"edge_index'\]\[0\] is 0.9, not an integer"):
+        agent.act({**obs, "edge_index": obs["edge_index"] + 0.9}, deterministic=True)
     import torch
 
     with pytest.raises(goenv.InvalidArgument, match="training must be True or False, got 'no'"):
