@@ -24,6 +24,16 @@ NodeSpec typed(const std::string& name, const char* type, double flops, std::int
 
 std::vector<std::int32_t> all(int n, std::int32_t value) { return std::vector<std::int32_t>(n, value); }
 
+// A chain of ops of these types (node i -> node i + 1), each 1 GFLOP with 1 MB out.
+GraphPtr chain(const std::vector<const char*>& types) {
+  GraphBuilder b("chain");
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    b.add_node(typed(types[i] + std::to_string(i), types[i], kGflop, kMbyte));
+    if (i > 0) b.add_edge(static_cast<NodeId>(i - 1), static_cast<NodeId>(i));
+  }
+  return std::move(b).build();
+}
+
 // Is every group convex: no path leaves it and comes back?
 bool groups_are_convex(const Graph& g, const FusionPlan& plan) {
   for (int k = 0; k < plan.num_groups; ++k) {
@@ -48,13 +58,8 @@ bool groups_are_convex(const Graph& g, const FusionPlan& plan) {
 
 TEST(Fusion, ElementwiseChainFusesIntoOneKernelWithOneLaunch) {
   // relu -> add -> mul, each 1 GFLOP, 1 MB out; device: 1 GFLOP/s, 1 MB/s, 1 s launch.
-  GraphBuilder b("chain");
-  const auto r = b.add_node(typed("relu", "Relu", kGflop, kMbyte));
-  const auto a = b.add_node(typed("add", "Add", kGflop, kMbyte));
-  const auto m = b.add_node(typed("mul", "Mul", kGflop, kMbyte));
-  b.add_edge(r, a);
-  b.add_edge(a, m);
-  auto g = std::move(b).build();
+  const auto g = chain({"Relu", "Add", "Mul"});
+  const NodeId r = 0, m = 2;
   Device d = test::test_device();
   d.launch_overhead = 1;
   const Cluster cluster = test::test_cluster(1, d);
@@ -88,13 +93,7 @@ TEST(Fusion, PriorityZeroMeansAlone) {
 // Priority 0 keeps a node out of every group, also as a producer a consumer would join
 // (DESIGN §2: "priority 0 = do not fuse"); the others fuse as they would.
 TEST(Fusion, PriorityZeroKeepsAProducerAloneToo) {
-  GraphBuilder b("chain");
-  const auto a = b.add_node(typed("add", "Add", kGflop, kMbyte));
-  const auto r = b.add_node(typed("relu", "Relu", kGflop, kMbyte));
-  const auto m = b.add_node(typed("mul", "Mul", kGflop, kMbyte));
-  b.add_edge(a, r);
-  b.add_edge(r, m);
-  auto g = std::move(b).build();
+  const auto g = chain({"Add", "Relu", "Mul"});
   const auto single = all(3, 0);
   const std::vector<std::int32_t> middle_only{0, 1, 0}, first_alone{0, 1, 1}, last_alone{1, 1, 0};
   EXPECT_EQ(plan_fusion(*g, single.data(), middle_only.data(), 16).group, std::vector<std::int32_t>({0, 1, 2}));
