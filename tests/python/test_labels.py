@@ -467,6 +467,8 @@ def test_torch_dataset_and_pyg_style_collate(graphs, tmp_path):
     assert batch["x"].shape[0] == sum(sizes) and batch["runtime"].shape == (2, 24)
     assert batch["batch"].tolist() == [0] * sizes[0] + [1] * sizes[1]
     assert int(batch["edge_index"].min()) >= 0 and int(batch["edge_index"][:, -1].min()) >= sizes[0]
+    with pytest.raises(goenv.InvalidArgument, match="collate needs at least one item"):
+        collate([])
 
 
 def test_suites_and_graph_files_are_sources(tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from goenv._core import InvalidArgument
 from goenv.labels.decisions import HEADS
 from goenv.labels.folder import Labels
 
@@ -48,6 +49,8 @@ class LabelledGraphs(torch.utils.data.Dataset):
 
 def collate(items: list[dict]) -> dict:
     """Items of LabelledGraphs as one PyG-style batch (see the module docstring)."""
+    if not items:
+        raise InvalidArgument("collate needs at least one item (a DataLoader batch is never empty)")
     offsets = np.cumsum([0] + [item["num_nodes"] for item in items])[:-1]
     batch = {
         "x": torch.cat([item["x"] for item in items]),
