@@ -269,3 +269,21 @@ def test_demo_agent_starts_from_the_best_heuristic_and_beats_the_default(tmp_pat
     assert "imitation steps toward best-heuristic" in line
     speedup = float(line.split("speedup ")[1].split("x")[0])
     assert speedup > 1.0, line  # never worse than its teacher, which beats the default on this graph
+
+
+def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
+    """Ctrl-C during any command: "goenv: interrupted" and status 130, not a traceback."""
+    import argparse
+
+    from goenv import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    class Parser:
+        def parse_args(self, argv):
+            return argparse.Namespace(command="info", run=interrupted)
+
+    monkeypatch.setattr(cli, "_parser", Parser)
+    assert cli.main(["info"]) == 130
+    assert capsys.readouterr().err == "goenv: interrupted\n"

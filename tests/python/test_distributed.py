@@ -163,8 +163,10 @@ def test_killed_and_crashed_workers_are_replaced_and_training_finishes():
 
 def test_bad_addresses_are_refused_before_any_worker_starts():
     env = placement_env()
-    with pytest.raises(ValueError, match="bad Ray address"):
+    with pytest.raises(goenv.InvalidArgument, match="bad Ray address"):
         goenv.distributed.train([env], num_workers=1, total_steps=8, address="no-port-here", **SMALL)
+    with pytest.raises(goenv.InvalidArgument, match="checkpoint .*: a directory"):  # before Ray starts
+        goenv.distributed.train([env], num_workers=1, total_steps=8, checkpoint=os.getcwd(), **SMALL)
     start = time.monotonic()
     with pytest.raises(ConnectionError, match="cannot reach a Ray cluster"):
         goenv.distributed.train([env], num_workers=1, total_steps=8, address="127.0.0.1:1", connect_timeout=5,
@@ -177,10 +179,16 @@ def test_mismatched_env_specs_and_bad_options_are_refused():
     scheduling = goenv.GraphEnv.from_graph("scheduling", env.core.graph, "2xgpu-pcie")
     with pytest.raises(goenv.InvalidArgument, match="does not fit the policy"):
         goenv.distributed.Trainer([env, scheduling], "ppo", 2, hidden=32)
-    with pytest.raises(ValueError, match="num_workers"):
-        goenv.distributed.Trainer([env], "ppo", 0)
+    for workers in (0, 2.5, True):  # goenv.InvalidArgument, a ValueError
+        with pytest.raises(goenv.InvalidArgument, match="num_workers"):
+            goenv.distributed.Trainer([env], "ppo", workers)
     with pytest.raises(ValueError, match="algorithm"):
         goenv.distributed.Trainer([env], "dqn", 1)
+    for options, message in (({"max_worker_restarts": -1}, "max_worker_restarts"),
+                             ({"connect_timeout": -1}, "connect_timeout must be > 0"),
+                             ({"max_lag": -1}, "max_lag"), ({"agent": "x"}, "agent must be a goenv.agents agent")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            goenv.distributed.Trainer([env], None, 1, **options)
     with pytest.raises(KeyError):
         goenv.distributed.Trainer(["placement-nonexistent"], "ppo", 1)
 

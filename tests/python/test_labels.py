@@ -497,6 +497,10 @@ def test_bad_input_raises_clear_errors_and_changes_nothing(graphs, tmp_path, mon
             _label(graphs, out, decisions_per_graph=k)
     with pytest.raises(goenv.InvalidArgument, match="needs an agent"):
         _label(graphs, out, sampler="policy")
+    with pytest.raises(goenv.InvalidArgument, match="bad Ray address 'foo'"):
+        _label(graphs, out, workers=2, address="foo")
+    with pytest.raises(goenv.InvalidArgument, match="workers > 0"):
+        _label(graphs, out, address="10.0.0.1:6379")
     with pytest.raises(goenv.InvalidArgument, match="not a goenv dataset"):
         _label(tmp_path, out)
     with pytest.raises(goenv.InvalidArgument, match="no such dataset folder"):

@@ -470,6 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `goenv list | head`: the reader left; stay quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT (outputs are atomic)
+        print("goenv: interrupted", file=sys.stderr)
+        return 130
     except (goenv.Error, KeyError, OSError) as error:
         print(f"goenv: error: {_one_line(error)}", file=sys.stderr)
         return 2

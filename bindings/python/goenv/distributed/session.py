@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import threading
 
+from goenv._core import InvalidArgument
+
 LOCAL = (None, "", "local")
 
 
 def check_address(address: str | None) -> str | None:
-    """The address as ray.init takes it; ValueError on a malformed one (before anything starts)."""
+    """The address as ray.init takes it; goenv.InvalidArgument (a ValueError) on a malformed one,
+    before anything starts."""
     if address in LOCAL:
         return None
     if not isinstance(address, str):
-        raise ValueError(f"address must be a string like 'HOST:6379', 'auto' or 'ray://HOST:10001', got {address!r}")
+        raise InvalidArgument(f"address must be a string like 'HOST:6379', 'auto' or 'ray://HOST:10001', got "
+                              f"{address!r}")
     if address == "auto":
         return address
     rest = address[len("ray://"):] if address.startswith("ray://") else address
     host, colon, port = rest.rpartition(":")
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"bad Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.1:6379, what `ray start "
-                         "--head` prints), 'auto', or ray://HOST:PORT")
+        raise InvalidArgument(f"bad Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.1:6379, what `ray "
+                              "start --head` prints), 'auto', or ray://HOST:PORT")
     return address
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from goenv._core import InvalidArgument
+from goenv.arguments import checked_int, checked_number
 from goenv.distributed import session
+from goenv.files import checked_output_path
 
 
 @dataclass
@@ -44,9 +45,7 @@ def shares(num_envs: int, num_workers: int) -> list[list[int]]:
 
 
 def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return checked_int(name, value, low=1)
 
 
 class Trainer:
@@ -64,28 +63,28 @@ class Trainer:
 
         if agent is not None:  # go on training it (e.g. after agent.imitate): its config is the options
             if options:
-                raise ValueError(f"agent= continues that agent with its own options; leave out "
-                                 f"{', '.join(sorted(options))}")
+                raise InvalidArgument(f"agent= continues that agent with its own options; leave out "
+                                      f"{', '.join(sorted(options))}")
             if not hasattr(agent, "collect") or not hasattr(agent, "config"):
-                raise TypeError(f"agent must be a goenv.agents agent, got {type(agent).__name__}")
+                raise InvalidArgument(f"agent must be a goenv.agents agent, got {type(agent).__name__}")
             if algorithm is not None and algorithm != agent.config["algorithm"]:
-                raise ValueError(f"algorithm={algorithm!r} but the agent is a {agent.config['algorithm']!r} agent")
+                raise InvalidArgument(f"algorithm={algorithm!r} but the agent is a {agent.config['algorithm']!r} "
+                                      f"agent")
             algorithm = agent.config["algorithm"]
         algorithm = "go" if algorithm is None else algorithm
         describe(algorithm)  # ValueError naming the choices
         self.num_workers = _positive_int("num_workers", num_workers)
         self.requests_per_worker = _positive_int("requests_per_worker", requests_per_worker)
         self.batches_per_update = _positive_int("batches_per_update", batches_per_update or self.num_workers)
-        if isinstance(max_lag, bool) or not isinstance(max_lag, (int, np.integer)) or max_lag < 0:
-            raise ValueError(f"max_lag must be a non-negative integer, got {max_lag!r}")
-        self.max_lag = int(max_lag)
+        self.max_lag = checked_int("max_lag", max_lag)
         if self.max_lag == 0:
             self.requests_per_worker = 1  # a second request in flight could only bring stale samples
-        if not cpus_per_worker > 0:
-            raise ValueError(f"cpus_per_worker must be > 0, got {cpus_per_worker!r}")
-        self.cpus_per_worker = float(cpus_per_worker)
-        self.max_worker_restarts = int(max_worker_restarts)
-        self.connect_timeout = float(connect_timeout)
+        self.cpus_per_worker = checked_number("cpus_per_worker", cpus_per_worker)
+        self.connect_timeout = checked_number("connect_timeout", connect_timeout)
+        if not self.cpus_per_worker > 0 or not self.connect_timeout > 0:
+            raise InvalidArgument(f"cpus_per_worker and connect_timeout must be > 0, got {cpus_per_worker!r} and "
+                                  f"{connect_timeout!r}")
+        self.max_worker_restarts = checked_int("max_worker_restarts", max_worker_restarts)
         self.address = session.check_address(address)
         self.num_cpus = num_cpus
         self.envs = env_arguments(envs)
@@ -146,6 +145,8 @@ class Trainer:
         from goenv.distributed.registry import WeightRegistry
 
         total_steps = _positive_int("total_steps", total_steps)
+        if checkpoint is not None:  # refused now, not after training (the trained weights would be lost)
+            checked_output_path(checkpoint, "checkpoint")
         started = session.connect(self.address, self.num_cpus, self.connect_timeout)
         result = TrainingResult(agent=self.agent)
         log = MetricsLog(log_dir) if log_dir is not None else None

@@ -329,6 +329,12 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
         checked_int(name, value, low)
     progress, overwrite = checked_flag("progress", progress), checked_flag("overwrite", overwrite)
+    if address is not None:  # refused before the folder is made
+        if not workers:
+            raise InvalidArgument("address= joins a Ray cluster for workers > 0; give workers=N")
+        from goenv.distributed.session import check_address
+
+        check_address(address)
     resolved = resolve(source, cluster)
     agent_bytes = _agent_bytes(agent)
     config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,
