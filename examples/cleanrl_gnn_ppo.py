@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     add_report_arguments(parser)
     args = parser.parse_args(argv)
+    if min(args.num_envs, args.rollouts, args.updates, args.epochs) < 1 or not args.clip > 0 \
+            or not args.learning_rate > 0:
+        parser.error("--num-envs, --rollouts, --updates and --epochs must be >= 1, --clip and --learning-rate > 0")
+    if args.num_envs * args.rollouts * args.updates < 8:  # the report compares the first and last quarters
+        parser.error("--num-envs x --rollouts x --updates must be >= 8 episodes")
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -104,7 +109,8 @@ def main(argv: list[str] | None = None) -> dict:
                 batch[key].append(item)
         batch = {key: torch.cat(items) for key, items in batch.items()}
         advantage = batch["reward"] - batch["value"]
-        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        spread = advantage.std() if advantage.numel() > 1 else torch.ones(())  # one sample: no spread to divide by
+        advantage = (advantage - advantage.mean()) / (spread + 1e-8)
         for _ in range(args.epochs):  # the whole batch is one minibatch: PPO-clip + value loss
             logits, value = policy(batch["x"], edge_index, batch["mask"])
             dist = torch.distributions.Categorical(logits=logits)

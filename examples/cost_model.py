@@ -192,11 +192,27 @@ def main() -> None:
     parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
     parser.add_argument("--from-json", metavar="FILE", help="run nothing: write --readme from an earlier --json")
     args = parser.parse_args()
+    if args.from_json and not args.readme:
+        parser.error("--from-json writes --readme from an earlier run: give --readme README.md")
+    if args.readme and not Path(args.readme).is_file():
+        parser.error(f"--readme {args.readme}: no such file (it needs <!-- cost-model:begin/end --> markers)")
+    try:  # every output checked before any work, so a finished run never fails on one
+        for path in (args.json, args.plot, args.readme):
+            if path:
+                goenv.files.checked_output_path(path, "output")
+                if not Path(path).resolve().parent.is_dir():
+                    raise goenv.InvalidArgument(f"output {path}: its folder does not exist")
+    except goenv.InvalidArgument as error:
+        parser.error(str(error))
     if args.from_json:
         write_readme(args.readme, json.loads(Path(args.from_json).read_text()))
         return
     if args.quick:
+        if any(getattr(args, key) != parser.get_default(key) for key in ("graphs_per_family", "k", "epochs")):
+            parser.error("--quick sets --graphs-per-family, -k and --epochs itself; give one or the other")
         args.graphs_per_family, args.k, args.epochs = 2, 12, 2
+    if min(args.graphs_per_family, args.k, args.epochs) < 1:
+        parser.error("--graphs-per-family, -k and --epochs must be >= 1")
     args.seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds repeats a seed: {args.seeds}")

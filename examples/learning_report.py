@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import goenv
+from goenv.files import checked_output_path, write_atomic
 
 
 def reference_runtimes(env_id: str, **options) -> dict[str, float]:
@@ -30,7 +31,16 @@ def reference_runtimes(env_id: str, **options) -> dict[str, float]:
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", type=Path, default=None, help="write the summary there (JSON, runtimes in ms)")
+    parser.add_argument("--json", type=_output_path, default=None,
+                        help="write the summary there (JSON, runtimes in ms)")
+
+
+def _output_path(text: str) -> Path:
+    """A path the summary may be written to, checked when the arguments are read, not after training."""
+    try:
+        return Path(checked_output_path(text, "--json"))
+    except goenv.InvalidArgument as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def describe_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
@@ -79,5 +89,5 @@ def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_
         from readme_tables import results_commit  # the commit the run was made at
 
         result.update(results_commit())
-        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+        write_atomic(json_path, (json.dumps(result, indent=1) + "\n").encode())
     return result

@@ -1,7 +1,8 @@
 """Trains the placer that ships with goenv: goenv.agents.pretrained("go-placement").
 
-    python examples/pretrain_placer.py --start best-heuristic --teacher local-search --readme   # the shipped placer
-    python examples/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0  # a quick look
+    python examples/pretrain_placer.py --overwrite --readme   # the shipped placer, replaced
+    python examples/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0 \
+        --out /tmp/placer --summary /tmp/placer/summary.json --figure /tmp/placer/curves.png  # a quick look
 
 One GO policy with device_head="pairs" (it scores (unit, device) pairs, so one set of
 weights serves any device count and mixed clusters) learns from a training distribution:
@@ -22,7 +23,8 @@ weights serves any device count and mixed clusters) learns from a training distr
    --address), or in this process with --workers 0.
 
 The checkpoint goes to bindings/python/goenv/agents/shipped/go-placement.agent, the
-summary to docs/results/pretrained_placer.json and the curves to docs/pretrained_placer.png.
+summary to docs/results/pretrained_placer.json and the curves to docs/pretrained_placer.png;
+existing ones are replaced only with --overwrite (checked before any work).
 The held-out graphs are never seen; examples/go_results.py transfer measures them.
 """
 
@@ -41,6 +43,7 @@ import numpy as np
 
 import goenv
 import goenv.agents
+from goenv.files import checked_output_path, write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from readme_tables import replace_section, results_commit  # noqa: E402
@@ -212,7 +215,7 @@ def readme_paragraph(summary: dict) -> str:
             f"held-out graphs are excluded. The {summary['graphs']} graphs of up to {summary['nodes'][2]:,} nodes "
             f"(median {summary['nodes'][1]:,}) are spread over {', '.join(f'`{c}`' for c in summary['clusters'])}. "
             f"It {teacher}, {seen}, by a curriculum of growing graphs ({stages}; final agreement with the teacher "
-            f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python examples/pretrain_placer.py{flags}`, "
+            f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python examples/pretrain_placer.py --overwrite{flags}`, "
             f"{summary['seconds'] / 60:.0f} minutes on this 2-core machine (commit {summary['commit'][:7]}; curves "
             f"below).")
 
@@ -253,18 +256,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--figure", default=str(ROOT / "docs" / "pretrained_placer.png"))
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the summary")
     parser.add_argument("--readme", action="store_true", help="also write the README's paragraph on the placer")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace existing outputs (the defaults are the shipped placer and its results)")
     args = parser.parse_args(argv)
     if args.workers < 0 or not args.scale > 0 or args.imitation_steps < 1:
         parser.error("--workers must be >= 0, --scale > 0 and --imitation-steps >= 1")
+    outputs = [args.figure] if args.plot_only else [Path(args.out) / "go-placement.agent", args.summary, args.figure]
+    try:  # before any work: a finished run must not fail on its outputs
+        for path in outputs:
+            checked_output_path(path, "output")
+    except goenv.InvalidArgument as error:
+        parser.error(str(error))
+    existing = [str(path) for path in outputs[:-1] if os.path.exists(path)] if not args.plot_only else []
+    if existing and not args.overwrite:
+        parser.error(f"{', '.join(existing)} exist(s); --overwrite replaces them (the defaults are the shipped "
+                     f"placer and its results), or give --out/--summary/--figure elsewhere")
     summary_path = Path(args.summary)
     if args.plot_only:
         summary = json.loads(summary_path.read_text())
     else:
         summary = pretrain(args)
         summary_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = summary_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(summary, indent=1))
-        tmp.replace(summary_path)
+        write_atomic(summary_path, json.dumps(summary, indent=1).encode())
     plot(summary, Path(args.figure))
     if args.readme:
         write_readme(summary, ROOT / "README.md")

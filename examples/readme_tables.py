@@ -12,6 +12,7 @@ row per example, env and options, median and range over the seeds; it runs none.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import statistics
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import goenv
+from goenv.files import write_atomic
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 RESULTS = README.parent / "docs" / "results"
@@ -211,8 +213,17 @@ def replace_section(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
 
 
+TABLES = ("graphs", "baselines", "search", "library-results", "gpu")
+
+
 def main(argv: list[str]) -> None:
-    which = argv or ["graphs", "baselines", "search", "library-results", "gpu"]
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tables", nargs="*", metavar="TABLE",
+                        help=f"the tables to write (default: all): {', '.join(TABLES)}")
+    which = parser.parse_args(argv).tables or list(TABLES)
+    unknown = [name for name in which if name not in TABLES]
+    if unknown:  # (argparse's choices= refuses an empty list of positionals)
+        parser.error(f"unknown table(s) {', '.join(unknown)}; the tables: {', '.join(TABLES)}")
     text = README.read_text()
     if "graphs" in which:
         text = replace_section(text, "graphs", graphs_table())
@@ -226,9 +237,7 @@ def main(argv: list[str]) -> None:
         table = search_table()
         print(table)
         text = replace_section(text, "search", table)
-    tmp = README.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(README)
+    write_atomic(README, text.encode())
 
 
 if __name__ == "__main__":

@@ -132,6 +132,14 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "go-placement.agent").stat().st_size > 10_000
+    # Its defaults are the shipped placer and its results: replaced only with --overwrite, refused
+    # before any work (the docstring's quick look once replaced the shipped checkpoint).
+    shipped = Path(goenv.agents.__file__).parent / "shipped" / "go-placement.agent"
+    before = shipped.stat().st_mtime_ns
+    refused = subprocess.run([sys.executable, str(EXAMPLES / "pretrain_placer.py"), "--scale", "0.05"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--overwrite replaces them" in refused.stderr
+    assert shipped.stat().st_mtime_ns == before
     summary = json.loads((tmp_path / "summary.json").read_text())
     # The curriculum: a stage of small graphs, then every graph up to --max-nodes, the first kept.
     assert [s["max_nodes"] for s in summary["curriculum"]] == [300, 600]
@@ -156,6 +164,18 @@ def test_pretrain_placer_and_place_your_model_examples(tmp_path):
 
 
 # The library examples (sb3_ppo, sb3_maskable_ppo, rllib_ppo, cleanrl_gnn_ppo) learn: test_integrations.py.
+
+
+def test_readme_tables_help_and_typos_touch_nothing():
+    readme = EXAMPLES.parent / "README.md"
+    before = readme.stat().st_mtime_ns
+    shown = subprocess.run([sys.executable, str(EXAMPLES / "readme_tables.py"), "--help"], capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0 and "library-results" in shown.stdout
+    typo = subprocess.run([sys.executable, str(EXAMPLES / "readme_tables.py"), "grpahs"], capture_output=True,
+                          text=True, timeout=120)
+    assert typo.returncode == 2 and "unknown table(s) grpahs" in typo.stderr
+    assert readme.stat().st_mtime_ns == before
 
 
 def test_cost_model_example_quick(tmp_path):
