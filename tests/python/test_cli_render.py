@@ -174,6 +174,7 @@ def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
     (["train", ENV_ID, "--steps", "0"], "--steps must be a positive integer, got 0"),
     (["train", ENV_ID, "--steps", "64", "--samples", "0"], "--samples must be a positive integer, got 0"),
     (["render", ENV_ID, "--method", "heft", "-o", "chart.txt"], "the image format comes from the file's suffix"),
+    (["render", ENV_ID, "--method", "heft", "-o", ""], "-o: an empty path"),
 ])
 def test_cli_bad_numbers_and_formats_exit_2_with_one_line_before_any_work(argv, message, tmp_path, monkeypatch,
                                                                           capsys):

@@ -144,6 +144,8 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
 
 
 def _render(args: argparse.Namespace) -> None:
+    if args.output == "":
+        raise goenv.InvalidArgument("-o: an empty path (leave -o out for out/ID-METHOD.png)")
     path = checked_output_path(args.output or os.path.join("out", f"{args.id}-{args.method}.png"), "-o")
     from matplotlib.backend_bases import FigureCanvasBase
 
