@@ -4,6 +4,8 @@ over regular files or new paths; inputs are regular files within a size limit.
     write_atomic("out/result.npz", data)            # bytes, or a function writing to a binary file
     early = EarlySync(file)  # in such a function: sync a long-written file as it grows; early.close() before returning
     data = read_regular_file("model.onnx", what="ONNX model")
+    log = CsvLog("runs/metrics.csv", ("step", "loss")); log.append({"step": 1, "loss": 0.5})  # a growing CSV
+    remove_regular_files(folder, names, "shard")  # an overwrite: only files, all checked first
 
 A device node, FIFO, directory or dangling symbolic link at an output path is refused
 with goenv.InvalidArgument (the write would replace it with a regular file, or block);
@@ -27,8 +29,8 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "remove_regular_files", "path_inside", "read_json_file", "read_regular_file",
-           "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "path_inside", "read_json_file",
+           "read_regular_file", "remove_regular_files", "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
