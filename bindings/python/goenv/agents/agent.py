@@ -410,7 +410,7 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
         checked_int("num_devices (a cluster's device count)", num_devices, 1, MAX_DEVICES)
     path = Path(__file__).resolve().parent / "shipped" / f"{name}.agent"
     if not path.is_file():
-        raise InvalidArgument(f"{name} is not in this installation (run examples/pretrain_placer.py --any-cluster)")
+        raise InvalidArgument(f"{name} is not in this installation (examples/pretrain_placer.py makes it)")
     return load(path)
 
 
