@@ -422,7 +422,7 @@ def test_tpugraphs_export_has_the_layout_arrays(graphs, tmp_path):
     np.testing.assert_array_equal(data["node_config_ids"], np.arange(n))
 
 
-def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path):
+def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path, monkeypatch):
     labels = _label(graphs, tmp_path / "l", decisions_per_graph=4)
     out = tmp_path / "npz"
     first = goenv.datasets.export_tpugraphs(labels, out)
@@ -448,6 +448,20 @@ def test_tpugraphs_export_never_mixes_with_an_earlier_one(graphs, tmp_path):
     with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a file goenv wrote; nothing was changed"):
         goenv.datasets.export_tpugraphs(labels, out, overwrite=True)
     assert stat.S_ISFIFO(os.lstat(out / os.path.basename(first[0])).st_mode)
+    # An export stopped midway (a full disk): its record already names its files, so the
+    # next overwrite replaces them instead of refusing them as not ours.
+    written, savez = [], np.savez_compressed
+    def fails_on_the_third(file, **arrays):
+        if len(written) == 2:
+            raise OSError("no space left on device")
+        written.append(1)
+        savez(file, **arrays)
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez_compressed", fails_on_the_third)
+        with pytest.raises(OSError, match="no space"):
+            goenv.datasets.export_tpugraphs(labels, tmp_path / "cut")
+    assert len([name for name in os.listdir(tmp_path / "cut") if name.endswith(".npz")]) == 2
+    assert len(goenv.datasets.export_tpugraphs(labels, tmp_path / "cut", overwrite=True)) == 5
     for levels in (0, -5, 2.0, True):
         with pytest.raises(goenv.InvalidArgument, match=r"priority_levels \(the env's number of levels\) must be an integer >= 1"):
             goenv.datasets.export_tpugraphs(labels, tmp_path / "other", priority_levels=levels)

@@ -88,6 +88,11 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
                               f"(such as {unrecorded[0]}); nothing was changed. Remove them, or use another folder")
     # overwrite: the earlier export's files, never a link's target or anything but a file
     remove_regular_files(root, earlier, "exported file")
+    # The record first, naming every file this export will write: an export stopped midway
+    # leaves no file that a later overwrite=True would refuse as not ours.
+    graph_names = labels.table("graphs").column("name").to_pylist()
+    names = [f"{i:05d}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', name or 'graph')[:80]}.npz" for i, name in enumerate(graph_names)]
+    write_atomic(os.path.join(root, RECORD), json.dumps({"files": names}, indent=1).encode(), what="export record")
     paths = []
     for i in range(len(labels)):
         graph, decisions = labels.graph(i), labels.decisions(i)
@@ -103,10 +108,7 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
             "config_runtime": np.round(chosen["runtime"] * 1e9).astype(np.int64),
             "node_splits": np.zeros((1, 1), dtype=np.int64),
         }
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", graph["name"] or "graph")[:80]
-        path = os.path.join(root, f"{i:05d}-{name}.npz")
-        paths.append(write_atomic(path, lambda file, arrays=arrays: np.savez_compressed(file, **arrays),
+        paths.append(write_atomic(os.path.join(root, names[i]),
+                                  lambda file, arrays=arrays: np.savez_compressed(file, **arrays),
                                   what="TpuGraphs file"))
-    names = [os.path.basename(path) for path in paths]
-    write_atomic(os.path.join(root, RECORD), json.dumps({"files": names}, indent=1).encode(), what="export record")
     return paths
