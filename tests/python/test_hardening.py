@@ -423,6 +423,9 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     small_graph().save(str(graph_file))  # the C++ writer keeps them too
     assert stat.S_IMODE(os.stat(graph_file).st_mode) == 0o640
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+    with pytest.raises(FileNotFoundError) as missing:  # named by the path asked for, not the temporary's name
+        files.write_atomic(tmp_path / "no-such-folder" / "x.png", b"x")
+    assert missing.value.filename == str(tmp_path / "no-such-folder" / "x.png")
     with pytest.raises(goenv.InvalidArgument, match="a FIFO, not a regular file"):
         small_graph().save(str(fifo))  # the C++ writer: the same rule
     with pytest.raises(goenv.InvalidArgument, match="FIFO"):

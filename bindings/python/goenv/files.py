@@ -109,7 +109,10 @@ def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], Non
     target = checked_output_path(path, what)
     directory, name = os.path.split(os.path.abspath(target))
     temporary = os.path.join(directory, f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)  # the umask applies
+    except OSError as error:  # named by the path asked for, not the temporary's hidden name
+        raise type(error)(error.errno, error.strerror, os.fspath(path)) from None
     try:
         with os.fdopen(fd, "wb") as file:
             if callable(data):
