@@ -807,3 +807,16 @@ def test_a_shard_column_of_more_than_2_31_values_is_a_clear_error():
     with pytest.raises(ValueError, match="use a smaller shard_size"):
         tables._list_array(pa, np.array([2**31 - 1, 1]), pa.array(np.zeros(0, np.float32)))
     assert tables._list_array(pa, np.array([2, 1]), pa.array(np.arange(3, dtype=np.int16))).to_pylist() == [[0, 1], [2]]
+
+
+def test_fusion_labels_name_their_rules_so_a_resume_never_mixes_old_ones(graphs, tmp_path):
+    """Priority 0 keeping a producer alone and the fusion lower bound changed fusion and joint
+    labels: their config says which rules they follow, and a folder of the old ones is refused."""
+    fused = _label(graphs, tmp_path / "f", task="fusion", decisions_per_graph=2)
+    assert fused.config["fusion_rules"] == 2
+    assert "fusion_rules" not in _label(graphs, tmp_path / "p", decisions_per_graph=2).config
+    manifest = json.loads((tmp_path / "f" / "manifest.json").read_text())
+    del manifest["config"]["fusion_rules"]  # as labelled before the rules changed
+    (tmp_path / "f" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(goenv.InvalidArgument, match="made otherwise"):
+        _label(graphs, tmp_path / "f", task="fusion", decisions_per_graph=2)

@@ -47,6 +47,7 @@ FORMAT = "goenv-labels"
 # not per graph): all read.
 FORMAT_VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
+FUSION_RULES = 2  # config["fusion_rules"] of fusion and joint labels (label() says why)
 MANIFEST = "manifest.json"
 KINDS = ("graphs", "labels")
 MAX_MANIFEST_BYTES = 256 << 20
@@ -340,6 +341,11 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,
               "sampler": sampler, "seed": seed, "max_moves": max_moves, "max_fusion_size": 16,
               "agent_sha256": hashlib.sha256(agent_bytes).hexdigest() if agent_bytes else None}
+    if task in ("fusion", "joint"):
+        # The fusion rules these labels follow: 2 since priority 0 keeps a producer alone and the
+        # lower bound counts fusion. A folder labelled under the old rules is "made otherwise",
+        # so a resumed run never mixes the two (placement and scheduling labels did not change).
+        config["fusion_rules"] = FUSION_RULES
     identity = {"source": resolved.identity, "config": config, "count": len(resolved), "shard_size": shard_size}
 
     root = output_folder(out, "labels folder")
