@@ -131,7 +131,7 @@ class PyVectorEnv {
                   "reset_mask must be a bool array of shape (" << b << ",) [num_envs]");
       mask_bytes = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(m);
     }
-    std::vector<py::object> per_env;  // each env's start (None: its own), converted under the guard
+    std::vector<py::object> per_env;  // each env's start (None: its own)
     if (!start.is_none()) {
       const bool one_for_all = py::isinstance<py::str>(start) || py::isinstance<py::dict>(start);
       GOENV_CHECK(one_for_all || py::isinstance<py::list>(start) || py::isinstance<py::tuple>(start), InvalidArgument,
