@@ -204,6 +204,44 @@ def test_cli_train_reports_and_saves(tmp_path, capsys):
     assert checkpoint.exists() and (tmp_path / "log" / "metrics.csv").exists()
 
 
+def test_cli_train_ctrl_c_stops_training_and_keeps_the_agent(tmp_path, capsys):
+    """The first Ctrl-C ends training after the update under way: the agent is saved and the
+    result reported as after a full run; a second one interrupts at once (status 130)."""
+    pytest.importorskip("torch")
+    import signal
+    import threading
+    import time
+
+    def press_ctrl_c(log: str) -> None:
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(log) and os.path.getsize(log) > 0) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first update's row is written: training is under way
+        os.kill(os.getpid(), signal.SIGINT)
+
+    checkpoint, log = tmp_path / "agent.ckpt", tmp_path / "log"
+    presser = threading.Thread(target=press_ctrl_c, args=(str(log / "metrics.csv"),))
+    presser.start()
+    try:
+        status = main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "1000000",
+                       "--option", "hidden=8", "--save", str(checkpoint), "--log-dir", str(log)])
+    finally:
+        presser.join()
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "training stopped by Ctrl-C after" in captured.out and "of 1000000 steps" in captured.out
+    assert "result:" in captured.out and "Ctrl-C again to stop at once" in captured.err
+    assert goenv.agents.load(str(checkpoint)).steps_trained > 0
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C means KeyboardInterrupt again
+
+    from goenv.cli import _StopOnInterrupt
+
+    with _StopOnInterrupt() as stop:  # the second Ctrl-C: at once
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+        assert stop.requested and stop.go_on({}) is False
+        with pytest.raises(KeyboardInterrupt):
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+
+
 def test_cli_train_never_returns_a_decision_worse_than_the_default(tmp_path, capsys):
     """An untrained (2-step) policy's greedy placement is worse than the default here: the
     result and the saved decision are the default's."""

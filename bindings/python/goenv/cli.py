@@ -20,8 +20,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -211,6 +213,37 @@ def _agent_options_help() -> str:
     return "\nagent options (--option KEY=VALUE, repeatable; default, meaning):\n" + "\n".join(lines) + "\n"
 
 
+class _StopOnInterrupt:
+    """While training: the first Ctrl-C asks it to stop after the update under way (the agent
+    then gets its search and --save as after a full run: hours of training are not lost to one
+    key), a second one interrupts at once. Signals reach only the main thread: elsewhere
+    (a test calling main() on a thread) Ctrl-C keeps its usual meaning."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> "_StopOnInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ngoenv: Ctrl-C: training stops after this update, then saves and searches as usual "
+              "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+    def go_on(self, metrics: dict) -> bool:
+        """The training callback: False (stop) once Ctrl-C was pressed."""
+        return not self.requested
+
+
 def _train(args: argparse.Namespace) -> None:
     import goenv.agents
     from goenv.agents.training_log import reference_runtimes
@@ -228,23 +261,35 @@ def _train(args: argparse.Namespace) -> None:
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
-    if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
-        history = agent.imitate([env], steps=args.imitate, teacher=args.teacher)
-        print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
-              f"equal the teacher's after {args.imitate} steps")
-    if args.workers > 0 or args.address:
-        import goenv.distributed
+    with _StopOnInterrupt() as stop:
+        if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
+            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher, callback=stop.go_on)
+            print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
+                  f"equal the teacher's after {len(history)} steps")
+        if stop.requested:
+            history = []
+        elif args.workers > 0 or args.address:
+            import goenv.distributed
 
-        try:
-            result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
-                                             address=args.address, log_dir=args.log_dir, agent=agent)
-        except ValueError as error:  # a malformed address: one line, like other bad input
-            raise goenv.InvalidArgument(str(error)) from error
-        print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
-              f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
-              f"{result.dropped_rollouts} stale rollouts dropped")
-    else:
-        agent.train([env], total_steps=args.steps, log_dir=args.log_dir)
+            try:
+                result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
+                                                 address=args.address, log_dir=args.log_dir, agent=agent,
+                                                 callback=stop.go_on)
+            except ValueError as error:  # a malformed address: one line, like other bad input
+                raise goenv.InvalidArgument(str(error)) from error
+            history = result.history
+            print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
+                  f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
+                  f"{result.dropped_rollouts} stale rollouts dropped")
+        else:
+            history = agent.train([env], total_steps=args.steps, log_dir=args.log_dir, callback=stop.go_on)
+    steps_done = args.steps
+    if stop.requested:
+        steps_done = history[-1]["step"] if history else 0
+        print(f"training stopped by Ctrl-C after {steps_done} of {args.steps} steps")
+    if args.save:  # before the search: the trained agent is kept whatever happens next
+        agent.save(args.save)
+        print(f"agent saved to {args.save}")
     # The result: policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
     # than any of them, nor than the default it starts from.
@@ -262,7 +307,7 @@ def _train(args: argparse.Namespace) -> None:
     rows = [[label, f"{seconds * MS:.3f}"] for label, seconds in references.items()]
     rows.append([f"{args.agent} ({how})", f"{found['runtime'] * MS:.3f}" if np.isfinite(found["runtime"])
                  else "— (invalid)"])
-    print(f"\n{args.agent} after {args.steps} steps on {args.id}:\n")
+    print(f"\n{args.agent} after {steps_done} steps on {args.id}:\n")
     _print_table(["decisions", "runtime ms"], rows, align="lr")
     print(f"\nresult: {final * MS:.3f} ms, " + ("the compiler default (the policy's decision is not better)"
                                                   if kept_default else
@@ -276,9 +321,6 @@ def _train(args: argparse.Namespace) -> None:
         print(f"decision saved to {args.decision} (placement, priority, fusion per node)")
     if args.log_dir:
         print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
-    if args.save:
-        agent.save(args.save)
-        print(f"agent saved to {args.save}")
 
 
 def _bench(args: argparse.Namespace) -> None:
@@ -414,7 +456,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="GO policy or the PPO baseline policy")
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
     train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
-    train.add_argument("--save", help="checkpoint path")
+    train.add_argument("--save", help="checkpoint path, written when training ends (also when Ctrl-C stops it: "
+                                      "the first Ctrl-C ends training after the update under way, a second "
+                                      "one stops at once)")
     train.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="an agent option, repeatable (listed below)")
     train.add_argument("--decision", metavar="FILE",
