@@ -62,8 +62,12 @@ def test_every_label_is_the_runtime_the_env_reports_for_that_decision(graphs, tm
                 labels.decisions(index)
         with pytest.raises(IndexError, match="out of range"):
             labels.graph(5)
-        with pytest.raises(goenv.InvalidArgument, match="kind must be one of"):
-            labels.files("xx")
+        for read in (labels.files, labels.table, lambda kind: labels.shard_bytes(0, kind)):
+            with pytest.raises(goenv.InvalidArgument, match="kind must be one of"):
+                read("xx")
+        for shard in (-1, len(labels.shards), "0"):
+            with pytest.raises(goenv.InvalidArgument, match="shard must be an integer in"):
+                labels.shard_bytes(shard, "labels")
 
 
 def test_a_labelling_that_fails_before_its_first_shard_leaves_nothing_that_refuses_the_corrected_one(graphs,

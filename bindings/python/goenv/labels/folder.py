@@ -484,7 +484,8 @@ class Labels:
 
     def shard_bytes(self, k: int, kind: str) -> bytes:
         """A shard file's bytes, checked against the manifest."""
-        entry = self.shards[k]["files"][kind]
+        _check_kind(kind)
+        entry = self.shards[checked_int("shard", k, 0, len(self.shards) - 1)]["files"][kind]
         path = _inside(self.root, entry["file"])
         try:
             data = read_regular_file(path, MAX_FILE_BYTES, what="labels shard", error=InvalidGraph)
@@ -559,15 +560,13 @@ class Labels:
 
     def table(self, kind: str = "labels"):
         """Every shard's rows of `kind` ("labels" or "graphs") as one pyarrow Table (checked)."""
-        if kind not in KINDS:
-            raise InvalidArgument(f"kind must be one of {KINDS}, got {kind!r}")
+        _check_kind(kind)
         pa = tables.pyarrow()
         return pa.concat_tables([tables.from_parquet(self.shard_bytes(k, kind)) for k in range(len(self.shards))])
 
     def files(self, kind: str = "labels") -> list[str]:
         """The Parquet files of `kind`, in order (for pyarrow.dataset or Hugging Face `datasets`)."""
-        if kind not in KINDS:
-            raise InvalidArgument(f"kind must be one of {KINDS}, got {kind!r}")
+        _check_kind(kind)
         return [os.path.join(self.root, record["files"][kind]["file"]) for record in self.shards]
 
     def verify(self) -> None:
@@ -575,6 +574,11 @@ class Labels:
         for k in range(len(self.shards)):
             self._cached = None
             self._shard(k)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise InvalidArgument(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def open_labels(path: str | os.PathLike) -> Labels:
