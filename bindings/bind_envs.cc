@@ -14,18 +14,6 @@ namespace goenv::bindings {
 
 namespace {
 
-// One numpy array per head the env decides: its decisions of `s`.
-py::dict solution_dict(const Env& env, const Solution& s) {
-  const auto n = static_cast<py::ssize_t>(env.graph().num_nodes());
-  py::dict d;
-  for (Head h : env.heads()) {
-    if (h == Head::kPlacement) d["placement"] = to_numpy(std::vector<std::int32_t>(s.placement), {n});
-    if (h == Head::kPriority) d["priority"] = to_numpy(std::vector<double>(s.priority), {n});
-    if (h == Head::kFusion) d["fusion"] = to_numpy(std::vector<std::int32_t>(s.fusion), {n});
-  }
-  return d;
-}
-
 // `best`: env.best() copied under the env's guard with the info.
 py::dict info_dict(const Env& env, const StepInfo& info, const Solution& best) {
   py::dict d;

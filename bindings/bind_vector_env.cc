@@ -590,6 +590,11 @@ void bind_vector_env(py::module_& m) {
       .def("last_result", [](PyVectorEnv& v, int i) { return v.locked([&] { return v.engine().env(i).last_result(); }); },
            py::arg("index"),
            "The simulation of env i's current decisions (for rendering).")
+      .def("best", [](PyVectorEnv& v, int i) {
+             const Solution best = v.locked([&] { return v.engine().env(i).best(); });
+             return solution_dict(v.engine().env(i), best);
+           },
+           py::arg("index"), "Env i's best adopted decisions of its episode ({head: (N,) array}).")
       .def("env_state", [](PyVectorEnv& v, int i) { return py::bytes(v.locked([&] { return v.engine().env(i).get_state(); })); },
            py::arg("index"), "Env i's snapshot, as GraphEnv.get_state() gives it.");
 }

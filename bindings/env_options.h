@@ -102,6 +102,18 @@ inline void refuse_other_keys(const py::dict& action, const std::vector<Head>& h
   GOENV_FAIL(InvalidAction, what << " has key(s) " << other << " that are not heads of the task; its heads: " << names);
 }
 
+// One numpy array per head the env decides: its decisions of `s` (solution_from's inverse).
+inline py::dict solution_dict(const Env& env, const Solution& s) {
+  const auto n = static_cast<py::ssize_t>(env.graph().num_nodes());
+  py::dict d;
+  for (Head h : env.heads()) {
+    if (h == Head::kPlacement) d["placement"] = to_numpy(std::vector<std::int32_t>(s.placement), {n});
+    if (h == Head::kPriority) d["priority"] = to_numpy(std::vector<double>(s.priority), {n});
+    if (h == Head::kFusion) d["fusion"] = to_numpy(std::vector<std::int32_t>(s.fusion), {n});
+  }
+  return d;
+}
+
 // A start given as {head: values} (any subset of placement / priority / fusion): env.set_start's
 // argument in goenv._core, and an env description's "start" in goenv._agents.
 inline Solution solution_from(const Env& env, const py::dict& d) {

@@ -450,14 +450,40 @@ def test_render_and_per_env_state():
     assert make_vec(envs).render() is None
 
 
+def test_best_gives_each_envs_best_decisions_of_its_episode_as_a_graph_env_does():
+    """venv.best(i) is info["best"] of the same env stepped alone: the best adopted decisions,
+    not the last ones, kept until the episode's autoreset."""
+    venv = make_vec("joint-transformer-xl-2", num_envs=2, horizon=3)
+    single = goenv.make("joint-transformer-xl-2", horizon=3)
+    venv.reset(seed=0)
+    single.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        actions = {head: np.stack([rng.integers(0, space.nvec) for _ in range(2)])
+                   for head, space in single.action_space.spaces.items()}
+        _, _, terminated, _, info = venv.step(actions)
+        *_, single_info = single.step({head: a[1] for head, a in actions.items()})
+        assert set(venv.best(1)) == {"placement", "priority", "fusion"}
+        for head, values in single_info["best"].items():
+            np.testing.assert_array_equal(venv.best(1)[head], values)
+        assert info["best_runtime"][1] == single_info["best_runtime"]
+    assert terminated.all()  # the episode ended: its best is still there until the autoreset
+    np.testing.assert_array_equal(venv.best(1)["placement"], single_info["best"]["placement"])
+    for index in (-1, 2, 1.0, "0"):
+        with pytest.raises(goenv.InvalidArgument, match="index must be an integer in"):
+            venv.best(index)
+
+
 def test_after_close_every_call_says_closed_and_options_are_not_coerced():
     venv = make_vec("placement-transformer-xl-2", num_envs=2)
     venv.reset(seed=0)
     actions = venv.action_space.sample()
     venv.close()
     for call in (lambda: venv.step(actions), lambda: venv.num_threads, lambda: venv.ids, lambda: venv.copy,
-                 lambda: venv.reset(seed=0), lambda: venv.get_state()):
+                 lambda: venv.reset(seed=0), lambda: venv.get_state(), lambda: venv.best(0)):
         with pytest.raises(RuntimeError, match="the vector env is closed"):
+            call()
+        with pytest.raises(gymnasium.error.ClosedEnvironmentError):  # Gymnasium's error for it too
             call()
     fresh = make_vec("placement-transformer-xl-2", num_envs=2)
     with pytest.raises(RuntimeError, match="closed"):  # closed before its spaces were ever built

@@ -135,6 +135,10 @@ def _available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class ClosedVectorEnv(gymnasium.error.ClosedEnvironmentError, RuntimeError):
+    """A closed vector env was used (Gymnasium's error for it, and a RuntimeError as before)."""
+
+
 class GraphVectorEnv(gymnasium.vector.VectorEnv):
     """B goenv environments of one task, stepped together by the C++ engine.
 
@@ -319,6 +323,12 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         c = self.core
         return tuple(gantt_rgb(c.graph(i), c.cluster(i), c.last_result(i), title=c.ids[i]) for i in range(c.num_envs))
 
+    def best(self, index: int) -> dict[str, np.ndarray]:
+        """Env `index`'s best adopted decisions of its episode so far, {head: (N,) array} (what
+        info["best"] holds for a GraphEnv; info["best_runtime"] is their runtime). An episode that
+        just ended keeps them until its autoreset, the next step."""
+        return self._open_core().best(checked_int("index", index, 0, self.num_envs - 1))
+
     def close_extras(self, **kwargs: Any) -> None:
         self.core = None
 
@@ -330,7 +340,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         holds it finishes on it)."""
         core = self.core
         if core is None:
-            raise RuntimeError("the vector env is closed")
+            raise ClosedVectorEnv("the vector env is closed: make a new one with goenv.make_vec")
         return core
 
     # -- extras ------------------------------------------------------------
