@@ -241,6 +241,24 @@ def test_cli_train_ctrl_c_stops_training_and_keeps_the_agent(tmp_path, capsys):
         with pytest.raises(KeyboardInterrupt):
             signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
 
+    # Stopped at once (the second Ctrl-C): status 130, and what was trained is saved all the same.
+    checkpoint.unlink()
+    real_train = goenv.agents.Agent.train
+
+    def interrupted_train(self, *args, **kwargs):
+        kwargs["callback"] = lambda metrics: (_ for _ in ()).throw(KeyboardInterrupt)
+        return real_train(self, *args, **kwargs)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(goenv.agents.Agent, "train", interrupted_train):
+        assert main(["train", "placement-transformer-xl-2", "--agent", "ppo", "--steps", "1000000",
+                     "--option", "hidden=8", "--save", str(checkpoint)]) == 130
+    assert "goenv: agent saved to" in capsys.readouterr().err
+    assert goenv.agents.load(str(checkpoint)).steps_trained > 0
+    assert main(["train", "placement-transformer-xl-2", "--steps", "1", "--save", str(tmp_path / "no" / "a.agent")]) == 2
+    assert "folder" in capsys.readouterr().err and not (tmp_path / "no").exists()  # refused before training
+
 
 def test_cli_train_never_returns_a_decision_worse_than_the_default(tmp_path, capsys):
     """An untrained (2-step) policy's greedy placement is worse than the default here: the

@@ -450,6 +450,15 @@ def test_render_and_per_env_state():
     assert make_vec(envs).render() is None
 
 
+def test_a_vector_env_too_big_for_memory_is_refused_before_anything_is_allocated(monkeypatch):
+    with pytest.raises(goenv.InvalidArgument, match=r"num_envs must be an integer in \[1, 65536\]"):
+        make_vec("placement-transformer-xl-2", num_envs=10**9)
+    monkeypatch.setattr(goenv.vector, "MAX_TOTAL_NODES", 213 * 4)  # the same rule at a size a test can reach
+    assert make_vec("placement-transformer-xl-2", num_envs=4).num_envs == 4
+    with pytest.raises(goenv.InvalidArgument, match="5 envs of 1,065 nodes in all; at most 852 nodes"):
+        make_vec("placement-transformer-xl-2", num_envs=5)
+
+
 def test_best_gives_each_envs_best_decisions_of_its_episode_as_a_graph_env_does():
     """venv.best(i) is info["best"] of the same env stepped alone: the best adopted decisions,
     not the last ones, kept until the episode's autoreset."""

@@ -16,6 +16,7 @@ and one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -244,13 +245,26 @@ class _StopOnInterrupt:
         return not self.requested
 
 
+@contextlib.contextmanager
+def _saved_when_interrupted(agent, path: str | None):
+    """A second Ctrl-C stops training at once; what it trained is still saved to `path` (the
+    update under way is either done or not begun: the agent is whole)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if path:
+            agent.save(path)
+            print(f"goenv: agent saved to {path} ({agent.steps_trained} steps trained)", file=sys.stderr)
+        raise
+
+
 def _train(args: argparse.Namespace) -> None:
     import goenv.agents
     from goenv.agents.training_log import reference_runtimes
 
     for flag, path in (("--save", args.save), ("--decision", args.decision)):
         if path is not None:  # refused now, not after training
-            checked_output_path(path, flag)
+            checked_output_path(path, flag, folder_must_exist=True)
     for flag, count in (("--steps", args.steps), ("--samples", args.samples)):
         if count < 1:  # refused now, not after training
             raise goenv.InvalidArgument(f"{flag} must be a positive integer, got {count}")
@@ -261,7 +275,7 @@ def _train(args: argparse.Namespace) -> None:
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
-    with _StopOnInterrupt() as stop:
+    with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save):
         if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
             history = agent.imitate([env], steps=args.imitate, teacher=args.teacher, callback=stop.go_on)
             print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
@@ -274,7 +288,7 @@ def _train(args: argparse.Namespace) -> None:
             try:
                 result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
                                                  address=args.address, log_dir=args.log_dir, agent=agent,
-                                                 callback=stop.go_on)
+                                                 callback=stop.go_on, checkpoint=args.save)
             except ValueError as error:  # a malformed address: one line, like other bad input
                 raise goenv.InvalidArgument(str(error)) from error
             history = result.history
@@ -455,7 +469,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--agent", choices=goenv.agents.algorithms(), default="go",
                        help="GO policy or the PPO baseline policy")
     train.add_argument("--steps", type=int, default=2000, help="simulated environment steps (default: %(default)s)")
-    train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png")
+    train.add_argument("--log-dir", help="folder for metrics.csv and training_curve.png (with --workers: "
+                                         "distributed_metrics.csv)")
     train.add_argument("--save", help="checkpoint path, written when training ends (also when Ctrl-C stops it: "
                                       "the first Ctrl-C ends training after the update under way, a second "
                                       "one stops at once)")

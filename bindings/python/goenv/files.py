@@ -52,9 +52,11 @@ def path_inside(root: str | os.PathLike, name: str, error: type[Exception] = Inv
     return path
 
 
-def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
+def checked_output_path(path: str | os.PathLike, what: str = "output", folder_must_exist: bool = False) -> str:
     """The path an output to `path` replaces: `path` itself, or a symbolic link's regular
-    target. InvalidArgument when something other than a regular file is there."""
+    target. InvalidArgument when something other than a regular file is there, and with
+    `folder_must_exist` when a new file's folder is missing (an output written only after long
+    work, such as a checkpoint, is checked before that work, not lost after it)."""
     path = os.fspath(path)
     if not path:
         raise InvalidArgument(f"{what}: empty path")
@@ -66,6 +68,9 @@ def checked_output_path(path: str | os.PathLike, what: str = "output") -> str:
                                   f"files or new paths") from None
         if path.endswith(os.sep):
             raise InvalidArgument(f"{what} {path}: names a directory; give a file path") from None
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder_must_exist and not os.path.isdir(folder):
+            raise InvalidArgument(f"{what} {path}: folder {folder} does not exist; create it first") from None
         return path
     except NotADirectoryError:
         raise InvalidArgument(f"{what} {path}: a parent of this path is not a directory") from None

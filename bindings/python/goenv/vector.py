@@ -51,6 +51,11 @@ from goenv.envs import GraphEnv, parse_gym_id, readonly_copy
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
+# Bad input never allocates without bound: envs in one vector env, and their nodes in all (each
+# node's batched observation is tens of bytes; 2**27 nodes are several GB).
+MAX_ENVS = 65_536
+MAX_TOTAL_NODES = 2**27
+
 
 def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int | None = None,
              num_threads: int | None = None, pad_to: tuple[int, int] | None = None, copy: bool = True,
@@ -78,7 +83,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         raise InvalidArgument("make_vec needs at least one env id or GraphEnv")
     if num_envs is None:
         num_envs = len(entries)
-    num_envs = checked_int("num_envs", num_envs, low=1)
+    num_envs = checked_int("num_envs", num_envs, low=1, high=MAX_ENVS)
     if num_threads is None:
         num_threads = min(num_envs, _available_cores())
     num_threads = _checked_num_threads(num_threads)
@@ -103,6 +108,10 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
             templates.append(entry.core if isinstance(entry, GraphEnv) else entry)
         else:
             raise TypeError(f"make_vec takes env ids or GraphEnv instances, got {type(entry).__name__}")
+    total_nodes = sum(template.num_nodes for template in templates)
+    if total_nodes > MAX_TOTAL_NODES:  # before the batches are allocated (gigabytes)
+        raise InvalidArgument(f"make_vec: {num_envs} envs of {total_nodes:,} nodes in all; at most "
+                              f"{MAX_TOTAL_NODES:,} nodes in one vector env (use fewer envs)")
     if pad_to is not None:
         pad_to = _checked_pad_to(pad_to)
     core = _core.VectorEnv(templates, num_threads=int(num_threads), pad_to=pad_to,  # in [1, MAX_THREADS]

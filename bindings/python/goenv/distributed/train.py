@@ -146,10 +146,10 @@ class Trainer:
 
         total_steps = _positive_int("total_steps", total_steps)
         if checkpoint is not None:  # refused now, not after training (the trained weights would be lost)
-            checked_output_path(checkpoint, "checkpoint")
+            checked_output_path(checkpoint, "checkpoint", folder_must_exist=True)
+        log = MetricsLog(log_dir) if log_dir is not None else None  # a bad folder is refused before Ray starts
         started = session.connect(self.address, self.num_cpus, self.connect_timeout)
         result = TrainingResult(agent=self.agent)
-        log = MetricsLog(log_dir) if log_dir is not None else None
         bar = tqdm(total=total_steps, unit="step", disable=not progress, desc=f"{self.num_workers} workers")
         self._pending: dict = {}
         self._registry = None
