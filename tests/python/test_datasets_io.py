@@ -528,6 +528,31 @@ def test_dataset_info_and_verify_commands(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
 
 
+def test_verify_refuses_a_manifest_that_does_not_say_how_its_graphs_were_made(tmp_path, capsys):
+    """Checksums vouch for the bytes, not for the manifest's family and params: verify rebuilds
+    graph 0 from them (an edited family, an unknown one, a non-finite or changed parameter)."""
+    from goenv import cli
+
+    root = tmp_path / "ds"
+    datasets.generate("random-layered", 4, root, params={"num_layers": (2, 5)}, shard_size=2, progress=False)
+    manifest = json.loads((root / "manifest.json").read_text())
+    for edit, message in (({"family": "random-series-parallel"}, "series-parallel' has no parameter(s) num_layers"),
+                          ({"family": "random-series-parallel", "params": {}}, "graph 0 is not what family"),
+                          ({"family": "nope-family"}, "does not say how its graphs were made"),
+                          ({"params": {"num_layers": float("nan")}}, "must be finite"),
+                          ({"params": {"num_layers": 3}}, "graph 0 is not what family"),
+                          ({"seed": 7}, "graph 0 is not what family")):
+        (root / "manifest.json").write_text(json.dumps({**manifest, **edit}))
+        assert cli.main(["dataset", "verify", str(root)]) == 2
+        assert message in capsys.readouterr().err
+    # A dataset whose manifest is lost is rebuilt from its shards, ranges of parameters too.
+    (root / "manifest.json").unlink()
+    shards = {p.name: p.read_bytes() for p in root.glob("shard-*")}
+    ds = datasets.generate("random-layered", 4, root, params={"num_layers": (2, 5)}, shard_size=2, progress=False)
+    assert {p.name: p.read_bytes() for p in root.glob("shard-*")} == shards
+    ds.verify()
+
+
 def test_generate_checks_its_arguments(tmp_path):
     with pytest.raises(goenv.NotFound):
         datasets.generate("no-such-family", 2, tmp_path / "a", progress=False)

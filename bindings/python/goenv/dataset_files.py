@@ -258,6 +258,11 @@ def graph_params(params: Mapping[str, Any], seed: int, index: int, seeded: bool)
     return drawn
 
 
+def _built_bytes(family: str, params: dict, seeded: bool, seed: int, index: int) -> bytes:
+    """Graph `index` of a dataset, built afresh: what its shard holds at that index."""
+    return _core.build_graph(family, graph_params(params, seed, index, seeded)).to_bytes()
+
+
 def _plan(count: int, shard_size: int) -> list[dict]:
     return [{"file": shard_file(k), "index": k, "first": first, "count": min(shard_size, count - first)}
             for k, first in enumerate(range(0, count, shard_size))]
@@ -298,9 +303,7 @@ def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seed
                 Graph.from_bytes(blob)
         except (InvalidGraph, OSError):
             continue
-        first = shard["first"]
-        expected = _core.build_graph(family, {**params, "seed": float(seed + first)} if seeded else params)
-        if expected.to_bytes() == blobs[0]:
+        if _built_bytes(family, params, seeded, seed, shard["first"]) == blobs[0]:
             kept[shard["index"]] = {**shard, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return kept
 
@@ -407,9 +410,6 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
 def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress, total, done):
     from tqdm import tqdm
 
-    def build(i: int) -> bytes:
-        return _core.build_graph(family, graph_params(params, seed, i, seeded)).to_bytes()
-
     jobs = iter([(shard, i) for shard in todo for i in range(shard["first"], shard["first"] + shard["count"])])
     window = 4 * workers  # graphs in flight: bounds memory, keeps every worker busy
     blobs: dict[int, list[bytes]] = collections.defaultdict(list)
@@ -424,7 +424,7 @@ def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest,
                 job = next(jobs, None)
                 if job is None:
                     return
-                in_flight.append((job[0], executor.submit(build, job[1])))
+                in_flight.append((job[0], executor.submit(_built_bytes, family, params, seeded, seed, job[1])))
 
         fill()
         while in_flight:  # results in graph order, so shards finish in order
@@ -548,10 +548,21 @@ class Dataset:
                 yield Graph.from_bytes(blob)
 
     def verify(self) -> None:
-        """Checks every shard's checksum and container; raises InvalidGraph on the first bad one."""
+        """Checks every shard's checksum and container, and that the manifest says how the graphs
+        were made: its family and params are this goenv's, and graph 0 is byte-identical to a
+        fresh build from them (as generate checks before it keeps a shard). InvalidGraph on the
+        first problem."""
         for k in range(len(self.shards)):
             self._cached = None
             self._shard_graph_bytes(k)
+        family, seed = self.manifest["family"], int(self.manifest["seed"])
+        try:
+            params, seeded = _normalize_params(family, self.manifest["params"])
+        except (InvalidArgument, _core.NotFound) as error:
+            raise InvalidGraph(f"{self.root}: the manifest does not say how its graphs were made: {error}") from error
+        if _built_bytes(family, params, seeded, seed, 0) != self._shard_graph_bytes(0)[0]:
+            raise InvalidGraph(f"{self.root}: graph 0 is not what family '{family}' builds from the manifest's "
+                               f"params and seed (another goenv version's builders, or a manifest edited by hand)")
 
 
 def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
