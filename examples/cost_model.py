@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 import goenv
-from readme_tables import replace_section, results_commit  # noqa: E402  (examples/ is the script's folder)
+from readme_tables import checked_readme, replace_section, results_commit  # noqa: E402  (examples/ is the script's folder)
 
 CLUSTER = "2xgpu-nvlink"
 TRAIN = [("random-layered", {"num_layers": (5, 30), "width": (3, 12)}),
@@ -194,8 +194,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.from_json and not args.readme:
         parser.error("--from-json writes --readme from an earlier run: give --readme README.md")
-    if args.readme and not Path(args.readme).is_file():
-        parser.error(f"--readme {args.readme}: no such file (it needs <!-- cost-model:begin/end --> markers)")
+    if args.readme:
+        checked_readme(args.readme, "cost-model")
     try:  # every output checked before any work, so a finished run never fails on one
         for path in (args.json, args.plot, args.readme):
             if path:
@@ -303,7 +303,8 @@ def summary(runs: list[dict]) -> dict:
 
 def write_readme(readme: str, results: dict) -> None:
     path = Path(readme)
-    goenv.files.write_atomic(path, replace_section(path.read_text(), "cost-model", table(results)).encode())
+    text = replace_section(path.read_text(), "cost-model", table(results), where=readme)
+    goenv.files.write_atomic(path, text.encode())
 
 
 def plot(points, path: str) -> None:

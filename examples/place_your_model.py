@@ -65,6 +65,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--readme", help="write the output and its reading between this README's "
                                          "<!-- place-your-model:begin/end --> markers")
     args = parser.parse_args(argv)
+    for flag, value, low in (("--layers", args.layers, 1), ("--batch", args.batch, 1), ("--samples", args.samples, 1),
+                             ("--finetune", args.finetune, 0)):
+        if value < low:
+            parser.error(f"{flag} must be >= {low}, got {value}")
+    if args.readme:  # checked before the work, not after it
+        sys.path.insert(0, str(Path(__file__).parent))
+        from readme_tables import checked_readme
+
+        checked_readme(args.readme, "place-your-model")
     lines = []
 
     def say(line: str) -> None:
@@ -125,7 +134,7 @@ def write_readme(readme: str, lines: list[str], results: dict, args) -> None:
     body = "```\n" + "\n".join(lines) + "\n```\n\n" + reading + \
         f" (`python examples/place_your_model.py --readme README.md`, commit {results_commit()['commit'][:10]})."
     path = Path(readme)
-    goenv.files.write_atomic(path, replace_section(path.read_text(), "place-your-model", body).encode())
+    goenv.files.write_atomic(path, replace_section(path.read_text(), "place-your-model", body, where=readme).encode())
 
 
 if __name__ == "__main__":

@@ -206,11 +206,27 @@ def results_commit() -> dict:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
 
 
-def replace_section(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
+def _section(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
+
+
+def replace_section(text: str, name: str, body: str, where: str = "README.md") -> str:
+    """`text` with `body` between its <!-- name:begin/end --> markers (`where` names the file in the error)."""
+    pattern = _section(name)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- {name}:begin/end --> markers")
+        raise SystemExit(f"{where} has no <!-- {name}:begin/end --> markers")
     return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+
+
+def checked_readme(path: str | Path, name: str, flag: str = "--readme") -> Path:
+    """The README a script will write its `name` section into, checked before the script measures
+    anything (hours of results are not lost to a typo): a regular file with the section's markers."""
+    path = Path(goenv.files.checked_output_path(path, flag))
+    if not path.is_file():
+        raise SystemExit(f"{flag} {path}: no such file (it needs <!-- {name}:begin/end --> markers)")
+    if not _section(name).search(path.read_text()):
+        raise SystemExit(f"{flag} {path}: has no <!-- {name}:begin/end --> markers")
+    return path
 
 
 TABLES = ("graphs", "baselines", "search", "library-results", "gpu")

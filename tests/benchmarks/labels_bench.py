@@ -40,7 +40,7 @@ import goenv._core as _core
 from goenv.labels.labeller import HEADS, simulate_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from readme_tables import replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
+from readme_tables import checked_readme, replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
 LABEL_REPEATS = 5  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
@@ -246,6 +246,8 @@ def main(argv=None) -> None:
                         help="measure only the Ray rows, into the --json file's earlier results (a busy machine "
                              "spoils the 2-vs-1 ratio: rerun it when the cores are free)")
     args = parser.parse_args(argv)
+    if args.readme:
+        checked_readme(args.readme, "labels-bench")  # before the runs, not after them
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
         if results.get("ray") and not ray_row_of(results):
@@ -254,7 +256,8 @@ def main(argv=None) -> None:
         print(table(results))
         if args.readme:
             path = Path(args.readme)
-            goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results)).encode())
+            goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results),
+                                                                  where=args.readme).encode())
         return
     if args.ray_only:
         results = json.loads(Path(args.json).read_text())
@@ -286,7 +289,8 @@ def main(argv=None) -> None:
         goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
     if args.readme:
         path = Path(args.readme)
-        goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results)).encode())
+        goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results),
+                                                                  where=args.readme).encode())
 
 
 if __name__ == "__main__":

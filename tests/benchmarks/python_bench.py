@@ -301,8 +301,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.6, help="per measurement (best of 3)")
     parser.add_argument("--memory-envs", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="short measurements, no memory run")
-    parser.add_argument("--json", default="out/python_bench.json")
-    parser.add_argument("--markdown", default="out/python_bench.md")
+    parser.add_argument("--json", help="also write the numbers to this JSON file")
+    parser.add_argument("--markdown", help="also write the tables to this Markdown file")
     parser.add_argument("--ratios-only", action="store_true",
                         help="only the ratios of ratio_bench.py (step times by task, fused vs floor, cold start, "
                              "make_vec 2 vs 1 threads, GO vs a plain-PyTorch policy)")
@@ -318,6 +318,9 @@ def main() -> None:
         print(json.dumps(thread_scaling(args.scaling_only, args.num_envs, seconds, cores)))
         return
     ratio_bench = _ratio_bench()
+    ratio_bench.check_outputs(args.json, args.readme)  # before minutes of measuring
+    if args.markdown:
+        ratio_bench.check_outputs(args.markdown, None, "--markdown")
     if args.ratios_only:
         ratios = ratio_bench.run(args.quick, os.path.normpath(args.bench_binary))
         print(ratio_bench.markdown(ratios))
@@ -341,10 +344,9 @@ def main() -> None:
     for path, content in ((args.json, json.dumps(report, indent=2, default=str)), (args.markdown, text)):
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(content)
-    print(f"({report['seconds']:.0f} s; load average before: {report['load_average'][0]:.1f}; "
-          f"JSON: {args.json})")
+            goenv.files.write_atomic(path, content.encode(), what="output")
+    print(f"({report['seconds']:.0f} s; load average before: {report['load_average'][0]:.1f}"
+          + (f"; JSON: {args.json})" if args.json else ")"))
 
 
 if __name__ == "__main__":

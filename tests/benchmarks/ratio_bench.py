@@ -267,20 +267,30 @@ def readme_section(report: dict) -> str:
             f"({report['cores']} cores, load average {load:.1f} at the start):\n\n" + markdown(report).rstrip())
 
 
+def check_outputs(json_path: str | None, readme: str | None, json_flag: str = "--json") -> None:
+    """Refuses (SystemExit, one line) outputs that could not be written, before anything is measured."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    from readme_tables import checked_readme  # the markers' one implementation
+
+    try:
+        if json_path:
+            goenv.files.checked_output_path(json_path, json_flag)
+        if readme:
+            checked_readme(readme, "ratios")
+    except goenv.InvalidArgument as error:
+        raise SystemExit(str(error)) from None
+
+
 def write_outputs(report: dict, json_path: str | None, readme: str | None) -> None:
     if json_path:
         os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-        with open(json_path, "w") as f:
-            json.dump(report, f, indent=2)
+        goenv.files.write_atomic(json_path, json.dumps(report, indent=2).encode(), what="--json")
     if readme:
         sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
         from readme_tables import replace_section  # the markers' one implementation
         with open(readme) as f:
-            text = replace_section(f.read(), "ratios", readme_section(report))
-        tmp = readme + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, readme)
+            text = replace_section(f.read(), "ratios", readme_section(report), where=readme)
+        goenv.files.write_atomic(readme, text.encode(), what="--readme")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -289,6 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", default="out/ratio_bench.json")
     parser.add_argument("--readme", metavar="FILE", help="write the table into FILE's <!-- ratios --> section")
     args = parser.parse_args(argv)
+    check_outputs(args.json, args.readme)
     report = run(args.quick)
     print(markdown(report))
     write_outputs(report, args.json, args.readme)

@@ -175,6 +175,8 @@ def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
     (["train", ENV_ID, "--steps", "64", "--samples", "0"], "--samples must be a positive integer, got 0"),
     (["render", ENV_ID, "--method", "heft", "-o", "chart.txt"], "the image format comes from the file's suffix"),
     (["render", ENV_ID, "--method", "heft", "-o", ""], "-o: an empty path"),
+    (["demo", "--train-steps", "-5"], "--train-steps must be >= 0"),
+    (["train", ENV_ID, "--steps", "1", "--save", "no/such/folder/a.agent"], "folder"),
 ])
 def test_cli_bad_numbers_and_formats_exit_2_with_one_line_before_any_work(argv, message, tmp_path, monkeypatch,
                                                                           capsys):
@@ -183,6 +185,26 @@ def test_cli_bad_numbers_and_formats_exit_2_with_one_line_before_any_work(argv, 
     err = capsys.readouterr().err
     assert err.startswith("goenv: error: ") and message in err and "Traceback" not in err
     assert not list(tmp_path.iterdir())  # nothing trained, solved or written
+
+
+def test_bench_refuses_its_outputs_before_measuring(tmp_path, capsys):
+    """A FIFO, a folder or a README without the markers: one line, before minutes of measuring."""
+    fifo, folder, readme = tmp_path / "f.json", tmp_path / "adir", tmp_path / "notes.md"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    readme.write_text("no markers\n")
+    for argv, message in ((["--json", str(fifo)], "a FIFO, not a regular file"),
+                          (["--markdown", str(folder)], "--markdown"),
+                          (["--readme", str(readme)], f"--readme {readme}: has no <!-- ratios:begin/end --> markers"),
+                          (["--readme", str(tmp_path / "missing.md")], "no such file")):
+        done = subprocess.run([sys.executable, "-m", "goenv", "bench", "--quick", *argv], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not list(folder.iterdir())
+    goenv_demo_out = tmp_path / "afile"
+    goenv_demo_out.write_text("mine")
+    assert main(["demo", "--out", str(goenv_demo_out)]) == 2
+    assert "not a folder" in capsys.readouterr().err and goenv_demo_out.read_text() == "mine"
 
 
 def test_python_dash_m_goenv_reports_errors_without_traceback():

@@ -33,7 +33,7 @@ from tqdm import tqdm
 import goenv
 import goenv._core as _core
 from goenv import text
-from goenv.files import checked_output_path, write_atomic
+from goenv.files import checked_output_path, output_folder, write_atomic
 from goenv.render import save_gantt
 
 ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see --task)"
@@ -380,6 +380,9 @@ def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
 
 
 def _demo(args: argparse.Namespace) -> None:
+    if args.train_steps < 0:
+        raise goenv.InvalidArgument(f"--train-steps must be >= 0 (0 skips training), got {args.train_steps}")
+    output_folder(args.out, "--out")  # before the work, not after it
     env = _make(DEMO_ENV, args.cluster)
     graph, cluster = env.graph, env.cluster
     print(f"{DEMO_ENV}: {graph.num_nodes} nodes, {graph.num_edges} edges on {cluster.name} "
