@@ -711,6 +711,31 @@ def plot_curves(rows: list[dict], path: Path) -> None:
     tmp.replace(path)
 
 
+def check_arguments(parser: argparse.ArgumentParser, args) -> None:
+    """Bad values end the run at once (parser.error), not as a traceback or a silent change later."""
+    for name in ("budget", "imitation_steps", "envs_per_graph", "threads", "max_wall_calls", "zero_shot_samples",
+                 "joint_budget", "jobs", "search_budget"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name in ("seed", "finetune_steps", "finetune_imitation_steps", "reference_calls", "efficiency_budget"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if any(seed < 0 for seed in args.seeds):
+        parser.error(f"--seeds must be >= 0, got {args.seeds}")
+    if not (args.node_steps > 0 and args.imitation_node_steps > 0 and args.learning_rate > 0):
+        parser.error("--node-steps, --imitation-node-steps and --learning-rate must be > 0")
+    known = {name for entry in goenv.datasets.suite("go-placement") for name in (label(entry), entry.graph)}
+    known |= {entry.graph for entry in goenv.datasets.suite("transfer")["test"]} | {"own-model"}  # transfer's
+    unknown = sorted(set(args.graphs) - known)
+    if unknown:
+        parser.error(f"--graphs: unknown {', '.join(unknown)}; the graphs of the go-placement and transfer "
+                     f"suites: {', '.join(sorted(known))}")
+    families = set(goenv.datasets.list())
+    unknown = sorted(set(args.joint_graphs) - families)
+    if unknown:
+        parser.error(f"--joint-graphs: unknown {', '.join(unknown)} (goenv.datasets.list())")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("parts", nargs="+", choices=["per-graph", "transfer", "joint", "search", "readme"])
@@ -748,6 +773,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--readme", default="README.md", help="readme: the file whose go-results section is rewritten")
     parser.add_argument("--figure", default="docs/go_training_curves.png", help="readme: where the curves go")
     args = parser.parse_args(argv)
+    check_arguments(parser, args)
     for part in args.parts:
         {"per-graph": per_graph, "transfer": transfer, "joint": joint, "search": searches, "readme": readme}[part](args)
 

@@ -43,6 +43,31 @@ def _output_path(text: str) -> Path:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+MIN_EPISODES = 8  # report() compares a first and a last quarter of the episodes
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, counts: tuple[str, ...],
+                    make_env, episodes) -> None:
+    """Bad options end the run before training (parser.error: one line), not in a traceback or
+    in report() after it: `counts` (dests) >= 1, a positive learning rate, a seed >= 0, an env
+    that make_env() builds, and episodes(that env), the episodes training will give, enough to
+    report on."""
+    for dest in counts:
+        if getattr(args, dest) is not None and getattr(args, dest) < 1:
+            parser.error(f"--{dest.replace('_', '-')} must be >= 1, got {getattr(args, dest)}")
+    if not args.learning_rate > 0:
+        parser.error(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    try:
+        env = make_env()
+    except goenv.Error as error:  # NotFound is a KeyError too: its str() would be quoted
+        parser.error(str(error.args[0] if error.args else error).splitlines()[0])
+    if episodes(env) < MIN_EPISODES:
+        parser.error(f"these options train for {episodes(env)} episode(s); the report needs at least "
+                     f"{MIN_EPISODES} (train for more steps)")
+
+
 def describe_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
     """{"seed", "flags"}: the run's seed and the options it changed from the parser's defaults
     (--env, --seed and --json left out), as one command-line string."""
@@ -67,7 +92,7 @@ def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_
     `runtimes`: the simulated runtime (seconds) of every episode's final decisions, in
     order; `seconds`: the training's wall time; `run`: describe_run's seed and flags;
     `options`: the env's (a cluster)."""
-    if len(runtimes) < 8:
+    if len(runtimes) < MIN_EPISODES:
         raise ValueError(f"{len(runtimes)} episodes are too few to compare a first and a last quarter; "
                          "train for more steps")
     reference = reference_runtimes(env_id, **options)

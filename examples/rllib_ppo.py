@@ -29,7 +29,7 @@ import goenv
 import goenv.integrations.rllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import add_report_arguments, describe_run, report  # noqa: E402
+from learning_report import add_report_arguments, check_arguments, describe_run, report  # noqa: E402
 
 RUNTIME = "goenv_episode_runtime"
 
@@ -73,6 +73,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     add_report_arguments(parser)
     args = parser.parse_args(argv)
+    if args.env_runners < 0:
+        parser.error(f"--env-runners must be >= 0, got {args.env_runners}")
+    # Each update samples --rollouts whole-graph decisions per env on each env runner (or here).
+    check_arguments(parser, args, ("updates", "num_envs", "rollouts", "epochs"), lambda: goenv.make(args.env),
+                    lambda env: args.updates * args.num_envs * args.rollouts * max(1, args.env_runners))
 
     torch.set_num_threads(1)
     own_session = not ray.is_initialized()

@@ -26,7 +26,7 @@ import goenv.integrations.sb3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning_report import describe_run  # noqa: E402
-from sb3_ppo import add_common_arguments, train  # noqa: E402
+from sb3_ppo import add_common_arguments, check_common_arguments, train  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cluster", default=None, help="a cluster preset (default: the graph's)")
     args = parser.parse_args(argv)
     options = {"cluster": args.cluster} if args.cluster else {}
+    check_common_arguments(parser, args, **options)
     return train(MaskablePPO, goenv.integrations.sb3.MaskableGraphPolicy, "sb3-contrib MaskablePPO", args,
                  describe_run(parser, args), **options)
 

@@ -33,7 +33,7 @@ import goenv.integrations.sb3
 from goenv.wrappers import GroupedPlacement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning_report import add_report_arguments, describe_run, report  # noqa: E402
+from learning_report import add_report_arguments, check_arguments, describe_run, report  # noqa: E402
 
 
 class EpisodeRuntimes(BaseCallback):
@@ -76,6 +76,17 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_arguments(parser)
 
 
+def check_common_arguments(parser: argparse.ArgumentParser, args, **options) -> None:
+    """add_common_arguments' options checked before training (learning_report.check_arguments).
+    Graph mode: an episode per env step; node mode: one per num_nodes steps."""
+    def episodes(env) -> int:
+        return args.steps // (env.unwrapped.core.num_nodes if args.mode == "node" else 1) if args.steps \
+            else args.episodes
+
+    check_arguments(parser, args, ("episodes", "steps", "num_envs", "n_steps", "epochs", "batch_size"),
+                    lambda: make_env(args.env, args.mode, args.grouped, **options), episodes)
+
+
 def train(algorithm, policy, title: str, args, run: dict | None = None, **options) -> dict:
     """Builds the vectorized env, trains `algorithm` (PPO or MaskablePPO) and reports."""
     torch.set_num_threads(1)
@@ -100,6 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser)
     args = parser.parse_args(argv)
+    check_common_arguments(parser, args)
     return train(PPO, goenv.integrations.sb3.GraphPolicy, "Stable-Baselines3 PPO", args, describe_run(parser, args))
 
 

@@ -100,6 +100,20 @@ def test_go_results_script_end_to_end(tmp_path):
     assert again["untrained-search"] == longer["untrained-search"] and again["go-search_long"] == longer["go-search_long"]
 
 
+@pytest.mark.parametrize("script, arguments, message", [
+    ("go_results.py", ["per-graph", "--graphs", "nosuch"], "--graphs: unknown nosuch"),
+    ("go_results.py", ["per-graph", "--budget", "-4"], "--budget must be >= 1, got -4"),
+    ("go_results.py", ["joint", "--jobs", "0"], "--jobs must be >= 1"),
+    ("go_results.py", ["joint", "--joint-graphs", "foo"], "--joint-graphs: unknown foo"),
+    ("place_your_model.py", ["--layers", "0"], "--layers must be >= 1, got 0"),
+    ("place_your_model.py", ["--finetune", "-3"], "--finetune must be >= 0"),
+])
+def test_result_scripts_refuse_bad_options_at_once(script, arguments, message):
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *arguments], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
 def test_go_results_tables_say_which_rows_are_older(monkeypatch):
     """A table whose rows were made at different times names the code of each: rows of a run
     that recorded its commit, and the older rows that predate it (a per-graph run that replaced

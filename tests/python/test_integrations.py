@@ -316,6 +316,26 @@ def test_library_example_learns(name, tmp_path):
     assert result["best_ms"] <= result["last_quarter_ms"]
 
 
+@pytest.mark.parametrize("name, arguments, message", [
+    ("sb3_ppo", ["--episodes", "0"], "--episodes must be >= 1, got 0"),
+    ("sb3_ppo", ["--num-envs", "0"], "--num-envs must be >= 1"),
+    ("sb3_ppo", ["--env", "placement-bogus"], "unknown env id 'placement-bogus'"),
+    ("sb3_ppo", ["--learning-rate", "-1"], "--learning-rate must be > 0"),
+    ("sb3_ppo", ["--mode", "node", "--steps", "8"], "train for 0 episode(s); the report needs at least 8"),
+    ("sb3_maskable_ppo", ["--cluster", "bogus"], "unknown cluster preset 'bogus'"),
+    ("rllib_ppo", ["--env-runners", "-1"], "--env-runners must be >= 0"),
+    ("rllib_ppo", ["--updates", "1", "--num-envs", "1", "--rollouts", "2"], "train for 2 episode(s)"),
+])
+def test_library_examples_refuse_bad_options_before_training(name, arguments, message):
+    """One line from argparse, before any training (they used to train, then fail in a traceback)."""
+    library = LIBRARY_EXAMPLES[name][1]
+    if importlib.util.find_spec(library.split(".")[0]) is None:
+        pytest.skip(f"{library} is not installed")
+    done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *arguments], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
 def test_grouped_placement_misuse_is_refused_clearly():
     env = GroupedPlacement(goenv.make(SMALL))
     with pytest.raises(goenv.ResetNeeded, match=r"action_masks\(\) called before reset\(\)"):
