@@ -233,3 +233,21 @@ def test_registry_long_polls_and_hands_out_the_reference_unresolved():
     ray.get(registry.publish.remote(0, [None]))  # versions only move forward
     assert ray.get(registry.stats.remote()) == {"version": 0, "publishes": 1, "answers": 1}
     ray.kill(registry)
+
+
+def test_ray_cleanup_runs_to_its_end_through_ctrl_c():
+    """A Ctrl-C during the trainer's cleanup (checkpoint, workers, Ray's shutdown) is held until
+    the cleanup is done, then raised: cut short, Ray left its agents running after the driver."""
+    from goenv.distributed.session import interrupts_held
+
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here: held, not raised
+            done.append("cleanup finished")
+    assert done == ["cleanup finished"] and signal.getsignal(signal.SIGINT) is before
+    with interrupts_held():  # nothing pressed: nothing raised
+        done.append("again")
+    assert done[-1] == "again"

@@ -246,13 +246,14 @@ class _StopOnInterrupt:
 
 
 @contextlib.contextmanager
-def _saved_when_interrupted(agent, path: str | None):
+def _saved_when_interrupted(agent, path: str | None, trained: Callable[[], bool]):
     """A second Ctrl-C stops training at once; what it trained is still saved to `path` (the
-    update under way is either done or not begun: the agent is whole)."""
+    update under way is either done or not begun: the agent is whole), if it trained at all
+    (`trained()`: an untrained agent replaces no file)."""
     try:
         yield
     except KeyboardInterrupt:
-        if path:
+        if path and trained():
             agent.save(path)
             print(f"goenv: agent saved to {path} ({agent.steps_trained} steps trained)", file=sys.stderr)
         raise
@@ -275,9 +276,12 @@ def _train(args: argparse.Namespace) -> None:
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
-    with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save):
+    imitated = []
+    with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save,
+                                                             lambda: bool(imitated) or agent.steps_trained > 0):
         if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
-            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher, callback=stop.go_on)
+            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher,
+                                    callback=lambda metrics: imitated.append(metrics) or stop.go_on(metrics))
             print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
                   f"equal the teacher's after {len(history)} steps")
         if stop.requested:

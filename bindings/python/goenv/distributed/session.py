@@ -8,6 +8,8 @@ starts; ray.init alone would retry for minutes.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 
 from goenv._core import InvalidArgument
@@ -87,3 +89,21 @@ def shutdown(started_here: bool) -> None:
 
     if started_here and ray.is_initialized():
         ray.shutdown()
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Ctrl-C is held until the block is done, then raised: a KeyboardInterrupt in the middle of
+    Ray's shutdown leaves its processes (dashboard and runtime-env agents) running after the
+    driver exits. Signals reach only the main thread; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            raise KeyboardInterrupt

@@ -208,13 +208,14 @@ class Trainer:
                 if self.max_lag == 0:  # synchronous: the next rollout waits for this update's weights
                     self._request(index)
         finally:
-            bar.close()
-            if log is not None:
-                log.close()
-            if checkpoint is not None and result.history:
-                self.agent.save(checkpoint)  # the learner's state survives any ending
-            self._stop()
-            session.shutdown(started)
+            with session.interrupts_held():  # a second Ctrl-C must not cut the cleanup short
+                bar.close()
+                if log is not None:
+                    log.close()
+                if checkpoint is not None and result.history:
+                    self.agent.save(checkpoint)  # the learner's state survives any ending
+                self._stop()
+                session.shutdown(started)
         result.worker_restarts = self.restarts
         result.dropped_rollouts = self._learner.dropped
         return result
