@@ -34,6 +34,7 @@ import goenv
 import goenv._core as _core
 from goenv import text
 from goenv.files import checked_output_path, output_folder, write_atomic
+from goenv.envs import parse_gym_id
 from goenv.render import save_gantt
 
 ID_HELP = "env id (e.g. placement-inception) or a graph file (.goenv/.json; see --task)"
@@ -67,12 +68,18 @@ def _is_graph_file(env_id: str) -> bool:
     return env_id.endswith(GRAPH_FILE_SUFFIXES) or os.sep in env_id or os.path.isfile(env_id)
 
 
-def _make(env_id: str, cluster: str | None, task: str = "placement") -> goenv.GraphEnv:
-    """The env after reset, on `cluster` when one is named; `env_id` may be a graph file."""
+def _make(env_id: str, cluster: str | None, task: str | None = None) -> goenv.GraphEnv:
+    """The env after reset, on `cluster` when one is named; `env_id` may be a graph file (its
+    task: --task, default placement). An id names its own task: another --task is refused."""
     options = {"cluster": cluster} if cluster else {}
     if _is_graph_file(env_id):
-        env = goenv.make(task, graph=env_id, render_mode=None, **options)
+        env = goenv.make(task or "placement", graph=env_id, render_mode=None, **options)
     else:
+        plain_id = parse_gym_id(env_id)[0]  # "goenv/placement-inception-v2" too
+        own = plain_id.split("-", 1)[0]
+        if task is not None and task != own:
+            raise goenv.InvalidArgument(f"--task {task}: {env_id} is already a {own} env (--task is for graph "
+                                        f"files); use {task}-{_graph_name(plain_id)}")
         env = goenv.make(env_id, render_mode=None, **options)
     env.reset(seed=0)
     return env
@@ -275,6 +282,8 @@ def _train(args: argparse.Namespace) -> None:
         raise goenv.InvalidArgument(f"--workers must be >= 0, got {args.workers}")
     if args.imitate < 0:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
+    if args.teacher != "best" and not args.imitate:
+        raise goenv.InvalidArgument(f"--teacher {args.teacher} is what --imitate copies; add --imitate [STEPS]")
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
     imitated = []
     with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save,
@@ -429,8 +438,8 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--budget", type=int, default=1000, help="simulator calls for search baselines")
     common.add_argument("--seed", type=int, default=0, help="seed of randomized baselines")
     options = argparse.ArgumentParser(add_help=False, parents=[common])  # for commands that take an ID
-    options.add_argument("--task", default="placement", choices=_core.task_names(),
-                         help="the task when ID is a graph file (.goenv or .json) (default: %(default)s)")
+    options.add_argument("--task", default=None, choices=_core.task_names(),
+                         help="the task when ID is a graph file (.goenv or .json) (default: placement)")
 
     commands.add_parser("list", help="env ids with their graph size and default cluster").set_defaults(run=_list)
     info = commands.add_parser("info", parents=[options], help="graph, cluster, default runtime and lower bound")
