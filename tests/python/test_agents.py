@@ -238,6 +238,18 @@ def test_masked_actions_are_never_sampled():
     assert not np.any(action["placement"][:, forbidden_device] == 1)
 
 
+def test_reference_lines_name_the_heuristic_not_best_heuristic():
+    """best-heuristic ties the heuristic it picked: the curve's line names that one (m-etf here);
+    a task whose heads combine heuristics gets the plain "best heuristic"."""
+    from goenv.agents.training_log import reference_runtimes
+
+    placement = reference_runtimes("placement-transformer-xl-2")
+    assert set(placement) == {"default", "lower bound", "best heuristic (m-etf)"}
+    assert placement["best heuristic (m-etf)"] == goenv.baselines.solve(
+        goenv.make("placement-transformer-xl-2"), "best-heuristic")["runtime"]
+    assert not any("best-heuristic" in label for label in reference_runtimes("joint-transformer-xl-2"))
+
+
 def test_train_logs_callback_and_evaluate(tmp_path):
     env = placement_env()
     seen = []
