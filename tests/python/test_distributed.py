@@ -251,3 +251,14 @@ def test_ray_cleanup_runs_to_its_end_through_ctrl_c():
     with interrupts_held():  # nothing pressed: nothing raised
         done.append("again")
     assert done[-1] == "again"
+    pressed = []  # a Ctrl-C held is given to the handler there was (goenv train's "stop after this update")
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert not pressed
+        time.sleep(0.05)
+        assert pressed == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -93,9 +93,10 @@ def shutdown(started_here: bool) -> None:
 
 @contextlib.contextmanager
 def interrupts_held():
-    """Ctrl-C is held until the block is done, then raised: a KeyboardInterrupt in the middle of
-    Ray's shutdown leaves its processes (dashboard and runtime-env agents) running after the
-    driver exits. Signals reach only the main thread; elsewhere the block runs as it is."""
+    """Ctrl-C is held until the block is done, then delivered to the handler there was before
+    (a KeyboardInterrupt, or `goenv train`'s "stop after this update"): a KeyboardInterrupt in
+    the middle of Ray's shutdown leaves its processes (dashboard and runtime-env agents) running
+    after the driver exits. Signals reach only the main thread; elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -106,4 +107,4 @@ def interrupts_held():
     finally:
         signal.signal(signal.SIGINT, previous)
         if pressed:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)

@@ -188,16 +188,17 @@ class Trainer:
                     # learner updates: asked after the update, it would idle through it.
                     self._request(index)
                 if answers >= self.batches_per_update and batch:
-                    metrics = learner.update(batch)
-                    now = time.perf_counter()
-                    metrics.update(step=self.agent.steps_trained - first_step, seconds=now - start,
-                                   samples_per_second=interval_samples / max(now - last, 1e-9),
-                                   wait_seconds=waited, worker_restarts=self.restarts)
-                    result.history.append(metrics)
-                    result.seconds = now - start
-                    batch, answers, interval_samples, waited, last = [], 0, 0, 0.0, now
-                    if log is not None:
-                        log.append(metrics)
+                    with session.interrupts_held():  # Ctrl-C after the update's row: log and checkpoint agree
+                        metrics = learner.update(batch)
+                        now = time.perf_counter()
+                        metrics.update(step=self.agent.steps_trained - first_step, seconds=now - start,
+                                       samples_per_second=interval_samples / max(now - last, 1e-9),
+                                       wait_seconds=waited, worker_restarts=self.restarts)
+                        result.history.append(metrics)
+                        result.seconds = now - start
+                        batch, answers, interval_samples, waited, last = [], 0, 0, 0.0, now
+                        if log is not None:
+                            log.append(metrics)
                     bar.update(min(metrics["step"], total_steps) - bar.n)
                     bar.set_postfix(samples_s=f"{metrics['samples_per_second']:.0f}",
                                     speedup=f"{metrics['best_speedup']:.3f}", restarts=self.restarts, refresh=False)
