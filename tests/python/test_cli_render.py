@@ -178,6 +178,8 @@ def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
     (["demo", "--train-steps", "-5"], "--train-steps must be >= 0"),
     (["baselines", "scheduling-transformer-xl-2", "--task", "fusion"], "is already a scheduling env"),
     (["train", ENV_ID, "--teacher", "heft"], "--teacher heft is what --imitate copies"),
+    (["dataset", "generate", "random-layered", "--count", "0", "--out", "ds"], "--count must be an integer >= 1"),
+    (["dataset", "label", "transfer:train", "--out", "labels", "-k", "0"], "--decisions-per-graph must be an integer"),
     (["train", ENV_ID, "--steps", "1", "--save", "no/such/folder/a.agent"], "folder"),
 ])
 def test_cli_bad_numbers_and_formats_exit_2_with_one_line_before_any_work(argv, message, tmp_path, monkeypatch,

@@ -11,6 +11,8 @@ flag is a bool (numpy's too); binary data is bytes-like.
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any
 
 import numpy as np
@@ -63,3 +65,18 @@ def checked_bytes(value: Any, takes: str) -> bytes | bytearray | memoryview:
     if not isinstance(value, (bytes, bytearray, memoryview)):
         raise InvalidArgument(f"{takes}, got {type(value).__name__}")
     return value
+
+
+@contextlib.contextmanager
+def as_command_line(*names: str):
+    """A command's errors name its flags: an InvalidArgument raised inside that starts with one
+    of the Python argument `names` ("shard_size must be ...") is raised again naming the flag
+    ("--shard-size must be ...")."""
+    try:
+        yield
+    except InvalidArgument as error:
+        message = str(error)
+        for name in names:
+            if message.startswith(name + " "):
+                raise InvalidArgument("--" + name.replace("_", "-") + message[len(name):]) from None
+        raise

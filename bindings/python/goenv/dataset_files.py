@@ -54,7 +54,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
-from goenv.arguments import checked_flag, checked_int, checked_number, is_count
+from goenv.arguments import as_command_line, checked_flag, checked_int, checked_number, is_count
 from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
 
 FORMAT = "goenv-dataset"
@@ -640,8 +640,10 @@ def _parse_params(items: Sequence[str]) -> dict[str, float | tuple[float, float]
 
 
 def run_generate(args: argparse.Namespace) -> None:
-    dataset = generate(args.family, args.count, args.out, shard_size=args.shard_size, params=_parse_params(args.param),
-                       seed=args.seed, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite)
+    with as_command_line("count", "shard_size", "workers", "seed"):
+        dataset = generate(args.family, args.count, args.out, shard_size=args.shard_size,
+                           params=_parse_params(args.param), seed=args.seed, workers=args.workers,
+                           progress=not args.no_progress, overwrite=args.overwrite)
     print(f"{len(dataset)} graphs of {dataset.family} in {len(dataset.shards)} shards at {dataset.root}")
 
 

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 
+from goenv.arguments import as_command_line
 from goenv.labels.decisions import SAMPLERS
 
 
@@ -43,10 +44,11 @@ def run_label(args: argparse.Namespace) -> None:
     from goenv.labels.folder import label
 
     source = args.source[0] if len(args.source) == 1 else args.source
-    labels = label(source, args.out, task=args.task, cluster=args.cluster, decisions_per_graph=args.decisions_per_graph,
-                   sampler=args.sampler, seed=args.seed, max_moves=args.max_moves, shard_size=args.shard_size,
-                   agent=args.agent, workers=args.workers, address=args.address, overwrite=args.overwrite,
-                   progress=not args.no_progress)
+    with as_command_line("decisions_per_graph", "seed", "max_moves", "shard_size", "workers"):
+        labels = label(source, args.out, task=args.task, cluster=args.cluster,
+                       decisions_per_graph=args.decisions_per_graph, sampler=args.sampler, seed=args.seed,
+                       max_moves=args.max_moves, shard_size=args.shard_size, agent=args.agent, workers=args.workers,
+                       address=args.address, overwrite=args.overwrite, progress=not args.no_progress)
     print(f"{labels.num_decisions} labelled decisions of {len(labels)} graphs in {len(labels.shards)} shards at "
           f"{labels.root}")
 
