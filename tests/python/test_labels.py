@@ -738,7 +738,7 @@ def test_label_and_export_commands(graphs, tmp_path, capsys):
     assert main(["dataset", "export-tpugraphs", str(out), "--out", str(tmp_path / "npz")]) == 0
     assert sorted(os.listdir(tmp_path / "npz"))[-1] == "export.json" and len(os.listdir(tmp_path / "npz")) == 6
     assert main(["dataset", "label", str(graphs), "--out", str(out), "-k", "0"]) == 2
-    assert "goenv: error: decisions_per_graph" in capsys.readouterr().err
+    assert "goenv: error: --decisions-per-graph" in capsys.readouterr().err
 
 
 def test_policy_samples_join_the_mix(graphs, tmp_path):
