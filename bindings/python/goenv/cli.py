@@ -221,6 +221,11 @@ def _agent_options_help() -> str:
     return "\nagent options (--option KEY=VALUE, repeatable; default, meaning):\n" + "\n".join(lines) + "\n"
 
 
+def _bars() -> bool:
+    """Progress bars on a terminal only: redirected to a file, their redraws are noise."""
+    return sys.stderr.isatty()
+
+
 class _StopOnInterrupt:
     """While training: the first Ctrl-C asks it to stop after the update under way (the agent
     then gets its search and --save as after a full run: hours of training are not lost to one
@@ -289,7 +294,7 @@ def _train(args: argparse.Namespace) -> None:
     with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save,
                                                              lambda: bool(imitated) or agent.steps_trained > 0):
         if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
-            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher,
+            history = agent.imitate([env], steps=args.imitate, teacher=args.teacher, progress=_bars(),
                                     callback=lambda metrics: imitated.append(metrics) or stop.go_on(metrics))
             print(f"imitation of {agent.teacher(env)['method']}: {history[-1]['accuracy']:.1%} of the decisions "
                   f"equal the teacher's after {len(history)} steps")
@@ -301,7 +306,7 @@ def _train(args: argparse.Namespace) -> None:
             try:
                 result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
                                                  address=args.address, log_dir=args.log_dir, agent=agent,
-                                                 callback=stop.go_on, checkpoint=args.save)
+                                                 callback=stop.go_on, checkpoint=args.save, progress=_bars())
             except ValueError as error:  # a malformed address: one line, like other bad input
                 raise goenv.InvalidArgument(str(error)) from error
             history = result.history
@@ -309,7 +314,8 @@ def _train(args: argparse.Namespace) -> None:
                   f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
                   f"{result.dropped_rollouts} stale rollouts dropped")
         else:
-            history = agent.train([env], total_steps=args.steps, log_dir=args.log_dir, callback=stop.go_on)
+            history = agent.train([env], total_steps=args.steps, log_dir=args.log_dir, callback=stop.go_on,
+                                  progress=_bars())
     steps_done = args.steps
     if stop.requested:
         steps_done = history[-1]["step"] if history else 0
@@ -379,7 +385,7 @@ def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
     except ImportError as error:
         return f"PPO agent skipped: {error}"
     imitation = agent.imitate([env], steps=DEMO_IMITATION_STEPS, progress=False)
-    agent.train([env], total_steps=steps, log_dir=os.path.join(out, "demo_training"))
+    agent.train([env], total_steps=steps, log_dir=os.path.join(out, "demo_training"), progress=_bars())
     found = agent.optimize(env, budget=16, start="best-heuristic")
     teacher = agent.teacher(env)
     calls = imitation[-1]["simulator_calls"] + agent.steps_trained + found["simulator_calls"]
