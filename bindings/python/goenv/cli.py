@@ -291,6 +291,7 @@ def _train(args: argparse.Namespace) -> None:
         raise goenv.InvalidArgument(f"--teacher {args.teacher} is what --imitate copies; add --imitate [STEPS]")
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
     imitated = []
+    saved = False  # by the distributed trainer, which writes checkpoint= when it ends after an update
     with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save,
                                                              lambda: bool(imitated) or agent.steps_trained > 0):
         if args.imitate:  # in this process; PPO then continues from the imitated policy, here or on the workers
@@ -310,6 +311,7 @@ def _train(args: argparse.Namespace) -> None:
             except ValueError as error:  # a malformed address: one line, like other bad input
                 raise goenv.InvalidArgument(str(error)) from error
             history = result.history
+            saved = bool(args.save and history)
             print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
                   f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
                   f"{result.dropped_rollouts} stale rollouts dropped")
@@ -321,7 +323,8 @@ def _train(args: argparse.Namespace) -> None:
         steps_done = history[-1]["step"] if history else 0
         print(f"training stopped by Ctrl-C after {steps_done} of {args.steps} steps")
     if args.save:  # before the search: the trained agent is kept whatever happens next
-        agent.save(args.save)
+        if not saved:
+            agent.save(args.save)
         print(f"agent saved to {args.save}")
     # The result: policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
