@@ -231,6 +231,14 @@ def test_rllib_module_forward_and_masking():
     assert actions.shape == (4, nodes) and dist.logp(actions).shape == (4,)
     mask = batch["action_mask"][..., :3].astype(bool)
     assert mask[np.arange(4)[:, None], np.arange(nodes), actions.numpy()].all()
+    # Straight-through samples: one-hot forward on an allowed choice, the probabilities' gradient.
+    hot = dist.rsample()
+    assert hot.shape == (4, nodes, 3) and torch.equal(hot.detach().sum(-1), torch.ones(4, nodes))
+    assert mask[np.arange(4)[:, None], np.arange(nodes), hot.detach().argmax(-1).numpy()].all()
+    logits = out[Columns.ACTION_DIST_INPUTS].detach().requires_grad_()
+    (dist.from_logits(logits).rsample() * torch.arange(3.0)).sum().backward()
+    assert logits.grad is not None and logits.grad.abs().sum() > 0
+    assert dist.rsample(sample_shape=(2,)).shape == (2, 4, nodes, 3)
     greedy = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
     assert env.action_space.contains(greedy.sample()[0].numpy())
     values = module.compute_values(tensors)

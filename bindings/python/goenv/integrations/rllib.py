@@ -70,7 +70,13 @@ class TorchNodeCategorical(TorchDistribution):
         return self.node.reduce(torch.distributions.kl.kl_divergence(self._dist, other._dist))
 
     def rsample(self, *, sample_shape=None):
-        raise NotImplementedError("a categorical has no reparameterized sample")
+        """Straight-through samples (Bengio et al. 2013), as RLlib's TorchCategorical: one-hot
+        (..., U, num_choices) forward, the gradient of the probabilities backward. A forbidden
+        choice (masked logit) has probability 0, so it is never the hot one."""
+        probs = self.node.distribution.probs
+        index = self.node.distribution.sample(torch.Size(sample_shape or ()))
+        one_hot = torch.nn.functional.one_hot(index, probs.shape[-1]).to(probs.dtype)
+        return (one_hot - probs).detach() + probs
 
     @staticmethod
     def required_input_dim(space: spaces.MultiDiscrete, **kwargs) -> int:
