@@ -71,6 +71,7 @@ std::string head_list(const PolicySpec& spec) {
 std::map<std::string, std::string> metadata_of(const Model& m, std::size_t next_slot) {
   std::map<std::string, std::string> meta;
   for (const auto& [key, value] : config_to_text(m.config)) meta["config." + key] = value;
+  meta["goenv_version"] = GOENV_VERSION;  // which goenv saved it: for people, not checked when read
   meta["has_policy"] = m.ready ? "1" : "0";
   meta["steps_trained"] = std::to_string(m.steps_trained);
   meta["version"] = std::to_string(m.weights.version);

@@ -192,18 +192,9 @@ def results_commit() -> dict:
     """The commit the results are made at, and whether the code differed from it (tracked
     files outside docs/, where results and figures are written). $GOENV_COMMIT, where set, names
     it instead: a GPU machine's copy of a clean tree, whose .git may be stale (gpu_run.sh)."""
-    import os
-    import subprocess
+    from goenv.provenance import source_commit
 
-    if os.environ.get("GOENV_COMMIT"):
-        return {"commit": os.environ["GOENV_COMMIT"], "dirty": False}
-
-    def git(*command):
-        done = subprocess.run(["git", *command], cwd=README.parent, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(changed)}
+    return source_commit(README.parent, exclude=("docs",))
 
 
 def _section(name: str) -> re.Pattern:

@@ -6,10 +6,12 @@ test runs in a subprocess that hides torch.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -261,7 +263,12 @@ def test_train_logs_callback_and_evaluate(tmp_path):
     assert lines[0].startswith("step,update,mean_reward,mean_runtime,best_runtime")
     assert len(lines) == 4
     assert (tmp_path / "log" / "training_curve.png").read_bytes()[:4] == b"\x89PNG"
-    assert sorted(os.listdir(tmp_path / "log")) == ["metrics.csv", "training_curve.png"]  # no temporaries left
+    assert sorted(os.listdir(tmp_path / "log")) == ["metrics.csv", "run.json", "training_curve.png"]  # no temporaries
+    made = json.loads((tmp_path / "log" / "run.json").read_text())  # what made the log
+    assert made["made_by"]["goenv"] == goenv.__version__ and made["log"] == "training"
+    assert made["made_by"]["commit"] == subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(goenv.__file__).parent,
+                                                       capture_output=True, text=True).stdout.strip()
+    assert made["title"].startswith("GO on") and made["references"] == {}  # no single graph: no lines
     os.mkfifo(tmp_path / "log" / "fifo")
     os.replace(tmp_path / "log" / "fifo", tmp_path / "log" / "metrics.csv")
     steps = agent.steps_trained

@@ -62,6 +62,7 @@ def test_a_checkpoint_is_a_safetensors_file_readable_without_goenv(saved, tmp_pa
         names = list(f.keys())
         policy = {name: f.get_tensor(name) for name in names if name.startswith("policy.")}
     assert metadata["format"] == "goenv-agent" and metadata["format_version"] == "3"
+    assert metadata["goenv_version"] == goenv.__version__  # which goenv saved it
     assert metadata["config.algorithm"] == "go" and metadata["spec.heads"] == "placement:2"
     assert any(name.startswith("adam.") for name in names) and "generator.sampling" in names
     assert any(name.startswith("teacher.") for name in names)

@@ -7,6 +7,7 @@ Skipped when ray or goenv's agents are missing. Trainings are small: a
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import time
@@ -88,6 +89,8 @@ def test_two_workers_beat_random_placement_with_bounded_lag(tmp_path):
     assert lags and max(lags) <= 1
     rows = list(csv.DictReader(open(tmp_path / "distributed_metrics.csv")))
     assert len(rows) == len(result.history)
+    made = json.loads((tmp_path / "distributed_run.json").read_text())  # what made the log
+    assert made["made_by"]["goenv"] == goenv.__version__ and made["log"] == "distributed training"
     assert float(rows[-1]["samples_per_second"]) > 0 and float(rows[-1]["publish_seconds"]) >= 0
     loaded = agents.load(tmp_path / "ppo.agent")  # the learner's checkpoint, goenv.agents format
     np.testing.assert_array_equal(loaded.weights, result.agent.weights)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import sys
@@ -10,6 +11,7 @@ import types
 
 import pytest
 
+import goenv
 import goenv.agents
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -89,3 +91,23 @@ def test_a_compiler_that_links_libstdcxx_statically_is_refused_for_the_agents(tm
     message = " ".join(done.stderr.split())
     assert "links libstdc++ statically" in message and "CXX=/usr/bin/g++" in message, message
     assert not list((tmp_path / "build").glob("**/*.so"))
+
+
+def test_one_version_in_pyproject_cmake_and_the_package():
+    cmake = re.search(r"project\(goenv VERSION (\S+)", (ROOT / "CMakeLists.txt").read_text()).group(1)
+    assert _pyproject()["project"]["version"] == cmake == goenv.__version__
+
+
+def test_provenance_names_the_commit_or_says_there_is_none(tmp_path, monkeypatch):
+    from goenv.provenance import made_by, source_commit, write_run_record
+
+    monkeypatch.delenv("GOENV_COMMIT", raising=False)
+    assert source_commit(tmp_path) == {"commit": None, "dirty": False}  # not a git checkout
+    assert re.fullmatch(r"[0-9a-f]{40}", source_commit(ROOT)["commit"])
+    monkeypatch.setenv("GOENV_COMMIT", "abc123")  # a copy whose .git is stale names its commit
+    assert source_commit(tmp_path) == {"commit": "abc123", "dirty": False} and made_by()["commit"] == "abc123"
+    (tmp_path / "run.json").mkdir()
+    with pytest.raises(goenv.InvalidArgument, match="run.json"):  # only over a regular file
+        write_run_record(tmp_path)
+    record = json.loads(pathlib.Path(write_run_record(tmp_path, "other.json", seed=3)).read_text())
+    assert record["seed"] == 3 and record["made_by"]["goenv"] == goenv.__version__

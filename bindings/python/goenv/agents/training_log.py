@@ -1,13 +1,16 @@
 """Training logs: a metrics CSV written as training goes, and a PNG curve at the end, drawn
 against the runtimes that make it mean something (the compiler default, the best heuristic,
-the lower bound). Both are written atomically, only over regular files (goenv.files.CsvLog
+the lower bound), with run.json beside them (the goenv version and commit that made them:
+goenv.provenance). All are written atomically, only over regular files (goenv.files.CsvLog
 and write_atomic)."""
 
 from __future__ import annotations
 
+import math
 import os
 
 from goenv.files import CsvLog, checked_output_path, output_folder, write_atomic
+from goenv.provenance import write_run_record
 
 COLUMNS = ("step", "update", "mean_reward", "mean_runtime", "best_runtime", "mean_speedup", "best_speedup",
            "invalid_fraction", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "teacher_loss",
@@ -49,7 +52,8 @@ def reference_runtimes(env) -> dict[str, float]:
 
 class TrainingLog:
     """Appends one CSV row per update to `log_dir/metrics.csv`; close() draws `log_dir/training_curve.png`
-    titled `title`, with a horizontal line per reference runtime (seconds, by label)."""
+    titled `title`, with a horizontal line per reference runtime (seconds, by label). `log_dir/run.json`
+    says what made them (goenv.provenance.write_run_record)."""
 
     def __init__(self, log_dir: str | os.PathLike, title: str = "training", references: dict | None = None):
         self.title = title
@@ -60,6 +64,9 @@ class TrainingLog:
         self.png_path = os.path.join(self.log_dir, "training_curve.png")
         checked_output_path(self.png_path, "training curve")  # before training: refused now, not after it
         self._csv = CsvLog(self.csv_path, COLUMNS, "training log")
+        self.run_path = write_run_record(self.log_dir, log="training", title=title,  # seconds; None: not finite
+                                         references={k: v if math.isfinite(v) else None
+                                                     for k, v in self.references.items()})
         self.rows: list[dict] = []
         self._closed = False
 

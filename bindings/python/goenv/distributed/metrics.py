@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from goenv.files import CsvLog, output_folder, write_atomic
+from goenv.provenance import write_run_record
 
 COLUMNS = ("update", "step", "version", "samples_per_second", "wait_seconds", "update_seconds", "publish_seconds",
            "lag_histogram", "dropped_rollouts", "worker_restarts", "mean_reward", "mean_speedup", "best_speedup",
@@ -18,11 +19,14 @@ def format_histogram(histogram: dict) -> str:
 
 
 class MetricsLog:
-    """Appends one row per update to `log_dir/distributed_metrics.csv`."""
+    """Appends one row per update to `log_dir/distributed_metrics.csv`; `log_dir/distributed_run.json`
+    says what made it (goenv.provenance.write_run_record)."""
 
     def __init__(self, log_dir: str | os.PathLike):
-        self.path = os.path.join(output_folder(log_dir, "log_dir"), "distributed_metrics.csv")
+        folder = output_folder(log_dir, "log_dir")
+        self.path = os.path.join(folder, "distributed_metrics.csv")
         self._csv = CsvLog(self.path, COLUMNS, "distributed metrics")
+        self.run_path = write_run_record(folder, "distributed_run.json", log="distributed training")
 
     def append(self, metrics: dict) -> None:
         row = dict(metrics)
