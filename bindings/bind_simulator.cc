@@ -118,15 +118,9 @@ void bind_simulator(py::module_& m) {
           const int n = g->num_nodes();
           std::vector<std::int32_t> p, f;
           std::vector<double> q;
-          if (!placement.is_none()) {
-            const auto ints = integer_array(placement, n, "placement");
-            p.assign(ints.begin(), ints.end());
-          }
+          if (!placement.is_none()) p = int32_array(placement, n, "placement");
           if (!priority.is_none()) q = double_array(priority, n, "priority");
-          if (!fusion.is_none()) {
-            const auto ints = integer_array(fusion, n, "fusion");
-            f.assign(ints.begin(), ints.end());
-          }
+          if (!fusion.is_none()) f = int32_array(fusion, n, "fusion");
           const Decisions decisions{p.empty() ? nullptr : p.data(), q.empty() ? nullptr : q.data()};
           py::gil_scoped_release release;
           if (!f.empty())
@@ -158,7 +152,7 @@ void bind_simulator(py::module_& m) {
           std::vector<std::int32_t> p;
           try {
             const auto ints = integer_values(placements, "placement");
-            p.assign(ints.data(), ints.data() + k * n);
+            p = narrow_to_int32(ints.data(), static_cast<std::size_t>(k * n), "placement (flat)");
           } catch (const InvalidArgument& e) {
             throw InvalidAction(e.what());
           }
@@ -174,7 +168,7 @@ void bind_simulator(py::module_& m) {
             GOENV_CHECK(levels.shape(0) == k, InvalidAction, "fusion must have as many rows as placement");
             try {
               const auto ints = integer_values(levels, "fusion");
-              f.assign(ints.data(), ints.data() + k * n);
+              f = narrow_to_int32(ints.data(), static_cast<std::size_t>(k * n), "fusion (flat)");
             } catch (const InvalidArgument& e) {
               throw InvalidAction(e.what());
             }

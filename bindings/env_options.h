@@ -62,9 +62,11 @@ inline EnvConfig config_from(const py::dict& options) {
         const auto devices = integer_values(value, "placement");
         GOENV_CHECK(devices.ndim() == 1 && devices.size() > 0, InvalidArgument,
                     "placement must be 'default', 'single', 'expert' or a 1-D array of devices, one per node");
-        for (py::ssize_t v = 0; v < devices.size(); ++v)  // out of int32: -1, reported by the env as out of range
-          c.initial_placement.push_back(static_cast<std::int32_t>(
-              devices.data()[v] < 0 || devices.data()[v] > INT32_MAX ? -1 : devices.data()[v]));
+        try {
+          c.initial_placement = narrow_to_int32(devices.data(), static_cast<std::size_t>(devices.size()), "placement");
+        } catch (const InvalidAction& e) {
+          throw InvalidArgument(e.what());  // an option, not an action
+        }
       } else if (key == "priority") {
         if (value.is_none()) continue;
         const auto values = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(value);
@@ -129,11 +131,7 @@ inline Solution solution_from(const Env& env, const py::dict& d) {
         s.priority = double_array(value, n, "start priority");
         continue;
       }
-      const auto values = integer_array(value, n, "start " + head);
-      std::vector<std::int32_t> narrow(values.size());
-      for (std::size_t v = 0; v < values.size(); ++v)  // beyond int32: -1, reported as out of range
-        narrow[v] = values[v] < 0 || values[v] > INT32_MAX ? -1 : static_cast<std::int32_t>(values[v]);
-      (head == "placement" ? s.placement : s.fusion) = std::move(narrow);
+      (head == "placement" ? s.placement : s.fusion) = int32_array(value, n, "start " + head);
     } catch (const InvalidAction& e) {
       throw InvalidArgument(e.what());  // a bad start is a bad argument, not an action
     }

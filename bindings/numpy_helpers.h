@@ -88,13 +88,15 @@ inline py::array_t<std::int64_t> integer_values(py::handle value, const std::str
 // numpy.ma arrays are refused: converting one silently drops its mask.
 // A masked array exists only once numpy.ma is imported, so numpy.ma is looked up
 // in sys.modules, never imported here: importing it took ~20 ms, the cold start
-// of a process's first goenv.simulate or step with an array (issue 22).
+// of a process's first goenv.simulate or step with an array (issue 22). Another
+// thread may be importing it (matplotlib, at a first render): until the module
+// has its MaskedArray, no masked array exists yet.
 inline void refuse_masked(py::handle value, const std::string& what) {
   static py::handle masked_array;  // numpy.ma.MaskedArray once seen (kept alive: released)
   if (!masked_array) {
     static const py::handle modules = py::object(py::module_::import("sys").attr("modules")).release();
     const py::handle numpy_ma = PyDict_GetItemString(modules.ptr(), "numpy.ma");  // borrowed, no error set
-    if (!numpy_ma) return;
+    if (!numpy_ma || !py::hasattr(numpy_ma, "MaskedArray")) return;
     masked_array = py::object(numpy_ma.attr("MaskedArray")).release();
   }
   GOENV_CHECK(!py::isinstance(value, masked_array), InvalidAction,
@@ -114,6 +116,25 @@ inline std::vector<std::int64_t> integer_array(py::handle value, std::int64_t ex
   } catch (const InvalidArgument& e) {
     throw InvalidAction(e.what());  // an action's bad value is an invalid action
   }
+}
+
+// `values` (decisions: devices, fusion levels) as the int32 the simulator takes; a value
+// beyond int32 is refused with its index and value, never wrapped (2**32 + 1 is not device 1).
+inline std::vector<std::int32_t> narrow_to_int32(const std::int64_t* values, std::size_t count,
+                                                 const std::string& what) {
+  std::vector<std::int32_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    GOENV_CHECK(values[i] >= INT32_MIN && values[i] <= INT32_MAX, InvalidAction,
+                what << "[" << i << "] is " << values[i] << ", out of range for a device or a fusion level");
+    out[i] = static_cast<std::int32_t>(values[i]);
+  }
+  return out;
+}
+
+// A decision column of `expected` values (integer_array, then narrow_to_int32).
+inline std::vector<std::int32_t> int32_array(py::handle value, std::int64_t expected, const std::string& what) {
+  const auto values = integer_array(value, expected, what);
+  return narrow_to_int32(values.data(), values.size(), what);
 }
 
 // A float64 column of `expected` values (from_arrays, simulate priorities).

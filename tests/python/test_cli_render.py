@@ -54,6 +54,22 @@ def test_render_before_any_simulation_is_a_clear_error():
         goenv.make(ENV_ID).render()
 
 
+def test_names_are_drawn_as_written_and_an_empty_graph_draws(tmp_path):
+    # A "$" in a user's graph or device name is a dollar sign, not matplotlib math (which raised
+    # on "$\\frac$" and set "$1 and $2" in italics); a graph of no ops draws empty rows.
+    graph = goenv.Graph.from_arrays(np.array([[0], [1]]), flops=[1e9, 1e9], name="resnet $\\frac$ v2")
+    cluster = goenv.Cluster.from_json(goenv.clusters.get("1xgpu").to_json().replace('"1xgpu"', '"rack $1"')
+                                      .replace('"gpu:0"', '"gpu $a$"'))
+    figure = gantt_figure(graph, cluster, goenv.simulate(graph, cluster), title="cost $2")
+    figure.canvas.draw()
+    assert figure.get_suptitle().startswith("cost \\$2: resnet \\$\\frac\\$ v2 (2 ops) on rack \\$1")
+    assert row_labels(figure) == ["gpu \\$a\\$"]
+    empty = goenv.Graph.from_arrays(np.zeros((2, 0), int), flops=[])
+    save_gantt(tmp_path / "empty.png", empty, goenv.clusters.get("2xgpu-nvlink"),
+               goenv.simulate(empty, "2xgpu-nvlink"))
+    assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_single_device_schedule_has_no_link_rows(env):
     assert row_labels(gantt_figure(env.graph, env.cluster, env.core.last_result)) == ["gpu:0", "gpu:1"]
 

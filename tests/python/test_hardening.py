@@ -755,3 +755,20 @@ def test_an_output_folder_that_is_a_file_is_named_as_such(tmp_path):
         require_agents().PPO(seed=0).train(goenv.make("placement-transformer-xl-2"), total_steps=4, log_dir=afile,
                                            progress=False)
     assert afile.read_text() == "mine"
+
+
+def test_decisions_beyond_int32_are_refused_with_their_value_not_wrapped():
+    # 2**32 + 1 was device 1 (the int64 copied into an int32), and a start of it said "device -1".
+    env = goenv.make("placement-transformer-xl-2")
+    n, big = env.core.num_nodes, 2**32 + 1
+    with pytest.raises(goenv.InvalidAction, match=r"placement\[0\] is 4294967297, out of range"):
+        goenv.simulate(env.graph, env.cluster, placement=np.full(n, big, np.int64))
+    with pytest.raises(goenv.InvalidAction, match=r"fusion\[0\] is 4294967299"):
+        goenv.simulate(env.graph, env.cluster, fusion=np.full(n, big + 2, np.int64))
+    with pytest.raises(goenv.InvalidAction, match="4294967297, out of range"):
+        goenv._core.simulate_batch(env.graph, env.cluster, np.full((2, n), big, np.int64))
+    with pytest.raises(goenv.InvalidArgument, match=r"start placement\[0\] is 4294967297"):
+        env.reset(options={"start": {"placement": np.full(n, big, np.int64)}})
+    with pytest.raises(goenv.InvalidArgument, match=r"placement\[0\] is 4294967297"):
+        goenv.make("placement-transformer-xl-2", placement=np.full(n, big, np.int64))
+    assert env.reset(seed=0)[1]["runtime"] > 0  # the env is usable after the refusals

@@ -238,3 +238,37 @@ def test_agent_weights_outlive_a_load(tmp_path):
     junk = [np.full(100_000, 7.0) for _ in range(20)]  # would reuse freed memory
     assert np.array_equal(view, before) and not np.array_equal(view, agent.weights) and len(junk) == 20
     assert np.array_equal(agent.weights, other.weights) and not view.flags.writeable
+
+
+def test_a_step_while_another_thread_imports_numpy_ma_is_not_an_error():
+    """A first render imports matplotlib, hence numpy.ma: while that import is under way the
+    module is in sys.modules without its MaskedArray, and a step in another thread must not fail
+    on it (it looked the class up and raised AttributeError). Checked in a fresh process, the
+    half-imported module stood in for by an empty one."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys, types
+        import numpy as np
+        import goenv
+        real = sys.modules.pop("numpy.ma", None)
+        sys.modules["numpy.ma"] = types.ModuleType("numpy.ma")  # as during its import: no MaskedArray yet
+        env = goenv.make("placement-transformer-xl-2", horizon=10)
+        env.reset(seed=0)
+        env.step(np.zeros(env.core.num_nodes, int))
+        goenv.simulate(env.graph, env.cluster, placement=np.zeros(env.core.num_nodes, int))
+        del sys.modules["numpy.ma"]
+        if real is not None:
+            sys.modules["numpy.ma"] = real
+        import importlib
+        ma = importlib.import_module("numpy.ma")
+        try:
+            env.step(ma.masked_array(np.zeros(env.core.num_nodes, int)))
+        except goenv.InvalidAction as e:
+            assert "masked array" in str(e)
+            print("refused")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "refused", done.stderr

@@ -346,6 +346,21 @@ def test_step_before_reset_and_bad_construction():
         make_vec(graph_envs(sizes=(12,)) + graph_envs(sizes=(12,), task="scheduling"))
     with pytest.raises(KeyError):
         make_vec("placement-no-such-graph")
+    # One graph under two observation versions is two observations: refused, as with GraphEnvs
+    # (each id's version used to come from the first entry of its graph).
+    with pytest.raises(ValueError, match="observation_version 2, env 0 has 1"):
+        make_vec(["goenv/placement-transformer-xl-2-v1", "goenv/placement-transformer-xl-2-v2"])
+    assert make_vec(["goenv/placement-transformer-xl-2-v2"] * 2).core.observation_version == 2
+
+
+def test_a_single_space_is_built_without_the_batched_ones():
+    # The batched Boxes hold bounds per element: 8,192 envs' observation space took gigabytes,
+    # which reading single_action_space paid for.
+    venv = make_vec("placement-random-layered", num_envs=8192)
+    assert venv.single_action_space.shape == (venv.core.num_nodes[0],)
+    assert set(venv._spaces) == {"single_action_space"}
+    assert venv.action_space.shape == (8192, venv.core.num_nodes[0])
+    assert set(venv._spaces) == {"single_action_space", "action_space"}
 
 
 # -- buffers, copies and snapshots ----------------------------------------------

@@ -96,6 +96,11 @@ def memory_timeline(graph: Graph, result: SimulationResult, num_devices: int) ->
     return curves
 
 
+def _literal(name: str) -> str:
+    """A user's name as matplotlib text: a "$" is a dollar sign, not the start of math."""
+    return name.replace("$", r"\$")
+
+
 def _bars(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, height: float = 0.8) -> np.ndarray:
     """(K, 4, 2) rectangle corners for bars in row `rows` spanning [starts, ends] (ms)."""
     top, bottom = rows - height / 2, rows + height / 2
@@ -113,8 +118,9 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     devices = cluster.devices
     transfers = result.transfers
     links, link_of_transfer = np.unique(transfers["src"] * num_devices + transfers["dst"], return_inverse=True)
-    row_names = [dev.name for dev in devices] + [
-        f"{devices[link // num_devices].name} → {devices[link % num_devices].name}" for link in links]
+    device_names = [_literal(dev.name) for dev in devices]
+    row_names = device_names + [f"{device_names[link // num_devices]} → {device_names[link % num_devices]}"
+                                for link in links]
     num_rows = len(row_names)
 
     row_height = min(0.45, 10.0 / num_rows)  # inches; 8 fully linked devices still fit one screen
@@ -127,7 +133,7 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     # sub-pixel kernels visible.
     kernel = result.kernel
     by_kernel = np.lexsort((-np.asarray(graph.flops), kernel))
-    heaviest = by_kernel[np.append(True, kernel[by_kernel][1:] != kernel[by_kernel][:-1])]
+    heaviest = by_kernel[np.diff(kernel[by_kernel], prepend=-1) != 0]  # the first of each kernel's run
     op_types = np.asarray(graph.op_types)[heaviest]
     colors = _PALETTE[op_types % len(_PALETTE)]
     starts, finishes = result.start[heaviest], result.finish[heaviest]
@@ -157,7 +163,8 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     num_kernels = len(heaviest)
     fused = f", {num_kernels} kernels" if num_kernels < graph.num_nodes else ""
     flags = "".join(f"  [{flag}]" for flag, on in (("OOM", result.oom), ("INVALID", result.invalid)) if on)
-    fig.suptitle(f"{title + ': ' if title else ''}{graph.name} ({graph.num_nodes} ops{fused}) on {cluster.name}, "
+    fig.suptitle(f"{_literal(title) + ': ' if title else ''}{_literal(graph.name)} ({graph.num_nodes} ops{fused}) "
+                 f"on {_literal(cluster.name)}, "
                  f"{result.runtime * MS:.3f} ms{flags}", x=0.01, ha="left", fontsize=11)
 
     # Memory: live bytes per device, capacity dashed in the same color. The axis
@@ -168,7 +175,7 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     for d, (times, live) in enumerate(curves):
         color = f"C{d % 10}"
         memory.step(times * MS, live / GIB, where="post", color=color, linewidth=1.2,
-                    label=f"{devices[d].name}: peak {result.peak_memory[d] / GIB:.2f} of "
+                    label=f"{device_names[d]}: peak {result.peak_memory[d] / GIB:.2f} of "
                           f"{devices[d].memory_bytes / GIB:.2f} GiB")
         memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
     memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="capacity")

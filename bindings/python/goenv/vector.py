@@ -91,17 +91,17 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
         max_episode_steps = checked_int("max_episode_steps (or None)", max_episode_steps)
     copy = checked_flag("copy", copy)
     templates = []
-    built: dict[str, _core.Env] = {}
+    built: dict[tuple, _core.Env] = {}  # one template per (id, version): -v1 and -v2 observe differently
     for i in range(num_envs):
         entry = entries[i % len(entries)]
         if isinstance(entry, str):
             env_id, version = parse_gym_id(entry)
-            if env_id not in built:
+            if (env_id, version) not in built:
                 env_options = dict(options)
                 if version is not None:  # a Gymnasium id names its observation version
                     env_options.setdefault("observation_version", version)
-                built[env_id] = _core.make_env(env_id, **env_options)
-            templates.append(built[env_id])
+                built[env_id, version] = _core.make_env(env_id, **env_options)
+            templates.append(built[env_id, version])
         elif isinstance(entry, (GraphEnv, _core.Env)):
             if options:
                 raise InvalidArgument(f"options {sorted(options)} apply to env ids; a GraphEnv keeps its own options")
@@ -171,12 +171,14 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         self._spaces: dict[str, gymnasium.Space] | None = None
 
     # -- spaces ------------------------------------------------------------
-    # Built on first access: a Box stores its bounds at full size (~10 bytes per
-    # element), which for 64 envs on an 80k-node graph is gigabytes the engine
-    # itself never needs.
+    # Each built on its first access, alone: a Box stores its bounds at full size
+    # (~10 bytes per element), which for 64 envs on an 80k-node graph is gigabytes
+    # the engine itself never needs (and a single space must not pay for the batch's).
     def _space(self, name: str) -> gymnasium.Space:
         if self._spaces is None:
-            self._spaces = self._built_spaces()  # raises (and keeps None) when closed
+            self._spaces = {}
+        if name not in self._spaces:
+            self._spaces[name] = self._built_space(name)  # raises (and keeps nothing) when closed
         return self._spaces[name]
 
     def _set_space(self, name: str, value: gymnasium.Space) -> None:
@@ -192,8 +194,7 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     single_action_space = property(lambda self: self._space("single_action_space"),
                                    lambda self, v: self._set_space("single_action_space", v))
 
-    def _built_spaces(self) -> dict[str, gymnasium.Space]:
-        built: dict[str, gymnasium.Space] = {}
+    def _built_space(self, name: str) -> gymnasium.Space:
         c = self._open_core()
         b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
         s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
@@ -228,36 +229,33 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
         node_mode = c.node_mode
         num_nodes, num_edges = c.num_nodes, c.num_edges
-        if self.layout == "stacked":
-            built["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
-            built["single_action_space"] = action_space(None if node_mode else num_nodes[0])
-            built["observation_space"] = batch_space(built["single_observation_space"], b)
-            built["action_space"] = batch_space(built["single_action_space"], b)
-        elif self.layout == "padded":
-            p, q = c.max_nodes, c.max_edges
-            built["single_observation_space"] = observation_space(
-                p, q, edge_low=-1,
-                extra={"num_nodes": box((), np.int64, 0, p), "num_edges": box((), np.int64, 0, q)})
-            built["single_action_space"] = action_space(None if node_mode else p)
-            built["observation_space"] = batch_space(built["single_observation_space"], b)
-            built["action_space"] = batch_space(built["single_action_space"], b)
-        else:  # concatenated: fixed shapes over all envs; single spaces are env 0's
-            n, e = c.total_nodes, c.total_edges
-            batched = observation_space(n, e, extra={
-                "batch": box((n,), np.int64, 0, b - 1),
-                "num_nodes": box((b,), np.int64, 0, max(num_nodes)),
-                "num_edges": box((b,), np.int64, 0, max(num_edges)),
-            })
-            batched.spaces["globals"] = box((b, g))
-            if c.observation_version >= 2:
-                batched.spaces["device_features"] = box((b, d, fd))
-                batched.spaces["device_state"] = box((b, d, sd))
-            built["observation_space"] = batched
-            built["single_observation_space"] = observation_space(num_nodes[0], num_edges[0])
-            built["single_action_space"] = action_space(None if node_mode else num_nodes[0])
-            built["action_space"] = (batch_space(built["single_action_space"], b) if node_mode
-                                     else action_space(n))
-        return built
+        # Single spaces: env 0's (stacked, concatenated) or the padded shape.
+        rows, padded_extra = num_nodes[0], None
+        if self.layout == "padded":
+            rows, q = c.max_nodes, c.max_edges
+            padded_extra = {"num_nodes": box((), np.int64, 0, rows), "num_edges": box((), np.int64, 0, q)}
+        if name == "single_observation_space":
+            if padded_extra:
+                return observation_space(rows, c.max_edges, edge_low=-1, extra=padded_extra)
+            return observation_space(num_nodes[0], num_edges[0])
+        if name == "single_action_space":
+            return action_space(None if node_mode else rows)
+        if self.layout != "concatenated" or (name == "action_space" and node_mode):
+            return batch_space(self._space("single_" + name), b)
+        # concatenated: fixed shapes over all envs
+        n, e = c.total_nodes, c.total_edges
+        if name == "action_space":
+            return action_space(n)
+        batched = observation_space(n, e, extra={
+            "batch": box((n,), np.int64, 0, b - 1),
+            "num_nodes": box((b,), np.int64, 0, max(num_nodes)),
+            "num_edges": box((b,), np.int64, 0, max(num_edges)),
+        })
+        batched.spaces["globals"] = box((b, g))
+        if c.observation_version >= 2:
+            batched.spaces["device_features"] = box((b, d, fd))
+            batched.spaces["device_state"] = box((b, d, sd))
+        return batched
 
     # -- the API -----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
