@@ -41,6 +41,36 @@ struct Agent::Impl {
 
 std::recursive_mutex& Agent::guard() const { return guard_; }
 
+template <typename F>
+auto Agent::unbuilt_on_error(F&& f) -> decltype(f()) {
+  if (impl_->model.ready) return guarded(std::forward<F>(f));
+  try {
+    return guarded(std::forward<F>(f));
+  } catch (...) {
+    // The call built the policy for its first env, then failed (a later env, an unknown teacher):
+    // the agent is left as it was, without a policy, so its next call may serve other envs.
+    if (impl_->model.ready) impl_ = std::make_unique<Impl>(Model(impl_->model.config));
+    throw;
+  }
+}
+
+void Agent::refuse_while_running(const char* call) const {
+  GOENV_CHECK(running_ == nullptr, InvalidArgument,
+              call << "() from a " << running_ << "() callback would replace the model or the envs " << running_
+                   << "() is using; call it after " << running_ << "() returns (a callback returning False stops it)");
+}
+
+template <typename F>
+auto Agent::running(const char* call, F&& f) -> decltype(f()) {
+  refuse_while_running(call);
+  running_ = call;
+  struct Done {
+    const char*& running;
+    ~Done() { running = nullptr; }
+  } done{running_};
+  return unbuilt_on_error(std::forward<F>(f));
+}
+
 Agent::Agent(AgentConfig config)
     : impl_(guarded([&] { return std::make_unique<Impl>(Model(std::move(config))); })) {}
 Agent::~Agent() = default;
@@ -53,7 +83,8 @@ Agent& Agent::operator=(Agent&& other) noexcept {
 const AgentConfig& Agent::config() const { return impl_->model.config; }
 bool Agent::has_policy() const { return impl_->model.ready; }
 const PolicySpec& Agent::spec() const {
-  GOENV_CHECK(impl_->model.ready, InvalidArgument, "the agent has no policy yet");
+  GOENV_CHECK(impl_->model.ready, InvalidArgument,
+              "the agent has no policy yet: train it, load a checkpoint, or pass env= when creating it");
   return impl_->model.spec;
 }
 void Agent::setup(const PolicySpec& spec) {
@@ -67,18 +98,21 @@ std::int64_t Agent::steps_trained() const { return impl_->model.steps_trained; }
 std::string Agent::device() const { return impl_->model.device.is_cuda() ? "cuda" : "cpu"; }
 
 void Agent::train(const std::vector<const Env*>& envs, std::int64_t total_steps, const Callback& callback) {
-  guarded([&] { ppo::train(impl_->model, impl_->sampler, envs, total_steps, callback); });
+  running("train", [&] { ppo::train(impl_->model, impl_->sampler, envs, total_steps, callback); });
 }
 void Agent::set_envs(const std::vector<const Env*>& envs, const std::vector<int>& sampled, std::uint64_t stream) {
-  guarded([&] {
+  refuse_while_running("set_envs");
+  unbuilt_on_error([&] {
     impl_->sampler.set_envs(impl_->model, envs, sampled, stream);
     imitation::restore_teachers(impl_->model, envs, impl_->sampler.graphs());
   });
 }
 std::vector<Rollout> Agent::collect() {
+  refuse_while_running("collect");
   return guarded([&] { return impl_->sampler.collect(impl_->model); });
 }
 UpdateMetrics Agent::update(const std::vector<Rollout>& rollouts) {
+  refuse_while_running("update");
   return guarded([&] { return ppo::update(impl_->model, impl_->sampler.graphs(), rollouts); });
 }
 
@@ -107,16 +141,17 @@ std::vector<std::vector<std::int64_t>> Agent::act(const ObservationBatch& observ
   return guarded([&] { return impl_->actor.act(impl_->model, observation, deterministic); });
 }
 EvaluationResult Agent::evaluate(const Env& env, int episodes, bool deterministic) {
-  return guarded([&] { return search::evaluate(impl_->model, env, episodes, deterministic); });
+  return unbuilt_on_error([&] { return search::evaluate(impl_->model, env, episodes, deterministic); });
 }
 OptimizeResult Agent::optimize(const Env& env, std::int64_t budget, const std::string& start,
                                std::int64_t local_search_budget, std::int64_t seed) {
-  return guarded([&] { return search::optimize(impl_->model, env, budget, start, local_search_budget, seed); });
+  return unbuilt_on_error(
+      [&] { return search::optimize(impl_->model, env, budget, start, local_search_budget, seed); });
 }
 
 ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_t steps, const std::string& teacher,
                                 const ImitationCallback& callback) {
-  return guarded([&] {
+  return running("imitate", [&] {
     return imitation::imitate(impl_->model, envs, steps, teacher, impl_->sampler.stream(), callback);
   });
 }
@@ -133,6 +168,7 @@ std::string Agent::to_bytes() const {
   return guarded([&] { return checkpoint::write(impl_->model, impl_->sampler.next_slot()); });
 }
 void Agent::from_bytes(const std::string& bytes, const std::string& device) {
+  refuse_while_running("load");
   guarded([&] {
     checkpoint::Checkpoint c = checkpoint::parse(bytes);
     GOENV_CHECK(!device.empty() || c.config.device != "cuda" || torch::cuda::is_available(), InvalidArgument,
@@ -143,6 +179,8 @@ void Agent::from_bytes(const std::string& bytes, const std::string& device) {
       validate(c.config);
     }
     auto fresh = std::make_unique<Impl>(checkpoint::read(c, bytes));
+    GOENV_CHECK(fresh->model.weights.all_finite(), InvalidArgument,
+                "corrupt agent checkpoint: a policy weight is NaN or infinite (every action would be the same)");
     fresh->sampler.set_next_slot(static_cast<std::size_t>(std::max<std::int64_t>(0, c.next_slot)));
     impl_ = std::move(fresh);
   });

@@ -263,12 +263,24 @@ class Agent {
 
   // Held by the Python binding around every call, so one agent used from several threads
   // serializes (the calls above are not thread-safe: a load during a step frees what it
-  // reads). Recursive: a training callback may call the agent again (save it, read weights).
+  // reads). Recursive: a training callback may call the agent again (save it, read weights,
+  // act, evaluate); a call that would replace what training holds (from_bytes, set_envs,
+  // collect, update, train, imitate) is refused there with InvalidArgument.
   std::recursive_mutex& guard() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // The long call under way on this agent ("train", "imitate") or null: its callback may
+  // call the agent, but not replace the model or the sampler it holds references into.
+  const char* running_ = nullptr;
+  void refuse_while_running(const char* call) const;
+  template <typename F>
+  auto running(const char* call, F&& f) -> decltype(f());
+  // Runs f; when it throws after building the policy of an agent that had none, the agent
+  // goes back to having none (a failed call changes nothing).
+  template <typename F>
+  auto unbuilt_on_error(F&& f) -> decltype(f());
   // Not in Impl: from_bytes replaces the Impl while the guard is held. A move takes the
   // Impl and leaves each agent its own guard.
   mutable std::recursive_mutex guard_;

@@ -55,9 +55,27 @@ void check_rollout(const Model& model, const std::vector<GraphEntry>& graphs, co
   size_is(r.bootstrap.size(), r.copies, "bootstrap");
   for (const std::int32_t i : r.observation)
     GOENV_CHECK(i >= 0 && i < o, InvalidArgument, "rollout " << index << ": observation index " << i << " out of range");
-  for (std::size_t h = 0; h < r.actions.size(); ++h)
+  for (std::size_t h = 0; h < r.actions.size(); ++h) {
     GOENV_CHECK(!r.actions[h].empty() && r.actions[h].size() % m == 0, InvalidArgument,
                 "rollout " << index << ": actions of head " << h << " are not (samples, width)");
+    const std::int64_t choices = h < dims.choices.size() ? dims.choices[h] : r.action_mask_width;
+    for (const std::int64_t a : r.actions[h])
+      GOENV_CHECK(a >= 0 && a < choices, InvalidArgument,
+                  "rollout " << index << ": an action of head " << h << " is " << a << ", not a choice in [0, "
+                             << choices << ")");
+  }
+  // A NaN or an infinity here would reach every weight in one update, silently.
+  auto finite = [&](const auto& values, const char* what) {
+    for (const auto x : values)
+      GOENV_CHECK(std::isfinite(x), InvalidArgument,
+                  "rollout " << index << ": " << what << " holds " << x << "; every value must be finite");
+  };
+  finite(r.node_state, "node_state");
+  finite(r.globals, "globals");
+  finite(r.log_prob, "log_prob");
+  finite(r.value, "value");
+  finite(r.reward, "reward");
+  finite(r.bootstrap, "bootstrap");
 }
 
 // Linear schedules over env steps since the last imitation (or the start).
@@ -287,7 +305,15 @@ UpdateMetrics update(Model& model, const std::vector<GraphEntry>& graphs, const 
   }
   if (model.config.teacher_update)
     for (const Rollout& r : rollouts) imitation::adopt_better_sample(model, graphs[r.graph], r);
+  const torch::Tensor before = model.weights.snapshot();
   optimize(model, graphs, rollouts, metrics);
+  if (!model.weights.all_finite()) {  // diverged (a learning rate far too high): undone, said
+    model.weights.restore(before);
+    throw InvalidArgument("update: the policy's weights became NaN or infinite (policy loss " +
+                          std::to_string(metrics.policy_loss) + ", learning rate " +
+                          std::to_string(model.config.learning_rate) +
+                          "); the weights are as before this update. Lower the learning rate or max_grad_norm");
+  }
   ++model.weights.version;
   ++model.updates;
   model.steps_trained += static_cast<std::int64_t>(samples);

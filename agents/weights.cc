@@ -39,4 +39,13 @@ void FlatWeights::assign(const float* data) {
   flat_.copy_(torch::from_blob(const_cast<float*>(data), {flat_.numel()}, torch::kFloat32));
 }
 
+bool FlatWeights::all_finite() const { return !flat_.defined() || torch::isfinite(flat_).all().item<bool>(); }
+
+torch::Tensor FlatWeights::snapshot() const { return flat_.defined() ? flat_.clone() : torch::Tensor(); }
+
+void FlatWeights::restore(const torch::Tensor& snapshot) {
+  torch::NoGradGuard no_grad;
+  if (flat_.defined() && snapshot.defined()) flat_.copy_(snapshot);
+}
+
 }  // namespace goenv::agents

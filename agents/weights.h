@@ -24,6 +24,11 @@ class FlatWeights {
   std::shared_ptr<const float> shared_data();
   // Copies `size()` floats into the parameters.
   void assign(const float* data);
+  // Whether every parameter is finite (an update or a file can make them NaN or infinite).
+  bool all_finite() const;
+  // A copy of the parameters, and putting one back (an update that failed is undone).
+  torch::Tensor snapshot() const;
+  void restore(const torch::Tensor& snapshot);
 
   std::int64_t version = 0;  // updates the parameters went through
 

@@ -415,3 +415,83 @@ def test_num_threads_is_bounded_by_the_shared_thread_limit():
     for bad in (limit + 1, 2_000_000_000, -1):
         with pytest.raises(goenv.InvalidArgument, match=rf"num_threads must be in \[0, {limit}\]"):
             agents.PPO(num_threads=bad)
+
+
+def test_a_callback_cannot_replace_what_training_holds(tmp_path):
+    # load() from a train() or imitate() callback freed the model and sampler training was
+    # using (a segfault); now refused, and the agent stays usable. Reading it still works.
+    agent = small(agents.GO, envs_per_graph=2, hidden=16)
+    agent.set_envs([placement_env()])
+    agent.save(tmp_path / "self.agent")
+    seen = []
+    with pytest.raises(goenv.InvalidArgument, match=r"load\(\) from a train\(\) callback"):
+        agent.train(placement_env(), 4, progress=False,
+                    callback=lambda m: seen.append(agent.save(tmp_path / "during.agent")) or agent.load(tmp_path / "self.agent"))
+    assert seen and (tmp_path / "during.agent").exists()  # the callback could save it
+    for call in (lambda: agent.set_envs([placement_env()]), lambda: agent.collect(),
+                 lambda: agent.imitate(placement_env(), 1, progress=False)):
+        with pytest.raises(goenv.InvalidArgument, match=r"from a imitate\(\) callback|from a train\(\) callback"):
+            agent.train(placement_env(), 4, progress=False, callback=lambda m, call=call: call())
+    with pytest.raises(goenv.InvalidArgument, match=r"load\(\) from a imitate\(\) callback"):
+        agent.imitate(placement_env(), 2, progress=False, callback=lambda m: agent.load(tmp_path / "self.agent"))
+    assert agent.train(placement_env(), 4, progress=False)  # usable afterwards
+
+
+def test_non_finite_rollouts_and_diverged_updates_are_refused_and_change_nothing(tmp_path):
+    agent = small(agents.GO, envs_per_graph=2, hidden=16)
+    agent.set_envs([placement_env()])
+    rollouts = agent.collect()
+    weights = np.array(agent.weights)
+    for key in ("reward", "value", "log_prob", "node_state", "globals"):
+        bad = [dict(r) for r in rollouts]
+        bad[0][key] = np.array(bad[0][key], copy=True)
+        bad[0][key].flat[0] = np.nan if key != "globals" else np.inf
+        with pytest.raises(goenv.InvalidArgument, match=f"{key} holds (nan|inf)"):
+            agent.update(bad)
+    bad = [dict(r) for r in rollouts]
+    actions = {head: np.array(a, copy=True) for head, a in bad[0]["actions"].items()} \
+        if isinstance(bad[0]["actions"], dict) else [np.array(a, copy=True) for a in bad[0]["actions"]]
+    first = next(iter(actions.values())) if isinstance(actions, dict) else actions[0]
+    first.flat[0] = 99
+    bad[0]["actions"] = actions
+    with pytest.raises(goenv.InvalidArgument, match="is 99, not a choice in"):
+        agent.update(bad)
+    np.testing.assert_array_equal(np.array(agent.weights), weights)
+    # A learning rate that makes the weights diverge: the update is undone and said.
+    wild = small(agents.GO, envs_per_graph=2, hidden=16, learning_rate=1e30)
+    wild.set_envs([placement_env()])
+    rollouts = wild.collect()
+    before = np.array(wild.weights)
+    with pytest.raises(goenv.InvalidArgument, match="became NaN or infinite"):
+        for _ in range(3):
+            wild.update(wild.collect())
+    assert np.isfinite(np.array(wild.weights)).all()
+    # A checkpoint whose weights are not finite is refused when read.
+    agent.set_weights(weights, 1)
+    agent.save(tmp_path / "good.agent")
+    data = (tmp_path / "good.agent").read_bytes()
+    import struct
+    header_size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + header_size])
+    name = next(n for n in header if n.startswith("policy."))
+    begin = 8 + header_size + header[name]["data_offsets"][0]
+    poisoned = data[:begin] + np.float32(np.nan).tobytes() + data[begin + 4:]
+    with pytest.raises(goenv.InvalidArgument, match="corrupt agent checkpoint"):
+        agents.load_bytes(poisoned)
+    assert before.size > 0
+
+
+def test_a_failed_first_call_leaves_the_agent_without_a_policy():
+    # imitate() built a 4-device policy, then failed on the teacher's name: the agent was stuck
+    # with it, and refused 2-device envs afterwards.
+    agent = small(agents.GO, envs_per_graph=2, hidden=16)
+    with pytest.raises(goenv.InvalidArgument, match="unknown teacher"):
+        agent.imitate("placement-transformer-xl-4", 1, teacher="heftt", progress=False)
+    assert agent.num_parameters == 0
+    with pytest.raises(goenv.InvalidArgument):
+        agent.train(["placement-transformer-xl-4", "placement-transformer-xl-2"], 4, progress=False)
+    assert agent.num_parameters == 0
+    agent.imitate("placement-transformer-xl-2", 1, progress=False)  # serves 2 devices now
+    assert agent.num_parameters > 0
+    with pytest.raises(goenv.InvalidArgument, match="pass env= when creating it"):
+        small(agents.GO).act(goenv.make("placement-transformer-xl-2").reset(seed=0)[0])
