@@ -115,11 +115,46 @@ void set_config(AgentConfig& config, const std::string& name, double value) {
       f.member);
 }
 
+void set_config(AgentConfig& config, const std::string& name, std::int64_t value) {
+  const Field& f = field(name);
+  GOENV_CHECK(f.description.type == 'i' || f.description.type == 'b', InvalidArgument,
+              "agent option '" << name << "' takes " << (f.description.type == 's' ? "a string" : "a number"));
+  if (f.description.type == 'b')
+    GOENV_CHECK(value == 0 || value == 1, InvalidArgument, "agent option '" << name << "' must be a bool, got " << value);
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<T, int>) {
+          GOENV_CHECK(value >= INT32_MIN && value <= INT32_MAX, InvalidArgument,
+                      "agent option '" << name << "' is out of range: " << value);
+          config.*member = static_cast<int>(value);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          config.*member = value != 0;
+        } else if constexpr (std::is_integral_v<T>) {
+          config.*member = static_cast<T>(value);
+        }
+      },
+      f.member);
+}
+
 void set_config(AgentConfig& config, const std::string& name, const std::string& value) {
   const Field& f = field(name);
   if (f.description.type == 's') {
     config.*std::get<std::string AgentConfig::*>(f.member) = value;
     return;
+  }
+  if (f.description.type == 'i' || f.description.type == 'b') {  // exactly, when the text is a whole number
+    std::size_t used = 0;
+    std::int64_t whole = 0;
+    try {
+      whole = std::stoll(value, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    if (used == value.size() && used > 0) {
+      set_config(config, name, whole);
+      return;
+    }
   }
   std::istringstream in(value);
   double number = 0;

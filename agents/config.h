@@ -66,6 +66,8 @@ const std::vector<ConfigField>& config_fields();
 // Setters by name: unknown names raise InvalidArgument listing the known ones;
 // numbers must fit the field's type (integral for 'i', 0/1 for 'b').
 void set_config(AgentConfig& config, const std::string& name, double value);
+// An integer or bool option ('i', 'b') exactly: an int64 seed past 2**53 stays itself.
+void set_config(AgentConfig& config, const std::string& name, std::int64_t value);
 void set_config(AgentConfig& config, const std::string& name, const std::string& value);
 // Every field as text (checkpoints), and back.
 std::map<std::string, std::string> config_to_text(const AgentConfig& config);

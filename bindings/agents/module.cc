@@ -145,6 +145,7 @@ AgentConfig agent_config_from(const py::dict& options) {
   AgentConfig config;
   const py::object numpy_bool = py::module_::import("numpy").attr("bool_");
   const py::object numpy_number = py::module_::import("numpy").attr("number");
+  const py::object numpy_integer = py::module_::import("numpy").attr("integer");
   for (auto [key, value] : options) {
     const std::string name = py::str(key);
     char type = 0;  // an unknown name: set_config names the options
@@ -156,15 +157,32 @@ AgentConfig agent_config_from(const py::dict& options) {
       agents::set_config(config, name, value.cast<std::string>());
       continue;
     }
-    // By the option's type: a bool is no number (learning_rate=True), and numpy scalars count as
-    // Python's (hidden=np.int64(16)); a fraction for an integer option is refused by set_config.
+    // By the option's type: a bool is no number (learning_rate=True) and a number no bool
+    // (normalize_advantages=1), an integer option takes an integer (hidden=8.0 is refused, as
+    // goenv.arguments does), and numpy scalars count as Python's (hidden=np.int64(16)).
+    // Integers go through exactly: seed=2**53 + 1 is not seed=2**53.
     const bool is_bool = py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool);
-    const bool is_number = !is_bool && (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
+    const bool is_integer = !is_bool && (py::isinstance<py::int_>(value) || py::isinstance(value, numpy_integer));
+    const bool is_number = !is_bool && (is_integer || py::isinstance<py::float_>(value) ||
                                         py::isinstance(value, numpy_number));
-    GOENV_CHECK(type == 0 || (type == 'b' ? is_bool || is_number : is_number), InvalidArgument,
-                "agent option '" << name << "' must be " << (type == 'b' ? "a bool" : type == 's' ? "a string" : "a number")
+    const bool fits = type == 0 || (type == 'b' ? is_bool : type == 'i' ? is_integer : type == 'd' && is_number);
+    GOENV_CHECK(fits, InvalidArgument,
+                "agent option '" << name << "' must be "
+                                 << (type == 'b' ? "a bool" : type == 's' ? "a string" : type == 'i' ? "an integer" : "a number")
                                  << ", got " << std::string(py::str(py::type::handle_of(value).attr("__name__"))));
-    const double number = is_number || is_bool ? py::reinterpret_steal<py::float_>(PyNumber_Float(value.ptr())).cast<double>() : 0.0;
+    if (type == 'i' || type == 'b') {
+      const py::int_ whole = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+      if (!whole) throw py::error_already_set();
+      std::int64_t exact = 0;
+      try {
+        exact = whole.cast<std::int64_t>();
+      } catch (const py::cast_error&) {
+        throw InvalidArgument("agent option '" + name + "' is out of range: " + std::string(py::str(whole)));
+      }
+      agents::set_config(config, name, exact);
+      continue;
+    }
+    const double number = is_number ? py::reinterpret_steal<py::float_>(PyNumber_Float(value.ptr())).cast<double>() : 0.0;
     agents::set_config(config, name, number);
   }
   agents::validate(config);

@@ -495,3 +495,23 @@ def test_a_failed_first_call_leaves_the_agent_without_a_policy():
     assert agent.num_parameters > 0
     with pytest.raises(goenv.InvalidArgument, match="pass env= when creating it"):
         small(agents.GO).act(goenv.make("placement-transformer-xl-2").reset(seed=0)[0])
+
+
+def test_integer_options_are_exact_and_typed():
+    # Integers went through a C++ double: seeds 2**53 and 2**53 + 1 made the same agent, and
+    # 2**63 - 1 was refused; a float for an integer option and a number for a bool were taken.
+    assert agents.GO(seed=2**53 + 1).config["seed"] == 2**53 + 1
+    assert agents.GO(seed=2**63 - 1).config["seed"] == 2**63 - 1
+    assert agents.GO(hidden=np.int64(16)).config["hidden"] == 16 and agents.GO(learning_rate=1).config[
+        "learning_rate"] == 1.0
+    for options, message in (({"hidden": 8.0}, "'hidden' must be an integer, got float"),
+                             ({"seed": 1.0}, "'seed' must be an integer, got float"),
+                             ({"normalize_advantages": 1}, "must be a bool, got int"),
+                             ({"learning_rate": True}, "must be a number, got bool"),
+                             ({"seed": 2**64}, "'seed' is out of range: 18446744073709551616"),
+                             ({"hidden": 2**40}, "'hidden' is out of range")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            agents.GO(**options)
+    agent = small(agents.GO, seed=2**53 + 1)  # and through a checkpoint's text, exactly
+    agent.set_envs([placement_env()])
+    assert agents.load_bytes(agent._agent.to_bytes()).config["seed"] == 2**53 + 1

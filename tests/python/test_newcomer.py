@@ -84,7 +84,7 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
         agent.optimize(env, budget=2, seed=2**70)
     # Options by their type: a bool is no number, numpy scalars are numbers.
     for options in ({"epochs": True}, {"learning_rate": True}, {"hidden": [16]}):
-        with pytest.raises(goenv.InvalidArgument, match="must be a number, got"):
+        with pytest.raises(goenv.InvalidArgument, match="must be (a number|an integer), got"):
             agents.GO(**options)
     assert agents.GO(hidden=np.int64(16), learning_rate=np.float32(1e-3)).config["hidden"] == 16
     with pytest.raises(goenv.InvalidArgument, match="seed must be >= 0, got -1"):
