@@ -47,9 +47,11 @@ auto Agent::unbuilt_on_error(F&& f) -> decltype(f()) {
   try {
     return guarded(std::forward<F>(f));
   } catch (...) {
-    // The call built the policy for its first env, then failed (a later env, an unknown teacher):
-    // the agent is left as it was, without a policy, so its next call may serve other envs.
-    if (impl_->model.ready) impl_ = std::make_unique<Impl>(Model(impl_->model.config));
+    // The call built the policy for its first env, then failed before any update (a later env,
+    // an unknown teacher): the agent is left as it was, without a policy, so its next call may
+    // serve other envs. Once an update was made (an interrupted training), the work is kept.
+    const Model& m = impl_->model;
+    if (m.ready && m.weights.version == 0 && m.steps_trained == 0) impl_ = std::make_unique<Impl>(Model(m.config));
     throw;
   }
 }
