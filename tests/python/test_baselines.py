@@ -49,6 +49,22 @@ def test_unknown_names_raise_not_found(placement_env):
         baselines.list("no-such-task")
 
 
+def test_an_env_id_a_single_method_and_a_bad_name_are_taken_as_meant():
+    # As the agents' methods: an env id is an env; one method name is one method (table iterated
+    # its letters: "unknown baseline 'h'"); a name that is no string is a clear error.
+    env_id = "placement-transformer-xl-2"
+    assert baselines.solve(env_id, "heft")["runtime"] == baselines.solve(goenv.make(env_id), "heft")["runtime"]
+    assert baselines.lower_bound(env_id) == baselines.lower_bound(goenv.make(env_id))
+    assert [row["method"] for row in baselines.table(env_id, methods="heft", progress=False)] == ["heft"]
+    for bad in (None, 3):
+        with pytest.raises(goenv.InvalidArgument, match="a baseline's name must be a string"):
+            baselines.solve(env_id, bad)
+        with pytest.raises(goenv.InvalidArgument, match="a baseline's name must be a string"):
+            baselines.table(env_id, methods=[bad], progress=False)
+    with pytest.raises(TypeError, match="an env id, a GraphEnv or its core"):
+        baselines.solve(3, "heft")
+
+
 def test_placement_baseline_on_scheduling_env_raises_value_error():
     env = goenv.make("scheduling-inception")
     with pytest.raises(ValueError, match="decides placement"):

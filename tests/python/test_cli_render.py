@@ -163,8 +163,10 @@ def test_cli_demo_compares_placements_and_charts_the_best(tmp_path, capsys):
 
 def test_cli_baselines_table_and_json(capsys):
     assert main(["baselines", "scheduling-inception", "--methods", "fifo,critical-path", "--budget", "10"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "critical-path" in out and "fifo" in out and "lower bound" in out
+    assert "baselines on" not in captured.err  # no progress bar drawn into a redirected stderr
     assert main(["baselines", ENV_ID, "--methods", "heft", "--json"]) == 0
     parsed = json.loads(capsys.readouterr().out)
     assert parsed["rows"][0]["method"] == "heft" and parsed["rows"][0]["runtime_ms"] > parsed["lower_bound_ms"]

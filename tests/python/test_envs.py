@@ -498,6 +498,17 @@ def test_unknown_task_on_a_graph():
         goenv.GraphEnv.from_graph("no-such-task", small_graph(), "2xgpu-pcie")
 
 
+def test_a_cluster_object_serves_env_ids_as_it_serves_graphs():
+    # goenv.make(id, cluster=Cluster) said "option 'cluster' has the wrong type: Cluster".
+    cluster = goenv.clusters.get("4xgpu-nvlink")
+    env = goenv.make("placement-transformer-xl-2", cluster=cluster, horizon=3)
+    by_name = goenv.make("placement-transformer-xl-2", cluster="4xgpu-nvlink", horizon=3)
+    assert env.core.id == by_name.core.id and env.core.num_devices == 4 and env.core.config["horizon"] == 3
+    assert env.reset(seed=0)[1]["runtime"] == by_name.reset(seed=0)[1]["runtime"]
+    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=2, cluster=cluster)
+    assert venv.core.num_devices == 4
+
+
 def test_unknown_cluster_preset():
     with pytest.raises(goenv.NotFound, match="no-such-cluster"):
         goenv.make("placement-inception", cluster="no-such-cluster")

@@ -463,6 +463,8 @@ def test_render_and_per_env_state():
     np.testing.assert_array_equal(obs["node_state"][12:], expected["node_state"])
     assert reward[1] == r and terminated[1] == t and info["runtime"][1] == single_info["runtime"]
     assert make_vec(envs).render() is None
+    with pytest.raises(goenv.ResetNeeded, match=r"env 0 .*render\(\) called before reset\(\)"):  # as GraphEnv
+        make_vec(graph_envs(sizes=(12, 20)), render_mode="rgb_array").render()
 
 
 def test_a_vector_env_too_big_for_memory_is_refused_before_anything_is_allocated(monkeypatch):

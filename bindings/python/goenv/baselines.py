@@ -28,6 +28,7 @@ from typing import Any, Iterable
 import numpy as np
 
 import goenv._core as _core
+from goenv._core import InvalidArgument
 from goenv import text
 from goenv.arguments import checked_int
 
@@ -35,10 +36,21 @@ __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities",
 
 
 def _core_env(env: Any) -> _core.Env:
+    if isinstance(env, str):  # an env id, as the agents' methods take: a fresh env of it
+        from goenv.envs import GraphEnv
+
+        return GraphEnv(env).core
     core = getattr(getattr(env, "unwrapped", env), "core", env)  # GraphEnv, a gymnasium wrapper, or the core
     if not isinstance(core, _core.Env):
-        raise TypeError(f"expected a goenv env (GraphEnv or its core), got {type(env).__name__}")
+        raise TypeError(f"expected a goenv env (an env id, a GraphEnv or its core), got {type(env).__name__}")
     return core
+
+
+def _checked_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise InvalidArgument(f"a baseline's name must be a string (goenv.baselines.list()), got "
+                              f"{type(name).__name__}")
+    return name
 
 
 def list(task: str | None = None) -> builtins.list[str]:  # noqa: A001 - mirrors goenv.datasets.list
@@ -63,7 +75,7 @@ def lower_bound(env: Any) -> float:
 
 
 def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
-    """Runs baseline `name` on `env` (a GraphEnv or its core) without touching its episode.
+    """Runs baseline `name` on `env` (an env id, a GraphEnv or its core) without touching its episode.
 
     Returns a dict: method, placement / priority / fusion (numpy, one value per
     node), action (the env's heads, ready for env.step), runtime (seconds),
@@ -81,7 +93,7 @@ def solve(env: Any, name: str, *, budget: int = 1000, seed: int = 0) -> dict:
     """
     core = _core_env(env)
     budget, seed = checked_budget(budget), checked_seed(seed)
-    result = _core.solve_baseline(core, name, budget, seed)
+    result = _core.solve_baseline(core, _checked_name(name), budget, seed)
     result["speedup"] = result["initial_runtime"] / result["runtime"] if result["runtime"] > 0 else 1.0
     result["action"] = _action(core, result)
     return result
@@ -113,10 +125,12 @@ def table(env: Any, methods: Iterable[str] | None = None, budget: int = 1000, pr
     method, runtime_ms, speedup (over the env's initial decisions), lower_bound_ratio
     (runtime / lower bound), oom, invalid, simulator_calls, seconds."""
     core = _core_env(env)
+    if isinstance(methods, str):  # one method, not its letters
+        methods = [methods]
     names = builtins.list(methods) if methods is not None else _core.baseline_names(core.task)
     checked_budget(budget), checked_seed(seed)
     for name in names:  # every name known before any runs: a typo costs no baseline's time
-        info(name)
+        info(_checked_name(name))
     rows = []
     iterator = names
     if progress:

@@ -175,7 +175,7 @@ def _render(args: argparse.Namespace) -> None:
 def _baselines(args: argparse.Namespace) -> None:
     env = _make(args.id, args.cluster, args.task)
     methods = args.methods.split(",") if args.methods else None
-    rows = goenv.baselines.table(env, methods, budget=args.budget, seed=args.seed, progress=not args.json)
+    rows = goenv.baselines.table(env, methods, budget=args.budget, seed=args.seed, progress=not args.json and _bars())
     if args.json:
         print(json.dumps({"id": args.id, "cluster": env.cluster.name, "lower_bound_ms": goenv.baselines.lower_bound(env) * MS,
                           "initial_runtime_ms": env.core.initial_runtime * MS, "rows": rows}, indent=2))
@@ -410,7 +410,7 @@ def _demo(args: argparse.Namespace) -> None:
     print(f"{DEMO_ENV}: {graph.num_nodes} nodes, {graph.num_edges} edges on {cluster.name} "
           f"({cluster.num_devices} devices); default {env.core.initial_runtime * MS:.3f} ms, "
           f"lower bound {goenv.baselines.lower_bound(env) * MS:.3f} ms\n")
-    rows = goenv.baselines.table(env, DEMO_METHODS, budget=args.budget, seed=args.seed)
+    rows = goenv.baselines.table(env, DEMO_METHODS, budget=args.budget, seed=args.seed, progress=_bars())
     print(goenv.baselines.format_table(rows))
     print("speedup: default runtime / runtime; / lower bound: runtime / lower bound")
     if args.train_steps > 0:

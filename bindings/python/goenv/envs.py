@@ -137,7 +137,7 @@ class GraphEnv(gymnasium.Env):
             if version is not None and options.setdefault("observation_version", version) != version:
                 raise InvalidArgument(f"observation_version={options['observation_version']} contradicts the id's "
                                       f"-v{version}")
-            core = _core.make_env(env_id, **options)
+            core = core_env(env_id, **options)
         if render_mode not in (None, "rgb_array"):
             raise InvalidArgument(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.core = core
@@ -307,6 +307,18 @@ class GraphEnv(gymnasium.Env):
         return f"<GraphEnv {self.core.id}: {self.core.num_nodes} nodes on {self.cluster.name}>"
 
     __str__ = __repr__
+
+
+def core_env(env_id: str, **options: Any) -> "_core.Env":
+    """_core.make_env(env_id, **options), where `cluster` may also be a goenv.Cluster: the id's
+    graph (built with the graph builder's parameters among `options`) on that cluster."""
+    cluster = options.get("cluster")
+    if not isinstance(cluster, Cluster):
+        return _core.make_env(env_id, **options)
+    graph_of_id = _core.make_env(env_id, **{k: v for k, v in options.items()
+                                            if k not in ("cluster", "placement", "priority", "start")})
+    env_keywords = {k: v for k, v in options.items() if k != "cluster"}
+    return _core.make_env_on_graph(graph_of_id.task, graph_of_id.graph, cluster, **env_keywords)
 
 
 def env_options(core: "_core.Env") -> dict:

@@ -45,9 +45,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import goenv._core as _core
-from goenv._core import InvalidArgument
+from goenv._core import InvalidArgument, ResetNeeded
 from goenv.arguments import checked_bytes, checked_flag, checked_int
-from goenv.envs import GraphEnv, parse_gym_id, readonly_copy
+from goenv.envs import GraphEnv, core_env, parse_gym_id, readonly_copy
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -100,7 +100,7 @@ def make_vec(id_or_ids: str | GraphEnv | Sequence[str | GraphEnv], num_envs: int
                 env_options = dict(options)
                 if version is not None:  # a Gymnasium id names its observation version
                     env_options.setdefault("observation_version", version)
-                built[env_id, version] = _core.make_env(env_id, **env_options)
+                built[env_id, version] = core_env(env_id, **env_options)
             templates.append(built[env_id, version])
         elif isinstance(entry, (GraphEnv, _core.Env)):
             if options:
@@ -328,7 +328,11 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
         from goenv.render import gantt_rgb
 
         c = self.core
-        return tuple(gantt_rgb(c.graph(i), c.cluster(i), c.last_result(i), title=c.ids[i]) for i in range(c.num_envs))
+        results = [c.last_result(i) for i in range(c.num_envs)]
+        for i, result in enumerate(results):  # no schedule to draw yet: as GraphEnv.render says it
+            if len(result.start) != c.graph(i).num_nodes:
+                raise ResetNeeded(f"vector env: env {i} ({c.ids[i]}): render() called before reset()")
+        return tuple(gantt_rgb(c.graph(i), c.cluster(i), results[i], title=c.ids[i]) for i in range(c.num_envs))
 
     def best(self, index: int) -> dict[str, np.ndarray]:
         """Env `index`'s best adopted decisions of its episode so far, {head: (N,) array} (what
