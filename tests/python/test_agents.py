@@ -129,6 +129,8 @@ def test_save_load_gives_identical_deterministic_actions(tmp_path, cls):
     path = tmp_path / "agent.goenv-agent"
     agent.save(path)
     assert sorted(os.listdir(tmp_path)) == ["agent.goenv-agent"]  # no temporary left behind
+    with pytest.raises(goenv.InvalidArgument, match="does not exist; create it first"):  # not a FileNotFoundError
+        agent.save(tmp_path / "missing" / "agent.goenv-agent")
     for loaded in (agents.load(path), cls().load(path)):
         assert type(loaded) is cls
         assert loaded.config == agent.config and loaded.spec == agent.spec

@@ -74,7 +74,7 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
     agent = agents.PPO(seed=0)
     for call in (lambda: agent.train([env], total_steps=0), lambda: agent.optimize(env, budget=0),
                  lambda: agent.imitate([env], steps=-1)):
-        with pytest.raises(goenv.InvalidArgument, match=r"must be an integer in \[1, 2\*\*63\)"):
+        with pytest.raises(goenv.InvalidArgument, match=r"must be an integer in \[1, 2\*\*(63|31)\)"):
             call()
     assert issubclass(goenv.InvalidArgument, ValueError)
     for episodes in (1.5, "2", True, 2**40):
@@ -82,6 +82,10 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
             agent.evaluate([env], episodes=episodes)
     with pytest.raises(goenv.InvalidArgument, match=r"seed must be an integer in \[0, 2\*\*63\)"):
         agent.optimize(env, budget=2, seed=2**70)
+    with pytest.raises(goenv.InvalidArgument, match=r"budget must be an integer in \[1, 2\*\*31\)"):
+        agent.optimize(env, budget=2**31)  # what a search counts, said in Python's words
+    with pytest.raises(goenv.InvalidArgument, match="samples= is the old name of budget="):
+        agent.optimize(env, budget=3, samples=5)  # samples silently overrode budget
     # Options by their type: a bool is no number, numpy scalars are numbers.
     for options in ({"epochs": True}, {"learning_rate": True}, {"hidden": [16]}):
         with pytest.raises(goenv.InvalidArgument, match="must be (a number|an integer), got"):

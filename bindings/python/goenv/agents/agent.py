@@ -12,7 +12,7 @@ from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
 from goenv.arguments import checked_bytes, checked_flag, checked_int
-from goenv.files import read_regular_file, write_atomic
+from goenv.files import checked_output_path, read_regular_file, write_atomic
 
 _NATIVE = None
 
@@ -185,9 +185,12 @@ class Agent:
         replays it. `seed`: proposals from their own generator (the agent's seed and this one):
         the same seed gives the same run, and the agent's own generator is left as it is;
         None draws from the agent's generator. `samples` is the old name of `budget`."""
-        if samples is not None:
+        if samples is not None:  # the old name: one of the two, not both
+            if budget != 16:
+                raise InvalidArgument(f"samples= is the old name of budget=; give one of them, not both "
+                                      f"(budget={budget!r}, samples={samples!r})")
             budget = samples
-        _check_count("budget", budget)
+        _check_count("budget", budget, high=2**31 - 1)  # a search's calls are counted in int32
         _check_count("local_search_budget", local_search_budget, low=0)
         described = env_argument(env)
         if start is not None and not isinstance(start, str):  # given decisions: the copy's own start
@@ -304,6 +307,7 @@ class Agent:
     def save(self, path: str | os.PathLike) -> None:
         """Writes a checkpoint (safetensors layout: plain tensors, no code) atomically: a
         temporary file, then os.replace; only over a regular file or a new path."""
+        checked_output_path(path, "checkpoint", folder_must_exist=True)  # a missing folder: said, as the CLI does
         write_atomic(path, self._agent.to_bytes(), what="checkpoint")
 
     def load(self, path: str | os.PathLike, device: str | None = None) -> "Agent":
