@@ -70,6 +70,22 @@ def test_names_are_drawn_as_written_and_an_empty_graph_draws(tmp_path):
     assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_many_devices_get_a_transfer_row_per_sender_not_per_pair():
+    # 16 fully linked GPUs made 16 + 240 rows of 4 px with unreadable labels; now a row per
+    # sending device once the pairs outnumber the devices.
+    k = 16
+    devices = [goenv.Device(f"gpu:{i}", peak_flops=1.57e13, memory_bandwidth=9e11, memory_bytes=16e9) for i in range(k)]
+    links = [goenv.Link(s, d, 5e10, 5e-6, channel=s * k + d) for s in range(k) for d in range(k) if s != d]
+    cluster = goenv.Cluster("16xgpu", devices, links)
+    graph = goenv.datasets.load("transformer-xl-2")
+    placement = np.random.default_rng(0).integers(0, k, graph.num_nodes)
+    result = goenv.simulate(graph, cluster, placement=placement)
+    assert len(np.unique(result.transfers["src"] * k + result.transfers["dst"])) > k  # many pairs in use
+    labels = row_labels(gantt_figure(graph, cluster, result))
+    senders = np.unique(result.transfers["src"])
+    assert labels == [f"gpu:{i}" for i in range(k)] + [f"gpu:{s} → others" for s in senders]
+
+
 def test_single_device_schedule_has_no_link_rows(env):
     assert row_labels(gantt_figure(env.graph, env.cluster, env.core.last_result)) == ["gpu:0", "gpu:1"]
 

@@ -119,8 +119,12 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     transfers = result.transfers
     links, link_of_transfer = np.unique(transfers["src"] * num_devices + transfers["dst"], return_inverse=True)
     device_names = [_literal(dev.name) for dev in devices]
-    row_names = device_names + [f"{device_names[link // num_devices]} → {device_names[link % num_devices]}"
-                                for link in links]
+    if len(links) <= num_devices:  # a row per link used
+        link_names = [f"{device_names[link // num_devices]} → {device_names[link % num_devices]}" for link in links]
+    else:  # many pairs (up to D(D-1)): a row per sending device, so rows stay readable
+        links, link_of_transfer = np.unique(transfers["src"], return_inverse=True)
+        link_names = [f"{device_names[sender]} → others" for sender in links]
+    row_names = device_names + link_names
     num_rows = len(row_names)
 
     row_height = min(0.45, 10.0 / num_rows)  # inches; 8 fully linked devices still fit one screen
@@ -172,8 +176,9 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     # so a large host memory does not flatten the curves (its value is in the legend).
     curves = memory_timeline(graph, result, num_devices)
     ceiling = max(1.1 * max(live.max() for _, live in curves), 1.05 * min(dev.memory_bytes for dev in devices))
+    palette = matplotlib.colormaps["tab20"] if num_devices > 10 else None  # ten colors repeat past ten devices
     for d, (times, live) in enumerate(curves):
-        color = f"C{d % 10}"
+        color = palette(d % 20) if palette else f"C{d}"
         memory.step(times * MS, live / GIB, where="post", color=color, linewidth=1.2,
                     label=f"{device_names[d]}: peak {result.peak_memory[d] / GIB:.2f} of "
                           f"{devices[d].memory_bytes / GIB:.2f} GiB")
