@@ -70,6 +70,15 @@ def test_names_are_drawn_as_written_and_an_empty_graph_draws(tmp_path):
     assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_small_peak_gets_the_memory_axis_and_the_legend_says_where_capacity_is():
+    # A peak of MBs on a 16 GiB GPU was a flat line at 0 under the capacity's dashes.
+    graph = goenv.Graph.from_arrays(np.array([[0], [1]]), flops=[1e9, 1e9], output_bytes=[1e7, 1e7])
+    result = goenv.simulate(graph, "1xgpu")
+    memory = gantt_figure(graph, goenv.clusters.get("1xgpu"), result).axes[1]
+    assert memory.get_ylim()[1] == pytest.approx(1.1 * result.peak_memory[0] / 2**30)
+    assert "capacity (above the axis)" in [t.get_text() for t in memory.get_legend().get_texts()]
+
+
 def test_many_devices_get_a_transfer_row_per_sender_not_per_pair():
     # 16 fully linked GPUs made 16 + 240 rows of 4 px with unreadable labels; now a row per
     # sending device once the pairs outnumber the devices.

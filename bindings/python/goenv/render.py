@@ -173,9 +173,12 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
 
     # Memory: live bytes per device, capacity dashed in the same color. The axis
     # stops a little above the peak or the smallest capacity, whichever is higher,
-    # so a large host memory does not flatten the curves (its value is in the legend).
+    # so a large host memory does not flatten the curves; a peak under a tenth of
+    # every capacity gets the axis to itself. A capacity off the axis is in the legend.
     curves = memory_timeline(graph, result, num_devices)
-    ceiling = max(1.1 * max(live.max() for _, live in curves), 1.05 * min(dev.memory_bytes for dev in devices))
+    peak, smallest = max(live.max() for _, live in curves), min(dev.memory_bytes for dev in devices)
+    ceiling = 1.1 * peak if peak < 0.1 * smallest else max(1.1 * peak, 1.05 * smallest)
+    above = any(dev.memory_bytes > max(ceiling, 1.0) for dev in devices)
     palette = matplotlib.colormaps["tab20"] if num_devices > 10 else None  # ten colors repeat past ten devices
     for d, (times, live) in enumerate(curves):
         color = palette(d % 20) if palette else f"C{d}"
@@ -183,7 +186,10 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
                     label=f"{device_names[d]}: peak {result.peak_memory[d] / GIB:.2f} of "
                           f"{devices[d].memory_bytes / GIB:.2f} GiB")
         memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
-    memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="capacity")
+    memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0,
+                label="capacity (above the axis)" if above and all(dev.memory_bytes > max(ceiling, 1.0)
+                                                                   for dev in devices)
+                else "capacity (some above the axis)" if above else "capacity")
     memory.set_ylim(0, max(ceiling, 1.0) / GIB)
     memory.set_ylabel("memory (GiB)")
     memory.set_xlabel("time (ms)")
