@@ -6,6 +6,7 @@
 
 #include "agents/config.h"
 #include "core/error.h"
+#include "envs/baselines/baseline.h"
 #include "envs/observation.h"
 #include "envs/threads.h"
 
@@ -212,7 +213,10 @@ void validate(const AgentConfig& c) {
               "entropy_decay_steps and teacher_decay_steps must be >= 0");
   GOENV_CHECK(c.imitation_flips >= 0, InvalidArgument, "imitation_flips must be >= 0, got " << c.imitation_flips);
   GOENV_CHECK(c.teacher_coef >= 0, InvalidArgument, "teacher_coef must be >= 0, got " << c.teacher_coef);
-  GOENV_CHECK(!c.teacher.empty(), InvalidArgument, "teacher must name a baseline or be 'best'");
+  const std::vector<std::string> baselines = baseline_names();  // of any task: imitate() checks the env's
+  GOENV_CHECK(c.teacher == "best" || std::find(baselines.begin(), baselines.end(), c.teacher) != baselines.end(),
+              InvalidArgument, "teacher must be 'best' or a baseline's name (goenv.baselines.list()), got '"
+                                   << c.teacher << "'");
   GOENV_CHECK(c.seed >= 0, InvalidArgument, "seed must be >= 0, got " << c.seed);
   GOENV_CHECK(c.num_threads >= 0 && c.num_threads <= kMaxThreads, InvalidArgument,
               "num_threads must be in [0, " << kMaxThreads << "] (0 = torch's setting), got " << c.num_threads);

@@ -1,5 +1,7 @@
 #include "agents/imitation.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "core/error.h"
@@ -33,8 +35,12 @@ Teacher solve_teacher(const Env& prototype, const std::string& method, std::uint
   const std::vector<std::string> choices = teacher_names(prototype);
   bool known = false;
   for (const auto& c : choices) known = known || c == method;
+  const std::vector<std::string> all = baseline_names();
+  const bool elsewhere = std::find(all.begin(), all.end(), method) != all.end();  // a baseline of another task
   GOENV_CHECK(known, InvalidArgument,
-              "unknown teacher '" << method << "' for " << prototype.id() << "; the choices are " << joined_names(choices));
+              (elsewhere ? "teacher '" : "unknown teacher '")
+                  << method << (elsewhere ? "' decides none of the heads of " : "' for ") << prototype.id()
+                  << " (a " << prototype.task() << " env); the choices are " << joined_names(choices));
   Teacher t;
   t.method = teacher_method(method);
   auto env = copy_env(prototype);

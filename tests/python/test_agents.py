@@ -497,6 +497,10 @@ def test_a_failed_first_call_leaves_the_agent_without_a_policy():
     assert agent.num_parameters > 0
     with pytest.raises(goenv.InvalidArgument, match="pass env= when creating it"):
         small(agents.GO).act(goenv.make("placement-transformer-xl-2").reset(seed=0)[0])
+    with pytest.raises(goenv.InvalidArgument, match="teacher must be 'best' or a baseline's name"):
+        agents.GO(teacher="heftt")  # when made, not at the first imitate()
+    with pytest.raises(goenv.InvalidArgument, match="teacher 'critical-path' decides none of the heads of"):
+        agent.imitate("placement-transformer-xl-2", 1, teacher="critical-path", progress=False)
 
 
 def test_integer_options_are_exact_and_typed():
