@@ -24,7 +24,19 @@ std::vector<std::int32_t> op_type_column(py::handle op_type, std::int64_t n) {
     if (py::isinstance<py::str>(x)) {
       ids[i] = op_type_id(x.cast<std::string>());
     } else {
-      ids[i] = x.cast<std::int32_t>();
+      const bool whole = !py::isinstance<py::bool_>(x) && PyIndex_Check(x.ptr());  // int or numpy integer
+      GOENV_CHECK(whole, InvalidArgument,
+                  "op_type[" << i << "] must be an op type's name or id (goenv.op_type_names()), got "
+                             << std::string(py::repr(x)));
+      long long id = -1;
+      try {
+        id = py::reinterpret_steal<py::int_>(PyNumber_Index(x.ptr())).cast<long long>();
+      } catch (const py::cast_error&) {
+        id = -1;  // beyond int64: out of range below
+      }
+      GOENV_CHECK(id >= 0 && id <= INT32_MAX, InvalidArgument,
+                  "op_type[" << i << "] is " << std::string(py::repr(x)) << ", not an op type id (goenv.op_type_names())");
+      ids[i] = static_cast<std::int32_t>(id);
       op_type_info(ids[i]);  // range check with a clear error
     }
   }
@@ -59,6 +71,7 @@ std::vector<std::int32_t> id_column(py::handle values, std::int64_t n, const cha
 GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_bytes, py::handle param_bytes,
                      py::handle op_type, py::handle edge_bytes, py::handle cost_us, py::handle names,
                      py::handle group, py::handle colocation, const std::string& name) {
+  refuse_complex(flops, "flops");
   auto flops_column = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(flops);
   GOENV_CHECK(flops_column && flops_column.ndim() == 1, InvalidArgument, "flops must be a 1-D array of numbers");
   const std::int64_t n = flops_column.shape(0);
@@ -74,8 +87,9 @@ GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_
   std::vector<double> costs;
   int cost_columns = 0;
   if (!cost_us.is_none()) {
+    refuse_complex(cost_us, "cost_us");
     auto c = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(cost_us);
-    GOENV_CHECK(c && c.shape(0) == n && (c.ndim() == 1 || (c.ndim() == 2 && c.shape(1) == kNumDeviceKinds)),
+    GOENV_CHECK(c && c.ndim() >= 1 && c.shape(0) == n && (c.ndim() == 1 || (c.ndim() == 2 && c.shape(1) == kNumDeviceKinds)),
                 InvalidArgument, "cost_us must have shape (" << n << ",) or (" << n << ", 3) [cpu, gpu, tpu]");
     cost_columns = c.ndim() == 1 ? 1 : kNumDeviceKinds;
     costs.assign(c.data(), c.data() + n * cost_columns);

@@ -138,7 +138,14 @@ inline std::vector<std::int32_t> int32_array(py::handle value, std::int64_t expe
 }
 
 // A float64 column of `expected` values (from_arrays, simulate priorities).
+// Complex values would be cast to real (numpy's forcecast) with their imaginary part dropped.
+inline void refuse_complex(py::handle value, const std::string& what) {
+  const py::array raw = py::array::ensure(value);
+  GOENV_CHECK(!raw || raw.dtype().kind() != 'c', InvalidArgument, what << " must be real numbers, got complex values");
+}
+
 inline std::vector<double> double_array(py::handle value, std::int64_t expected, const std::string& what) {
+  refuse_complex(value, what);
   auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(value);
   GOENV_CHECK(array, InvalidArgument, what << " must be an array of numbers");
   GOENV_CHECK(array.ndim() == 1 && array.shape(0) == expected, InvalidArgument,

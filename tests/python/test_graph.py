@@ -459,3 +459,23 @@ def test_names_and_paths_of_the_wrong_type_are_invalid_arguments(tmp_path):
             goenv.Graph.load(path)
     graph.save(tmp_path / "g.goenv")  # an os.PathLike is a path
     assert goenv.Graph.load(tmp_path / "g.goenv").name == "mine"
+
+
+def test_from_arrays_and_simulate_say_what_is_wrong_with_a_column():
+    # pybind's "Unable to cast ... to C++ type '?'", an IndexError, and complex values cast to
+    # real with the imaginary part dropped (a warning only) were what these gave.
+    edges = np.array([[0, 1], [1, 2]])
+    for op_type, message in (([1.5, 0, 0], r"op_type\[0\] must be an op type's name or id"),
+                             ([2**40, 0, 0], r"op_type\[0\] is 1099511627776, not an op type id"),
+                             ([True, 0, 0], r"op_type\[0\] must be an op type's name or id")):
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            goenv.Graph.from_arrays(edges, flops=[1, 2, 3], op_type=op_type)
+    assert list(goenv.Graph.from_arrays(edges, flops=[1, 2, 3], op_type=np.array([0, 1, 2])).op_types) == [0, 1, 2]
+    with pytest.raises(goenv.InvalidArgument, match=r"cost_us must have shape \(3,\)"):
+        goenv.Graph.from_arrays(edges, flops=[1, 2, 3], cost_us=1.0)
+    for keywords in ({"flops": np.array([1, 2, 3], complex)}, {"flops": [1, 2, 3], "cost_us": np.ones(3, complex)}):
+        with pytest.raises(goenv.InvalidArgument, match="must be real numbers, got complex"):
+            goenv.Graph.from_arrays(edges, **keywords)
+    graph = goenv.Graph.from_arrays(edges, flops=[1e9, 2e9, 3e9])
+    with pytest.raises(goenv.InvalidArgument, match="priority must be real numbers, got complex"):
+        goenv.simulate(graph, "2xgpu-nvlink", priority=np.full(3, 1 + 5j))
