@@ -227,6 +227,9 @@ def test_quantize_priorities():
     assert q.dtype == np.int64 and q.tolist() == [0, 15, 0, 7]
     with pytest.raises(ValueError):
         baselines.quantize_priorities([np.nan], 4)
+    for levels in (2.5, 0, True, "4"):  # 2.5 was truncated to 2
+        with pytest.raises(goenv.InvalidArgument, match="levels must be an integer"):
+            baselines.quantize_priorities([0.5, 2.0], levels)
 
 
 @pytest.mark.parametrize("seed", range(4))

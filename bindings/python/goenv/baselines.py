@@ -65,7 +65,8 @@ def info(name: str) -> dict:
 
 def quantize_priorities(values, levels: int) -> np.ndarray:
     """Order-preserving integer levels in [0, levels) for the env's priority head (int64 array)."""
-    return _core.quantize_priorities(np.asarray(values, dtype=np.float64), int(levels))
+    levels = checked_int("levels", levels, 1, 2**31 - 1)  # 2.5 was 2, silently
+    return _core.quantize_priorities(np.asarray(values, dtype=np.float64), levels)
 
 
 def lower_bound(env: Any) -> float:
