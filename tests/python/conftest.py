@@ -38,3 +38,15 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def slow_enabled(request) -> bool:
     return run_slow(request.config)
+
+
+@pytest.fixture
+def python_sigint():
+    """SIGINT handled as Python does by default (KeyboardInterrupt) for the test, whatever the
+    test process inherited: a shell's background job starts with SIGINT ignored, and Python then
+    keeps it ignored."""
+    import signal
+
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)

@@ -273,7 +273,7 @@ def test_cli_train_reports_and_saves(tmp_path, capsys):
     assert checkpoint.exists() and (tmp_path / "log" / "metrics.csv").exists()
 
 
-def test_cli_train_ctrl_c_stops_training_and_keeps_the_agent(tmp_path, capsys):
+def test_cli_train_ctrl_c_stops_training_and_keeps_the_agent(tmp_path, capsys, python_sigint):
     """The first Ctrl-C ends training after the update under way: the agent is saved and the
     result reported as after a full run; a second one interrupts at once (status 130)."""
     pytest.importorskip("torch")

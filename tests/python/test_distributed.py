@@ -238,7 +238,7 @@ def test_registry_long_polls_and_hands_out_the_reference_unresolved():
     ray.kill(registry)
 
 
-def test_ray_cleanup_runs_to_its_end_through_ctrl_c():
+def test_ray_cleanup_runs_to_its_end_through_ctrl_c(python_sigint):
     """A Ctrl-C during the trainer's cleanup (checkpoint, workers, Ray's shutdown) is held until
     the cleanup is done, then raised: cut short, Ray left its agents running after the driver."""
     from goenv.distributed.session import interrupts_held
