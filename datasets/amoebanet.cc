@@ -200,7 +200,8 @@ GraphPtr build_amoebanet(const GraphParams& params) {
   const int batch_size = int_param(params, "batch_size", 1, 1 << 16);
   const int image_size = int_param(params, "image_size", 32, 4096);
   const int num_cells = int_param(params, "num_cells", 1, 64);
-  const int filters = int_param(params, "filters", 8, 4096);
+  // 16 at least: the stem's first reduction cell has filters / 4 and its 1x7-7x1 bottleneck a quarter of that.
+  const int filters = int_param(params, "filters", 16, 4096);
   const int num_classes = int_param(params, "num_classes", 1, 1 << 20);
   TrainingGraphBuilder t("amoebanet");
   return AmoebaNet(t).build(batch_size, image_size, num_cells, filters, num_classes);

@@ -279,7 +279,7 @@ GraphPtr build_transformer_xl(const GraphParams& params, int num_layers) {
     h = m.layer(h, o);
   }
   m.block("softmax");
-  m.loss(m.bias_add(m.matmul_transposed(m.reshape(h, {batch * length, d_model}), table)));
+  m.loss(m.bias_add(m.matmul_transposed(m.reshape(h, {std::int64_t{batch} * length, d_model}), table)));
   return std::move(t).finish();
 }
 
@@ -307,7 +307,7 @@ GraphPtr build_bert(const GraphParams& params) {
   }
   m.block("heads");
   Tensor masked = m.reshape(m.gather(x, m.input({batch, predictions}, "masked_positions")),
-                            {batch * predictions, kDModel});
+                            {std::int64_t{batch} * predictions, kDModel});
   masked = m.layer_norm(m.activation(m.dense(masked, kDModel, "transform"), Activation::kGelu));
   m.loss(m.bias_add(m.matmul_transposed(masked, words)));
   const Tensor pooled = m.activation(m.dense(m.slice(x, {batch, kDModel}, "first_token"), kDModel, "pooler"),
@@ -336,7 +336,7 @@ GraphPtr build_gpt2(const GraphParams& params) {
     x = m.layer(x, o);
   }
   m.block("output");
-  x = m.reshape(m.layer_norm(x), {batch * seq, kDModel});
+  x = m.reshape(m.layer_norm(x), {std::int64_t{batch} * seq, kDModel});
   m.loss(m.matmul_transposed(x, tokens));
   return std::move(t).finish();
 }

@@ -479,3 +479,15 @@ def test_from_arrays_and_simulate_say_what_is_wrong_with_a_column():
     graph = goenv.Graph.from_arrays(edges, flops=[1e9, 2e9, 3e9])
     with pytest.raises(goenv.InvalidArgument, match="priority must be real numbers, got complex"):
         goenv.simulate(graph, "2xgpu-nvlink", priority=np.full(3, 1 + 5j))
+
+
+def test_builders_at_the_ends_of_their_parameter_ranges():
+    # transformer-xl's logits reshape multiplied two ints: batch 32768 x segment 65536 (both in
+    # range) overflowed int32 ("tensor dimensions must be >= 1, got -2147483648"); amoebanet's
+    # stem needs 16 filters, and 8-15 failed inside a conv instead of naming the parameter.
+    huge = goenv.datasets.load("transformer-xl-2", batch_size=32768, segment_length=65536)
+    small = goenv.datasets.load("transformer-xl-2")
+    assert huge.num_nodes == small.num_nodes and max(huge.output_bytes) > 2**31
+    with pytest.raises(goenv.InvalidArgument, match=r"'filters' must be an integer in \[16, 4096\], got 10"):
+        goenv.datasets.load("amoebanet", filters=10)
+    assert goenv.datasets.load("amoebanet", filters=16).num_nodes > 0
