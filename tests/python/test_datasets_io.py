@@ -508,6 +508,12 @@ def test_generate_draws_sizes_from_ranges(tmp_path):
                                                  width=3).to_bytes()
     with pytest.raises(goenv.InvalidArgument, match="low 5 > high 2"):
         _generate(tmp_path / "bad", params={"num_layers": (5, 2)})
+    # A range the builder refuses at an end is named before anything is written (shards were
+    # written, then a drawn 0 or 9.27721 failed, naming a value the user never gave).
+    for bad, end in (((0, 6), "low"), ((4.5, 12), "low"), ((4, 12.5), "high"), ((2, 10**6), "high")):
+        with pytest.raises(goenv.InvalidArgument, match=rf"num_layers=\({bad[0]}, {bad[1]}\) is refused at its {end} end"):
+            _generate(tmp_path / "refused", params={"num_layers": bad})
+        assert not (tmp_path / "refused").exists()
 
 
 def test_dataset_info_and_verify_commands(tmp_path, capsys):

@@ -258,6 +258,30 @@ def graph_params(params: Mapping[str, Any], seed: int, index: int, seeded: bool)
     return drawn
 
 
+def _check_range_ends(family: str, params: dict, seeded: bool, seed: int) -> None:
+    """Builds a graph at the low ends of the ranges and one at the high ends, before anything is
+    written: a range the builder refuses at an end (an integer parameter from 0, or from 4.5) is
+    named now, not when a drawn value fails after shards were written."""
+    ranges = {key: value for key, value in params.items() if isinstance(value, list)}
+    for end, name in ((0, "low"), (1, "high")):
+        if not ranges:
+            return
+        values = {**params, **{key: value[end] for key, value in ranges.items()}}
+        if seeded:
+            values["seed"] = float(seed)
+        try:
+            _core.build_graph(family, values)
+        except InvalidArgument as e:
+            shown = ", ".join(f"{key}=({_number(value[0])}, {_number(value[1])})" for key, value in ranges.items())
+            which = f"the range {shown} is refused at its {name} end" if len(ranges) == 1 else \
+                f"the ranges {shown} are refused at their {name} ends"
+            raise InvalidArgument(f"graph '{family}': {which}: {e}") from None
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
 def _built_bytes(family: str, params: dict, seeded: bool, seed: int, index: int) -> bytes:
     """Graph `index` of a dataset, built afresh: what its shard holds at that index."""
     return _core.build_graph(family, graph_params(params, seed, index, seeded)).to_bytes()
@@ -332,6 +356,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
                       UserWarning, stacklevel=2)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     checked_int("workers", workers, 1, _core.MAX_THREADS)  # the threads limit of vector envs and agents
+    _check_range_ends(family, params, seeded, seed)
 
     root = output_folder(out_dir, "dataset folder")
     _clean_temporaries(root)
