@@ -7,6 +7,7 @@ import json
 import statistics
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import goenv
+import goenv.wrappers
 from goenv.integrations.encoder import MASKED_LOGIT, GraphActorCritic, GraphEncoder, NodeCategorical, graph_inputs
 from goenv.wrappers import GroupedPlacement
 from helpers import with_allowed_kinds
@@ -354,3 +356,12 @@ def test_grouped_placement_misuse_is_refused_clearly():
         env.node_placement(np.zeros(env.num_units + 1, dtype=np.int64))
     env.reset(seed=0)
     assert env.action_masks().shape == (env.num_units * env.num_devices,)
+    # As the env itself: a bool array is no devices, and inf is refused without a numpy warning.
+    with pytest.raises(goenv.InvalidAction, match="takes integer devices, got dtype bool"):
+        env.step(np.ones(env.num_units, bool))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(goenv.InvalidAction, match="fractional, infinite or NaN"):
+            env.step(np.full(env.num_units, np.inf))
+    with pytest.raises(goenv.InvalidArgument, match="CurrentNodeObservation wraps a goenv env, got str"):
+        goenv.wrappers.CurrentNodeObservation("x")

@@ -89,9 +89,12 @@ class GroupedPlacement(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         action = np.asarray(action)
         if action.shape != (self.num_units,):
             raise error(f"{what} takes one device per decision unit: shape ({self.num_units},), got {action.shape}")
-        if action.dtype.kind not in "iub" and not (action.dtype.kind == "f" and np.all(np.mod(action, 1) == 0)):
+        # As the env: bools are no devices, and a float must be finite and whole (inf raised a
+        # numpy RuntimeWarning in np.mod before the error).
+        whole = action.dtype.kind == "f" and bool(np.all(np.isfinite(action))) and bool(np.all(np.mod(action, 1) == 0))
+        if action.dtype.kind not in "iu" and not whole:
             raise error(f"{what} takes integer devices, got dtype {action.dtype} "
-                        f"{'with fractional or NaN values' if action.dtype.kind == 'f' else ''}".rstrip())
+                        f"{'with fractional, infinite or NaN values' if action.dtype.kind == 'f' else ''}".rstrip())
         if action.size and (action.min() < 0 or action.max() >= self.num_devices):
             raise error(f"{what}: devices must be in [0, {self.num_devices}), got {action.min()}..{action.max()}")
         return action.astype(np.int64)[self.units]
@@ -117,6 +120,8 @@ class CurrentNodeObservation(gymnasium.ObservationWrapper, gymnasium.utils.Recor
     flattened would bury the one row that matters. action_masks(): the env's."""
 
     def __init__(self, env: gymnasium.Env):
+        if not isinstance(env, gymnasium.Env):  # gymnasium's own check is a bare assert
+            raise InvalidArgument(f"CurrentNodeObservation wraps a goenv env, got {type(env).__name__}")
         gymnasium.utils.RecordConstructorArgs.__init__(self)
         gymnasium.ObservationWrapper.__init__(self, env)
         base = env.unwrapped
