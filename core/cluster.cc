@@ -14,7 +14,10 @@ namespace {
 
 bool rate(double x) { return std::isfinite(x) && x >= kMinRate; }
 bool delay(double x) { return std::isfinite(x) && x >= 0 && x <= kMaxDelaySeconds; }
-bool text(const std::string& s) { return s.size() <= kMaxNameBytes && is_valid_utf8(s); }
+// No NUL either: the JSON reader (cereal over RapidJSON) would cut a name there.
+bool text(const std::string& s) {
+  return s.size() <= kMaxNameBytes && is_valid_utf8(s) && s.find('\0') == std::string::npos;
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGB = 1e9;
@@ -80,14 +83,14 @@ const std::map<std::string, std::function<Cluster()>>& presets() {
 
 Cluster::Cluster(std::string name, std::vector<Device> devices, std::vector<Link> links)
     : name_(std::move(name)), devices_(std::move(devices)), links_(std::move(links)) {
-  GOENV_CHECK(text(name_), InvalidArgument, "the cluster name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
+  GOENV_CHECK(text(name_), InvalidArgument, "the cluster name is not UTF-8 text without NUL of at most " << kMaxNameBytes << " bytes");
   GOENV_CHECK(!devices_.empty(), InvalidArgument, "cluster '" << name_ << "' has no devices");
   GOENV_CHECK(devices_.size() <= static_cast<std::size_t>(kMaxDevices), InvalidArgument,
               "cluster '" << name_ << "' has " << devices_.size() << " devices; 1 to " << kMaxDevices << " are supported");
   const int n = num_devices();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     const Device& d = devices_[i];
-    GOENV_CHECK(text(d.name), InvalidArgument, "device " << i << ": the name is not UTF-8 text of at most "
+    GOENV_CHECK(text(d.name), InvalidArgument, "device " << i << ": the name is not UTF-8 text without NUL of at most "
                                                          << kMaxNameBytes << " bytes");
     GOENV_CHECK(static_cast<unsigned>(d.kind) < kNumDeviceKinds, InvalidArgument,
                 "device '" << d.name << "': unknown kind " << static_cast<int>(d.kind));

@@ -100,8 +100,9 @@ std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<Nod
   GOENV_CHECK(n <= kMaxNodes, InvalidGraph, "too many nodes: " << n << " (at most " << kMaxNodes << ")");
   GOENV_CHECK(static_cast<std::int64_t>(edges.size()) <= kMaxEdges, InvalidGraph,
               "too many edges: " << edges.size() << " (at most " << kMaxEdges << ")");
-  GOENV_CHECK(g->name_.size() <= kMaxNameBytes && is_valid_utf8(g->name_), InvalidGraph,
-              "the graph name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
+  // No NUL in a name: the JSON reader (cereal over RapidJSON) would cut it there.
+  GOENV_CHECK(g->name_.size() <= kMaxNameBytes && is_valid_utf8(g->name_) && g->name_.find('\0') == std::string::npos,
+              InvalidGraph, "the graph name is not UTF-8 text without NUL of at most " << kMaxNameBytes << " bytes");
   std::int64_t total_output_bytes = 0, total_param_bytes = 0, total_edge_bytes = 0;
   double total_flops = 0;
   std::array<double, kNumDeviceKinds> total_cost{};
@@ -110,8 +111,9 @@ std::shared_ptr<const Graph> Graph::from_specs(std::string name, std::vector<Nod
   for (std::int64_t v = 0; v < n; ++v) {
     auto& s = nodes[v];
     // Named only when a check fails: building the text per node would dominate loading.
-    GOENV_CHECK(s.name.size() <= kMaxNameBytes && is_valid_utf8(s.name), InvalidGraph,
-                "node " << v << ": the name is not UTF-8 text of at most " << kMaxNameBytes << " bytes");
+    GOENV_CHECK(s.name.size() <= kMaxNameBytes && is_valid_utf8(s.name) && s.name.find('\0') == std::string::npos,
+                InvalidGraph, "node " << v << ": the name is not UTF-8 text without NUL of at most " << kMaxNameBytes
+                                      << " bytes");
     const auto who = [&] { return "node " + std::to_string(v) + " ('" + s.name + "')"; };
     GOENV_CHECK(s.op_type >= 0 && s.op_type < num_op_types(), InvalidGraph,
                 who() << ": op type id " << s.op_type << " out of range");

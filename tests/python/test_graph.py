@@ -491,3 +491,15 @@ def test_builders_at_the_ends_of_their_parameter_ranges():
     with pytest.raises(goenv.InvalidArgument, match=r"'filters' must be an integer in \[16, 4096\], got 10"):
         goenv.datasets.load("amoebanet", filters=10)
     assert goenv.datasets.load("amoebanet", filters=16).num_nodes > 0
+
+
+def test_names_with_nul_are_refused_as_json_would_cut_them():
+    # The JSON reader cut "a\x00x" to "a": two nodes named alike, a cluster renamed, silently.
+    edges = np.array([[0], [1]])
+    with pytest.raises(goenv.InvalidGraph, match="graph name is not UTF-8 text without NUL"):
+        goenv.Graph.from_arrays(edges, flops=[1, 1], name="g\x00h")
+    with pytest.raises(goenv.InvalidGraph, match="node 0: the name is not UTF-8 text without NUL"):
+        goenv.Graph.from_arrays(edges, flops=[1, 1], names=["a\x00x", "b"])
+    device = goenv.clusters.get("1xgpu").devices[0]
+    with pytest.raises(goenv.InvalidArgument, match="cluster name is not UTF-8 text without NUL"):
+        goenv.Cluster("my\x00cluster", [device], [])
