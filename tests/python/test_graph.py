@@ -503,3 +503,12 @@ def test_names_with_nul_are_refused_as_json_would_cut_them():
     device = goenv.clusters.get("1xgpu").devices[0]
     with pytest.raises(goenv.InvalidArgument, match="cluster name is not UTF-8 text without NUL"):
         goenv.Cluster("my\x00cluster", [device], [])
+
+
+def test_family_names_and_huge_parameters_are_clear_errors():
+    # Were pybind's "incompatible function arguments" and a bare OverflowError.
+    for call in (lambda: goenv.datasets.info(None), lambda: goenv.datasets.load(None)):
+        with pytest.raises(goenv.InvalidArgument, match="a graph family's name must be a string"):
+            call()
+    with pytest.raises(goenv.InvalidArgument, match="'batch_size' is out of range"):
+        goenv.datasets.load("inception", batch_size=10**400)

@@ -40,7 +40,10 @@ def checked_number(name: str, value: Any) -> float:
     InvalidArgument naming `name`. Finiteness is the caller's to check."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidArgument(f"{name} must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond a double (10**400)
+        raise InvalidArgument(f"{name} is out of range: {value!r}") from None
 
 
 def _integer_range(low: int, high: int | None) -> str:

@@ -39,14 +39,22 @@ def list() -> builtins.list[str]:  # noqa: A001 - the DESIGN's public name
     return _core.graph_names()
 
 
+def _family_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise InvalidArgument(f"a graph family's name must be a string (goenv.datasets.list()), got "
+                              f"{type(name).__name__}")
+    return name
+
+
 def info(name: str) -> dict:
     """Description, default cluster and parameters (with defaults) of a graph family."""
-    return _core.graph_family(name)
+    return _core.graph_family(_family_name(name))
 
 
 def load(name: str, **params: float) -> Graph:
     """Builds the graph family `name` with builder parameters, e.g. load("inception", batch_size=64)."""
-    return _core.build_graph(name, {key: checked_number(f"graph parameter {key!r}", value) for key, value in params.items()})
+    return _core.build_graph(_family_name(name),
+                             {key: checked_number(f"graph parameter {key!r}", value) for key, value in params.items()})
 
 
 # ---------------------------------------------------------------------------
