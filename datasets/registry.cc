@@ -1,5 +1,7 @@
 #include "datasets/registry.h"
 
+#include <iomanip>
+
 #include <cmath>
 
 #include "core/error.h"
@@ -65,7 +67,8 @@ int int_param(const GraphParams& params, const std::string& key, int lo, int hi)
   GOENV_CHECK(it != params.end(), InvalidArgument, "missing parameter '" << key << "'");
   const double x = it->second;
   GOENV_CHECK(x == std::floor(x) && x >= lo && x <= hi, InvalidArgument,
-              "parameter '" << key << "' must be an integer in [" << lo << ", " << hi << "], got " << x);
+              "parameter '" << key << "' must be an integer in [" << lo << ", " << hi << "], got "
+                            << std::setprecision(17) << x);  // 2147483648, not 2.14748e+09
   return static_cast<int>(x);
 }
 

@@ -512,3 +512,5 @@ def test_family_names_and_huge_parameters_are_clear_errors():
             call()
     with pytest.raises(goenv.InvalidArgument, match="'batch_size' is out of range"):
         goenv.datasets.load("inception", batch_size=10**400)
+    with pytest.raises(goenv.InvalidArgument, match=r"\[1, 65536\], got 2147483648$"):  # not 2.14748e+09
+        goenv.datasets.load("inception", batch_size=2**31)
