@@ -177,8 +177,8 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     # every capacity gets the axis to itself. A capacity off the axis is in the legend.
     curves = memory_timeline(graph, result, num_devices)
     peak, smallest = max(live.max() for _, live in curves), min(dev.memory_bytes for dev in devices)
-    ceiling = 1.1 * peak if peak < 0.1 * smallest else max(1.1 * peak, 1.05 * smallest)
-    above = any(dev.memory_bytes > max(ceiling, 1.0) for dev in devices)
+    ceiling = max(1.1 * peak if peak < 0.1 * smallest else max(1.1 * peak, 1.05 * smallest), 1.0)
+    above = [dev.memory_bytes > ceiling for dev in devices]
     palette = matplotlib.colormaps["tab20"] if num_devices > 10 else None  # ten colors repeat past ten devices
     for d, (times, live) in enumerate(curves):
         color = palette(d % 20) if palette else f"C{d}"
@@ -187,10 +187,9 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
                           f"{devices[d].memory_bytes / GIB:.2f} GiB")
         memory.axhline(devices[d].memory_bytes / GIB, color=color, linestyle="--", linewidth=1.0)
     memory.plot([], [], color="0.3", linestyle="--", linewidth=1.0,
-                label="capacity (above the axis)" if above and all(dev.memory_bytes > max(ceiling, 1.0)
-                                                                   for dev in devices)
-                else "capacity (some above the axis)" if above else "capacity")
-    memory.set_ylim(0, max(ceiling, 1.0) / GIB)
+                label="capacity (above the axis)" if all(above)
+                else "capacity (some above the axis)" if any(above) else "capacity")
+    memory.set_ylim(0, ceiling / GIB)
     memory.set_ylabel("memory (GiB)")
     memory.set_xlabel("time (ms)")
     memory.grid(color="0.9")
