@@ -86,6 +86,8 @@ def test_agent_counts_out_of_range_are_invalid_arguments():
         agent.optimize(env, budget=2**31)  # what a search counts, said in Python's words
     with pytest.raises(goenv.InvalidArgument, match="samples= is the old name of budget="):
         agent.optimize(env, budget=3, samples=5)  # samples silently overrode budget
+    with pytest.raises(goenv.InvalidArgument, match=r"give one of them, not both \(budget=16, samples=8\)"):
+        agent.optimize(env, budget=16, samples=8)  # the default's value, given: a conflict too
     # Options by their type: a bool is no number, numpy scalars are numbers.
     for options in ({"epochs": True}, {"learning_rate": True}, {"hidden": [16]}):
         with pytest.raises(goenv.InvalidArgument, match="must be (a number|an integer), got"):

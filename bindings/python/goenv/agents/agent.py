@@ -159,7 +159,7 @@ class Agent:
         {method, runtime (s), reward, simulator_calls, decisions: {head: (N,) int64}}."""
         return self._agent.teacher(env_argument(env))
 
-    def optimize(self, env: Any, budget: int = 16, start: Any = None, local_search_budget: int = 0, *,
+    def optimize(self, env: Any, budget: int | None = None, start: Any = None, local_search_budget: int = 0, *,
                  seed: int | None = None, samples: int | None = None) -> dict:
         """Policy-guided search on a copy of `env`: an improvement episode of exactly
         `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
@@ -184,12 +184,16 @@ class Agent:
         budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
         replays it. `seed`: proposals from their own generator (the agent's seed and this one):
         the same seed gives the same run, and the agent's own generator is left as it is;
-        None draws from the agent's generator. `samples` is the old name of `budget`."""
+        None draws from the agent's generator. `budget` defaults to 16; `samples` is its old
+        name (one of the two, not both)."""
+        # None, not 16, marks "not given": budget=16 with samples= is a conflict too.
         if samples is not None:  # the old name: one of the two, not both
-            if budget != 16:
+            if budget is not None:
                 raise InvalidArgument(f"samples= is the old name of budget=; give one of them, not both "
                                       f"(budget={budget!r}, samples={samples!r})")
             budget = samples
+        if budget is None:
+            budget = 16
         _check_count("budget", budget, high=2**31 - 1)  # a search's calls are counted in int32
         _check_count("local_search_budget", local_search_budget, low=0)
         described = env_argument(env)
