@@ -327,13 +327,13 @@ def test_a_head_the_task_does_not_decide_is_null_and_the_graph_row_has_its_defau
 
 def test_every_column_has_its_codec_and_encoding(graphs, tmp_path):
     """The per-node start and finish (float32 times) are byte-stream split, then snappy, the
-    decision heads (small integers) zstd, every other column of both files plain snappy: a
+    decision heads (small integers) byte-stream split, then zstd, every other column of both files plain snappy: a
     column whose Parquet leaf path the writer missed would go uncompressed silently."""
     import pyarrow.parquet as pq
 
     labels = _label(graphs, tmp_path / "l", task="joint", cluster="4xgpu-nvlink")
     zstd = {f"{head}.list.element" for head in ("placement", "priority", "fusion")}
-    split = {"start.list.element", "finish.list.element"}
+    split = {"start.list.element", "finish.list.element"} | zstd
     for kind in ("labels", "graphs"):
         for path in labels.files(kind):
             metadata = pq.ParquetFile(path).metadata
@@ -702,16 +702,17 @@ assert "pandas" in sys.modules or importlib.util.find_spec("pandas") is None
 
 
 def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
-    """Version 4 writes a row group per graph, nulls for the heads the task does not decide and
-    every other column required; a folder of an older version (1: one row group per shard; 2:
-    every head in every row; 3: every column optional) still reads, but labelling into it is
+    """Version 5 writes a row group per graph, nulls for the heads the task does not decide,
+    every other column required and the heads byte-stream split; a folder of an older version
+    (1: one row group per shard; 2: every head in every row; 3: every column optional; 4: the
+    heads plain) still reads, but labelling into it is
     refused (its bytes would mix two layouts) unless overwrite=True; an unknown version is
     refused on read."""
     import pyarrow.parquet as pq
 
     out = tmp_path / "l"
     labels = _label(graphs, out)
-    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 4
+    assert labels.manifest["format_version"] == folder.FORMAT_VERSION == 5
     assert [pq.ParquetFile(f).num_row_groups for f in labels.files()] == [2, 2, 1]  # shard_size 2, 5 graphs
     expected = labels.decisions(3)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -721,9 +722,9 @@ def test_older_format_versions_read_but_are_never_added_to(graphs, tmp_path):
     with pytest.raises(goenv.InvalidArgument, match="format version 1.*nothing was changed"):
         _label(graphs, out)
     assert _files(out) == before
-    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 4
-    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 5}))
-    with pytest.raises(goenv.InvalidGraph, match="format version 5"):
+    assert _label(graphs, out, overwrite=True).manifest["format_version"] == 5
+    (out / "manifest.json").write_text(json.dumps({**manifest, "format_version": 6}))
+    with pytest.raises(goenv.InvalidGraph, match="format version 6"):
         goenv.datasets.open_labels(out)
 
 

@@ -41,12 +41,13 @@ from goenv.labels.pipeline import label_in_order
 from goenv.labels.sources import Source, resolve
 
 FORMAT = "goenv-labels"
-# 4: every column required (non-null) in the Parquet schema but the heads the task does not
+# 5: the decision heads byte-stream split (the same values; 4: plain); 4: every column
+# required (non-null) in the Parquet schema but the heads the task does not
 # decide (3: all optional; a head the task does not decide is null in the labels rows, the
 # graph row has the env's defaults; 2: every head in every row; 1: one row group per shard,
 # not per graph): all read.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 FUSION_RULES = 2  # config["fusion_rules"] of fusion and joint labels (label() says why)
 MANIFEST = "manifest.json"
 KINDS = ("graphs", "labels")
