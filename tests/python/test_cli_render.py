@@ -175,6 +175,23 @@ def test_cli_render_writes_a_png(method, tmp_path, capsys):
     assert f"wrote {path}" in capsys.readouterr().out
 
 
+def test_cli_outputs_replace_an_existing_file_only_with_overwrite(tmp_path, capsys):
+    """render -o and train --save/--decision refuse a file that exists (before any work, the
+    file untouched) unless --overwrite; render's default out/ID-METHOD.png is goenv's own name."""
+    kept = tmp_path / "mine.png"
+    kept.write_bytes(b"the user's picture")
+    assert main(["render", ENV_ID, "--method", "expert", "-o", str(kept)]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err and kept.read_bytes() == b"the user's picture"
+    assert main(["render", ENV_ID, "--method", "expert", "-o", str(kept), "--overwrite"]) == 0
+    assert kept.read_bytes()[:8] == PNG_MAGIC
+    for flag in ("--save", "--decision"):
+        checkpoint = tmp_path / f"old{flag}"
+        checkpoint.write_bytes(b"a week of training")
+        assert main(["train", ENV_ID, "--steps", "1000000", flag, str(checkpoint)]) == 2  # refused before training
+        assert "exists; pass --overwrite" in capsys.readouterr().err
+        assert checkpoint.read_bytes() == b"a week of training"
+
+
 def test_cli_demo_compares_placements_and_charts_the_best(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--train-steps", "0"]) == 0
     out = capsys.readouterr().out

@@ -153,10 +153,22 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
                           fusion=fusion, max_fusion_size=env.core.config["max_fusion_size"])
 
 
+def _new_output(path: str, flag: str, overwrite: bool, folder_must_exist: bool = False) -> str:
+    """checked_output_path, and a file already at `path` refused unless --overwrite: a command
+    replaces nothing of the user's without the flag (checked before the work, nothing written)."""
+    target = checked_output_path(path, flag, folder_must_exist=folder_must_exist)
+    if not overwrite and os.path.lexists(path):
+        raise goenv.InvalidArgument(f"{flag} {path}: the file exists; pass --overwrite to replace it "
+                                    f"(nothing was written)")
+    return target
+
+
 def _render(args: argparse.Namespace) -> None:
     if args.output == "":
         raise goenv.InvalidArgument("-o: an empty path (leave -o out for out/ID-METHOD.png)")
-    path = checked_output_path(args.output or os.path.join("out", f"{args.id}-{args.method}.png"), "-o")
+    # out/ID-METHOD.png is goenv's own name, replaced on each run; a path the user gave is kept
+    path = _new_output(args.output, "-o", args.overwrite) if args.output else \
+        checked_output_path(os.path.join("out", f"{args.id}-{args.method}.png"), "-o")
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = FigureCanvasBase.get_supported_filetypes()
@@ -277,7 +289,7 @@ def _train(args: argparse.Namespace) -> None:
 
     for flag, path in (("--save", args.save), ("--decision", args.decision)):
         if path is not None:  # refused now, not after training
-            checked_output_path(path, flag, folder_must_exist=True)
+            _new_output(path, flag, args.overwrite, folder_must_exist=True)
     for flag, count in (("--steps", args.steps), ("--samples", args.samples)):
         if count < 1:  # refused now, not after training
             raise goenv.InvalidArgument(f"{flag} must be a positive integer, got {count}")
@@ -459,7 +471,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--method", default="current",
                         help="a baseline (goenv.baselines.list()) or current: the env's initial decisions "
                              "(default: %(default)s)")
-    render.add_argument("-o", "--output", help="image path, .png/.svg/.pdf (default: out/ID-METHOD.png)")
+    render.add_argument("-o", "--output", help="image path, .png/.svg/.pdf (default: out/ID-METHOD.png, replaced "
+                                               "on each run)")
+    render.add_argument("--overwrite", action="store_true", help="replace the -o file if it exists")
     render.set_defaults(run=_render)
     baselines = commands.add_parser("baselines", parents=[options],
                                     help="every baseline (or --methods) on an env: runtime, speedup, / lower bound")
@@ -504,6 +518,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--decision", metavar="FILE",
                        help="save the result's decisions to FILE, as given (.npz data: placement, priority, "
                             "fusion per node)")
+    train.add_argument("--overwrite", action="store_true", help="replace the --save and --decision files if they exist")
     train.add_argument("--imitate", type=int, nargs="?", const=200, default=0, metavar="STEPS",
                        help="first imitate the teacher for STEPS Adam steps (default when given: %(const)s); "
                             "with --workers the learner imitates, then PPO on the workers goes on from it")
