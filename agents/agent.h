@@ -67,6 +67,7 @@
 
 #include "agents/config.h"
 #include "envs/env.h"
+#include "envs/start.h"
 
 namespace goenv::agents {
 
@@ -250,9 +251,11 @@ class Agent {
   // found on it (the kept teacher, simulated then), then, when
   // local_search_budget > 0, local search ("local-search" baseline) from the
   // best with that many calls. Never worse than the greedy decision; every
-  // simulation it makes is counted.
+  // simulation it makes is counted. `start_budget`: the most calls a baseline
+  // named as `start` may make to find it (outside `budget`, counted in start_calls).
   OptimizeResult optimize(const Env& env, std::int64_t budget, const std::string& start = "",
-                          std::int64_t local_search_budget = 0, std::int64_t seed = -1);
+                          std::int64_t local_search_budget = 0, std::int64_t seed = -1,
+                          std::int64_t start_budget = kStartBudget);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;

@@ -164,10 +164,11 @@ Solution solution_of(const Env& env, const std::vector<std::vector<std::int64_t>
 }  // namespace
 
 OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
-                        std::int64_t local_search_budget, std::int64_t seed_of_run) {
+                        std::int64_t local_search_budget, std::int64_t seed_of_run, std::int64_t start_budget) {
   GOENV_CHECK(budget >= 1 && budget <= std::numeric_limits<int>::max(), InvalidArgument,
               "budget must be in [1, " << std::numeric_limits<int>::max() << "] simulator calls, got " << budget);
   GOENV_CHECK(local_search_budget >= 0, InvalidArgument, "local_search_budget must be >= 0, got " << local_search_budget);
+  GOENV_CHECK(start_budget >= 0, InvalidArgument, "start_budget must be >= 0, got " << start_budget);
   model.check_env(prototype);
   const ThreadScope threads(model.config.num_threads);
   // An improvement episode of `budget` steps on a copy, read at the policy's observation version.
@@ -179,7 +180,7 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
   OptimizeResult result;
   result.env_id = prototype.id();
   Solution from = prototype.has_start() ? prototype.start() : env->initial_decisions();
-  if (!start.empty()) from = start_decisions(*env, start, &result.start_calls);
+  if (!start.empty()) from = start_decisions(*env, start, &result.start_calls, start_budget);
   // Named: the argument, else the env's named start; decisions set on the env are "given".
   const std::string& named = prototype.config().start;
   result.start = !start.empty() ? start : !named.empty() ? named : prototype.has_start() ? "given" : "default";

@@ -32,9 +32,11 @@ EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deter
 // is reported, the start's too (result.start_calls).
 // `seed` >= 0: proposals drawn from their own generator (config.seed, seed):
 // reproducible runs that leave the agent's sampling generator alone; -1: the
-// agent's generator.
+// agent's generator. `start_budget`: the most calls a baseline named as `start`
+// may make to find it (outside `budget`, counted in start_calls).
 OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const std::string& start,
-                        std::int64_t local_search_budget, std::int64_t seed = -1);
+                        std::int64_t local_search_budget, std::int64_t seed = -1,
+                        std::int64_t start_budget = kStartBudget);
 
 // After a new best the policy is read again at most once per policy_read_gap(budget)
 // calls: after every improvement up to kShortSearch calls (the zero-shot searches),

@@ -14,14 +14,14 @@ bool is_default(const std::string& name) { return name.empty() || name == "defau
 
 }  // namespace
 
-Solution start_decisions(Env& env, const std::string& name, std::int64_t* simulator_calls) {
+Solution start_decisions(Env& env, const std::string& name, std::int64_t* simulator_calls, std::int64_t budget) {
   if (simulator_calls != nullptr) *simulator_calls = 0;
   if (is_default(name)) return env.initial_decisions();
   // A fresh copy: the baseline starts from the initial decisions, not the episode's.
   EnvConfig config = env.config();
   config.start.clear();
   const auto copy = make_env_on_graph(env.task(), env.graph_ptr(), env.cluster(), config);
-  const BaselineResult r = solve_baseline(*copy, name, {kStartBudget, 0});
+  const BaselineResult r = solve_baseline(*copy, name, {budget, 0});
   if (simulator_calls != nullptr) *simulator_calls = r.simulator_calls + 1;
   GOENV_CHECK(!r.oom && !r.invalid, InvalidArgument,
               env.id() << ": start '" << name << "' is infeasible: "

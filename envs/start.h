@@ -10,7 +10,8 @@
 
 namespace goenv {
 
-// Simulator calls a search baseline may spend when it is named as a start.
+// Simulator calls a search baseline may spend when it is named as a start
+// (unless the caller says otherwise: start_decisions' `budget`, optimize's start_budget).
 inline constexpr std::int64_t kStartBudget = 1000;
 
 // The decisions a start name stands for on `env`'s graph and cluster:
@@ -20,7 +21,9 @@ inline constexpr std::int64_t kStartBudget = 1000;
 // baselines of the env's task); InvalidArgument when the baseline's decisions
 // are infeasible. Deterministic. `simulator_calls` (if given) receives the
 // calls the baseline made plus the one that measured its decisions (0 for "default").
-Solution start_decisions(Env& env, const std::string& name, std::int64_t* simulator_calls = nullptr);
+// `budget`: the most simulator calls the baseline may make (a heuristic makes none).
+Solution start_decisions(Env& env, const std::string& name, std::int64_t* simulator_calls = nullptr,
+                         std::int64_t budget = kStartBudget);
 
 // make_env's last step: set_start(start_decisions(config.start)) when the
 // config names a start other than the default.

@@ -152,6 +152,30 @@ def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_en
         agent.optimize(branchy_env, budget=0)
 
 
+def test_optimize_start_budget_bounds_the_calls_a_named_start_spends(branchy_env):
+    """A search baseline named as the start spent a fixed 1,000 calls the caller could not set:
+    start_budget sets it, outside budget, and start_calls reports it."""
+    agent = agents.GO(branchy_env, seed=0, num_threads=1)
+    for start_budget in (10, 0):
+        searched = goenv.baselines.solve(branchy_env, "local-search", budget=start_budget)
+        result = agent.optimize(branchy_env, budget=4, start="local-search", start_budget=start_budget, seed=0)
+        assert result["start_calls"] == searched["simulator_calls"] + 2 == start_budget + 2  # + measuring, + episode
+        assert result["simulator_calls"] == 4 + result["start_calls"] and len(result["curve"]) == 4
+        assert result["start_runtime"] == pytest.approx(searched["runtime"], rel=1e-12)
+    default = agent.optimize(branchy_env, budget=4, start="local-search", seed=0)
+    assert default["start_calls"] == goenv.baselines.solve(branchy_env, "local-search")["simulator_calls"] + 2
+    heft = agent.optimize(branchy_env, budget=4, start="heft", start_budget=7, seed=0)
+    assert heft["start_calls"] == 2  # a heuristic makes no call: the budget only bounds
+    n = branchy_env.unwrapped.graph.num_nodes
+    for start, shown in ((None, "None"), ("", "''"), (np.zeros(n, dtype=np.int64), "decisions")):
+        with pytest.raises(goenv.InvalidArgument, match=f"start_budget applies to a start given by name .*"
+                                                         f"got start={shown} with start_budget=5"):
+            agent.optimize(branchy_env, budget=4, start=start, start_budget=5)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(goenv.InvalidArgument, match=r"start_budget must be an integer in \[0, 2\*\*63\)"):
+            agent.optimize(branchy_env, budget=4, start="local-search", start_budget=bad)
+
+
 def test_optimize_starts_from_given_decisions_or_the_envs_own_start():
     """A start of decisions, given to optimize or set on the env (set_start), is where the search
     starts (it used to be dropped on the way to the C++ agent, which then started from the

@@ -160,7 +160,7 @@ class Agent:
         return self._agent.teacher(env_argument(env))
 
     def optimize(self, env: Any, budget: int | None = None, start: Any = None, local_search_budget: int = 0, *,
-                 seed: int | None = None, samples: int | None = None) -> dict:
+                 seed: int | None = None, samples: int | None = None, start_budget: int | None = None) -> dict:
         """Policy-guided search on a copy of `env`: an improvement episode of exactly
         `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
         name, or given decisions as reset's options take them: {head: (N,) values}, an array
@@ -176,10 +176,15 @@ class Agent:
         best costs no call;
         the best is kept, so the result is never worse than the start.
         Then local search from the best with `local_search_budget` calls when > 0.
+        A start named by a search baseline ("local-search", "random-search", "genetic", ...) is
+        found with up to `start_budget` calls of its own (default 1,000; heuristics make none,
+        "best-heuristic" one per heuristic), outside `budget`; start_budget needs `start` to be
+        a name (the env's own start was found when it was made).
         Returns {decisions: {head: (N,) int64}, runtime (s), start, start_runtime,
         greedy_runtime, initial_runtime, source ("start" | "greedy" | "policy" | "training" |
-        "local-search"), start_calls (finding and measuring the start), simulator_calls
-        (all it made: start, budget, local search), policy_reads (forwards of the policy: after
+        "local-search"), start_calls (finding and measuring the start: a named baseline's own
+        calls + 2, else 1; + 1 or 2 when training's best is measured too), simulator_calls
+        (all it made: start_calls + budget + local search's calls and measurements), policy_reads (forwards of the policy: after
         a new best: after each up to 16 calls, else at most 4 more times), curve (best runtime after each of the
         budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
         replays it. `seed`: proposals from their own generator (the agent's seed and this one):
@@ -196,6 +201,14 @@ class Agent:
             budget = 16
         _check_count("budget", budget, high=2**31 - 1)  # a search's calls are counted in int32
         _check_count("local_search_budget", local_search_budget, low=0)
+        if start_budget is None:
+            start_budget = START_BUDGET
+        else:  # only a named start is solved here: refused where it would go unused
+            _check_count("start_budget", start_budget, low=0)
+            if not (isinstance(start, str) and start):
+                shown = repr(start) if start is None or isinstance(start, str) else "decisions"
+                raise InvalidArgument(f"start_budget applies to a start given by name (start='local-search', ...), "
+                                      f"got start={shown} with start_budget={start_budget!r}")
         described = env_argument(env)
         if start is not None and not isinstance(start, str):  # given decisions: the copy's own start
             if isinstance(described, str):
@@ -207,7 +220,7 @@ class Agent:
         if seed is not None:
             _check_count("seed", seed, low=0)
         return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
-                                    -1 if seed is None else int(seed))
+                                    -1 if seed is None else int(seed), int(start_budget))
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
@@ -392,6 +405,9 @@ def load_bytes(data: bytes, device: str | None = None) -> Agent:
     agent._agent.from_bytes(data, _device_option(device))
     return agent
 
+
+# Calls a search baseline named as optimize's start may make by default (envs/start.h's kStartBudget).
+START_BUDGET = 1000
 
 # The most devices a goenv.Cluster has (core/cluster.h's kMaxDevices).
 MAX_DEVICES = 256
