@@ -31,6 +31,15 @@ void check_observation(const PolicySpec& spec, const ObservationDims& dims, cons
   finite(o.node_features, n * o.node_feature_dim, "node_features");
   finite(o.node_state, b * n * o.node_state_dim, "node_state");
   finite(o.globals, b * o.global_dim, "globals");
+  // decision_mode="node" marks the one node to decide in 'current' (0 everywhere otherwise): the
+  // policy decides whole graphs, and its (N,) answer is not the Discrete action that env takes.
+  const std::int64_t current = proposals::state_column(o.node_state_dim, "current");
+  for (std::int64_t row = 0; row < b * n; ++row)
+    GOENV_CHECK(o.node_state[row * o.node_state_dim + current] == 0.f, InvalidArgument,
+                "observation is of an env with decision_mode='node' (its node_state marks node "
+                    << row % n << (b > 1 ? " of observation " + std::to_string(row / n) : std::string())
+                    << " as the one to decide): the agents decide whole graphs; pass an observation of an env "
+                       "with decision_mode='graph' (the default), whose action is the (N,) array act() returns");
   for (std::int64_t row = 0; row < b * n; ++row) {
     const std::int8_t* mask = o.action_mask + row * o.action_mask_width;
     int offset = 0;

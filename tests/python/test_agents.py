@@ -411,6 +411,23 @@ def test_act_refuses_non_finite_observations_and_empty_masks():
     assert agent.act(obs).shape == (env.core.num_nodes,)  # the good observation still acts
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_act_refuses_node_mode_observations(version):
+    # decision_mode="node" takes one Discrete choice per step; act() answered with a whole-graph array.
+    env = placement_env(observation_version=version)
+    agent = small(env=env)
+    node_env = placement_env(decision_mode="node", observation_version=version)
+    obs, _ = node_env.reset(seed=0)
+    first = int(np.asarray(node_env.graph.topological_order)[0])  # the node a node-mode episode decides first
+    with pytest.raises(goenv.InvalidArgument, match=rf"observation is of an env with decision_mode='node' \(its "
+                                                    rf"node_state marks node {first} as the one to decide\).*"
+                                                    r"decision_mode='graph' \(the default\)"):
+        agent.act(obs)
+    with pytest.raises(goenv.InvalidArgument, match="node .* of observation 0 as the one to decide"):
+        agent.act({k: np.stack([v, v]) for k, v in obs.items()})  # a stacked batch too
+    assert agent.act(env.reset(seed=0)[0]).shape == (env.core.num_nodes,)
+
+
 def test_num_threads_is_bounded_by_the_shared_thread_limit():
     limit = goenv._core.MAX_THREADS
     small(num_threads=limit)  # the limit itself is fine
