@@ -84,10 +84,20 @@ std::vector<std::vector<std::int64_t>> Actor::act(Model& model, const Observatio
   GOENV_CHECK(o.batch >= 1 && o.num_nodes >= 1 && o.num_edges >= 0, InvalidArgument,
               "observation needs batch >= 1 and nodes >= 1, got batch " << o.batch << ", " << o.num_nodes << " nodes");
   const bool pairs = model.spec.any_devices();
-  GOENV_CHECK(!pairs || (o.device_features != nullptr && o.num_devices >= 1 &&
-                         o.device_feature_dim == static_cast<int>(device_feature_names().size())),
-              InvalidArgument, "this policy scores (unit, device) pairs: it needs the observation's device_features ("
-                                   << device_feature_names().size() << " columns; observation version 2, e.g. a -v2 id)");
+  const int device_feature_dim = static_cast<int>(device_feature_names().size());
+  GOENV_CHECK(!pairs || o.device_features != nullptr, InvalidArgument,
+              "this policy scores (unit, device) pairs: it needs the observation's device_features ("
+                  << device_feature_dim << " columns; observation version 2, e.g. a -v2 id)");
+  // Width and rows are checked before the spec: a wrong one surfaced as a node_state_dim mismatch.
+  GOENV_CHECK(!pairs || o.device_feature_dim == device_feature_dim, InvalidArgument,
+              "observation['device_features'] has " << o.device_feature_dim << " columns, this policy (it scores "
+                  "(unit, device) pairs) needs " << device_feature_dim << " (one per device_feature_names())");
+  // One row per device: as many as action_mask's placement columns.
+  const int mask_devices = o.action_mask_width - model.spec.action_mask_width();
+  GOENV_CHECK(!pairs || (o.num_devices >= 1 && o.num_devices == mask_devices), InvalidArgument,
+              "observation['device_features'] is (D, Fd) = (" << o.num_devices << ", " << o.device_feature_dim
+                  << "), one row per device, but action_mask's placement columns (one per device) are " << mask_devices
+                  << " of its " << o.action_mask_width << ": both must count the env's devices");
   const int d = pairs ? o.num_devices : 0;
   PolicySpec seen = model.spec;
   seen.node_feature_dim = o.node_feature_dim;

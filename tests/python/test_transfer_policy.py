@@ -70,6 +70,27 @@ def test_a_version_1_observation_is_refused_with_what_is_missing(trained):
         agent.act(obs)
 
 
+def test_a_cut_down_device_features_is_named_with_both_widths(trained):
+    # Fewer columns or rows than the env's were blamed on node_state_dim (or named without the width given).
+    agent, _ = trained
+    obs, _ = goenv.make("placement-rnnlm-2", cluster="4xgpu-nvlink").reset(seed=0)
+    features = obs["device_features"]
+    stacked = {k: np.stack([v, v]) for k, v in obs.items()}
+    for base in (obs, stacked):
+        narrow = {**base, "device_features": base["device_features"][..., :10]}
+        with pytest.raises(goenv.InvalidArgument, match=rf"observation\['device_features'\] has 10 columns, this "
+                                                        rf"policy .* needs {features.shape[1]} "):
+            agent.act(narrow)
+        for rows in (0, 3, 5):
+            cut = {**base, "device_features": np.resize(base["device_features"], (*base["device_features"].shape[:-2],
+                                                                                rows, features.shape[1]))}
+            with pytest.raises(goenv.InvalidArgument, match=rf"observation\['device_features'\] is \(D, Fd\) = \({rows}, "
+                                                            rf"{features.shape[1]}\), one row per device, but action_mask's "
+                                                            r"placement columns \(one per device\) are 4 of its 4"):
+                agent.act(cut)
+    assert agent.act(obs).shape == (obs["node_state"].shape[0],)  # the whole one still acts
+
+
 def test_absolute_device_ids_still_serve_one_device_count():
     agent = agents.GO(seed=0, hidden=16, envs_per_graph=2)
     agent.train(["placement-rnnlm-2"], total_steps=2, progress=False)
