@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <unordered_map>
 
 #include "agents/imitation.h"
 #include "agents/proposals.h"
@@ -57,6 +59,43 @@ void check_observation(const PolicySpec& spec, const ObservationDims& dims, cons
                                            "device_features");
 }
 
+// A colocation group is placed as one decision among the devices all its members allow: with
+// none, every choice of the group is masked and the argmax returned a forbidden one.
+void check_groups(const PolicySpec& spec, const ObservationDims& dims, const ObservationBatch& o) {
+  const auto placement = std::find(spec.heads.begin(), spec.heads.end(), Head::kPlacement);
+  if (o.colocation == nullptr || placement == spec.heads.end()) return;
+  const auto head = static_cast<std::size_t>(placement - spec.heads.begin());
+  int offset = 0;
+  for (std::size_t h = 0; h < head; ++h) offset += dims.choices[h];
+  const int choices = dims.choices[head];
+  const auto listed = [&](const std::vector<char>& allowed) {
+    std::ostringstream os;
+    for (int c = 0; c < choices; ++c)
+      if (allowed[c]) os << (os.tellp() > 0 ? ", " : "") << c;
+    return "[" + os.str() + "]";
+  };
+  for (std::int64_t b = 0; b < o.batch; ++b) {
+    std::unordered_map<std::int32_t, std::vector<char>> shared;  // group -> devices its members so far allow
+    for (std::int64_t v = 0; v < o.num_nodes; ++v) {
+      const std::int32_t group = o.colocation[v];
+      if (group < 0) continue;
+      const std::int8_t* mask = o.action_mask + (b * o.num_nodes + v) * o.action_mask_width + offset;
+      const std::vector<char> own(mask, mask + choices);
+      const auto [it, fresh] = shared.try_emplace(group, own);
+      if (fresh) continue;
+      std::vector<char> both(choices);
+      for (int c = 0; c < choices; ++c) both[c] = it->second[c] && own[c];
+      GOENV_CHECK(std::find(both.begin(), both.end(), 1) != both.end(), InvalidArgument,
+                  "colocation group " << group << (o.batch > 1 ? " of observation " + std::to_string(b) : std::string())
+                                      << " has no device all its members allow: the members before node " << v
+                                      << " allow " << listed(it->second) << ", its action_mask allows " << listed(own)
+                                      << " (a group is placed as one decision; pass colocation ids whose groups "
+                                         "share an allowed device, or none)");
+      it->second = std::move(both);
+    }
+  }
+}
+
 }  // namespace
 
 const GraphTensors& Actor::graph_for(const Model& model, const ObservationBatch& o) {
@@ -109,6 +148,7 @@ std::vector<std::vector<std::int64_t>> Actor::act(Model& model, const Observatio
               "action_mask has " << o.action_mask_width << " columns, the policy's heads need " << dims.action_mask
                                  << " (" << model.spec.describe() << ")");
   check_observation(model.spec, dims, o);
+  check_groups(model.spec, dims, o);
   const ThreadScope threads(model.config.num_threads);
   torch::NoGradGuard no_grad;
   const GraphTensors& graph = graph_for(model, o);

@@ -322,6 +322,29 @@ def test_act_with_colocation_keeps_groups_on_one_device():
         agent.act(obs, colocation=colocation[:-1])
 
 
+def test_act_refuses_a_colocation_group_whose_members_share_no_allowed_device():
+    # Every choice of such a group is masked: act returned one of them anyway.
+    env = goenv.make("placement-transformer-xl-2")
+    obs, _ = env.reset(seed=0)
+    colocation = np.asarray(env.unwrapped.graph.colocation)
+    group = colocation[colocation >= 0][0]
+    first, last = np.flatnonzero(colocation == group)[[0, -1]]
+    bad = {k: np.array(v, copy=True) for k, v in obs.items()}
+    bad["action_mask"][first] = [1, 0]
+    bad["action_mask"][last] = [0, 1]
+    agent, twin = small(agents.GO, env=env), small(agents.GO, env=env)
+    message = (rf"colocation group {group} {{}}has no device all its members allow: the members before node {last} "
+               r"allow \[0\], its action_mask allows \[1\]")
+    with pytest.raises(goenv.InvalidArgument, match=message.format("")):
+        agent.act(bad, colocation=colocation)
+    with pytest.raises(goenv.InvalidArgument, match=message.format("of observation 1 ")):
+        agent.act({k: np.stack([obs[k], bad[k]]) for k in obs}, colocation=colocation)
+    # Nothing drawn: the refused agent samples as its twin does; node by node the mask is kept.
+    np.testing.assert_array_equal(agent.act(obs, colocation=colocation), twin.act(obs, colocation=colocation))
+    alone = agent.act(bad)
+    assert alone[first] == 0 and alone[last] == 1
+
+
 def test_train_is_collect_then_update_and_splits_across_agents():
     """train() == set_envs + collect/update in turn, also when a second agent (a
     rollout worker) samples with the first one's published weights."""
