@@ -355,6 +355,51 @@ def test_cluster_validation():
     assert set(PRESETS) <= set(goenv.clusters.list())
 
 
+def test_device_link_and_cluster_json_name_a_missing_or_mistyped_argument():
+    # These were pybind11 signature dumps that did not say which argument was wrong.
+    for call, message in [
+        (lambda: goenv.Device(), "goenv.Device needs name, a string"),
+        (lambda: goenv.Device("g"), r"goenv.Device needs peak_flops, a number \(FLOP/s\)"),
+        (lambda: goenv.Device(5, peak_flops=1e12, memory_bandwidth=1e11, memory_bytes=1e9),
+         "goenv.Device: name must be a string, got int 5"),
+        (lambda: goenv.Device("g", peak_flops="1e12", memory_bandwidth=1e11, memory_bytes=1e9),
+         r"goenv.Device: peak_flops must be a number \(FLOP/s\), got str '1e12'"),
+        (lambda: goenv.Device("g", kind=None, peak_flops=1e12, memory_bandwidth=1e11, memory_bytes=1e9),
+         "goenv.Device: kind must be 'cpu', 'gpu' or 'tpu', got NoneType None"),
+        (lambda: goenv.Link(), r"goenv.Link needs src, an integer \(a device index\)"),
+        (lambda: goenv.Link(0, 1), r"goenv.Link needs bandwidth, a number \(bytes/s\)"),
+        (lambda: goenv.Link(0, 1.5, 1e9), r"goenv.Link: dst must be an integer \(a device index\), got float 1.5"),
+        (lambda: goenv.Link(0, 1, "fast"), r"goenv.Link: bandwidth must be a number \(bytes/s\), got str 'fast'"),
+        (lambda: goenv.Link(0, 1, 1e9, channel="a"), "goenv.Link: channel must be an integer, or None .*got str 'a'"),
+        (lambda: goenv.Link(0, 1, 1e9, channel=-1), r"channel must be >= 0 \(or None: a channel of its own\), got -1"),
+        (lambda: goenv.Cluster.from_json(None), r"Cluster.from_json's json \(the text to_json\(\) gives\) must be a "
+                                                "string, got NoneType"),
+    ]:
+        with pytest.raises(goenv.InvalidArgument, match=message):
+            call()
+    gpu = goenv.Device("g", "gpu", 1e12, 1e11, np.int64(10**9))  # positional and numpy numbers, as before
+    assert gpu.memory_bytes == 1e9 and goenv.Link(0, 1, 1e9, 5e-6, np.int64(3)).channel == 3
+    cluster = goenv.clusters.get("2xgpu-nvlink")
+    assert goenv.Cluster.from_json(cluster.to_json().encode()).name == cluster.name  # bytes, as before
+
+
+def test_a_link_without_a_channel_gets_one_of_its_own():
+    # latency had a default that could not be used: channel, after it, was required.
+    link = goenv.Link(0, 1, 1e9)
+    assert link.latency == 0.0 and link.channel is None
+    gpu = goenv.Device("g", "gpu", peak_flops=1e12, memory_bandwidth=1e11, memory_bytes=1e9)
+    pairs = [(s, d) for s in range(3) for d in range(3) if s != d]
+    given = {(0, 2): 1, (2, 1): 0}  # channels given to two links; the others take the lowest free ones
+    cluster = goenv.Cluster("own", [gpu] * 3, [goenv.Link(s, d, 1e9, 1e-6, channel=given.get((s, d))) for s, d in pairs])
+    channels = {(l.src, l.dst): l.channel for l in cluster.links}
+    assert channels == {(0, 1): 2, (0, 2): 1, (1, 0): 3, (1, 2): 4, (2, 0): 5, (2, 1): 0}
+    assert [l.channel for l in goenv.Cluster.from_json(cluster.to_json()).links] == [l.channel for l in cluster.links]
+    # One channel per ordered pair, as the presets have.
+    explicit = goenv.Cluster("own", [gpu] * 3, [goenv.Link(s, d, 1e9, 1e-6, channel=i) for i, (s, d) in enumerate(pairs)])
+    default = goenv.Cluster("own", [gpu] * 3, [goenv.Link(s, d, 1e9, 1e-6) for s, d in pairs])
+    assert [l.channel for l in default.links] == [l.channel for l in explicit.links]
+
+
 # ------------------------------------------------------------ numpy views
 
 
