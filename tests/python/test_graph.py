@@ -8,6 +8,7 @@ import math
 import os
 import pickle
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -524,6 +525,11 @@ def test_from_arrays_and_simulate_say_what_is_wrong_with_a_column():
     graph = goenv.Graph.from_arrays(edges, flops=[1e9, 2e9, 3e9])
     with pytest.raises(goenv.InvalidArgument, match="priority must be real numbers, got complex"):
         goenv.simulate(graph, "2xgpu-nvlink", priority=np.full(3, 1 + 5j))
+    for size in ("3", 2.5, True, 0, 2**31):  # a pybind11 signature dump for a non-int, and a bool was 1
+        with pytest.raises(goenv.InvalidArgument, match=rf"max_fusion_size must be an integer in \[1, 2\*\*31\), "
+                                                        rf"got {re.escape(repr(size))}$"):
+            goenv.simulate(graph, "2xgpu-nvlink", fusion=[1, 1, 1], max_fusion_size=size)
+    assert goenv.simulate(graph, "2xgpu-nvlink", fusion=[1, 1, 1], max_fusion_size=np.int64(2)).runtime > 0
 
 
 def test_builders_at_the_ends_of_their_parameter_ranges():

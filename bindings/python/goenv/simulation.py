@@ -6,7 +6,7 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import Cluster, Graph, SimulationResult
-from goenv.arguments import checked_flag
+from goenv.arguments import checked_flag, checked_int
 from goenv.clusters import get as get_cluster
 
 
@@ -23,6 +23,8 @@ def simulate(graph: Graph, cluster: str | Cluster, placement: np.ndarray | None 
     Returns runtime (s), per-device peak memory (bytes) and busy time, the oom and
     invalid flags, per-node start/finish/device, and the transfers. The GIL is released.
     """
+    # Checked here: pybind11's refusal of a non-int is a signature dump that does not name it.
+    max_fusion_size = checked_int("max_fusion_size", max_fusion_size, 1, 2**31 - 1)
     return _core.simulate(graph, get_cluster(cluster), placement, priority, fusion, max_fusion_size)
 
 
