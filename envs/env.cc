@@ -59,7 +59,8 @@ Env::Env(std::string id, const TaskSpec& task, GraphPtr graph, Cluster cluster, 
   static_obs_ = goenv::static_observation(graph_);
   device_features_ = std::make_shared<const std::vector<float>>(
       config_.observation_version >= 2 ? goenv::device_features(this->cluster()) : std::vector<float>{});
-  GOENV_CHECK(config_.max_fusion_size >= 1, InvalidArgument, "max_fusion_size must be >= 1");
+  GOENV_CHECK(config_.max_fusion_size >= 1, InvalidArgument,
+              "max_fusion_size must be >= 1, got " << config_.max_fusion_size);
   fuses_ = std::find(heads_.begin(), heads_.end(), Head::kFusion) != heads_.end();
   lower_bound_ = lower_bound(*graph_, this->cluster(), /*fusion=*/fuses_);
   if (fuses_) fused_.emplace(simulator_);  // shares the simulator's tables

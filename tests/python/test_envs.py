@@ -531,6 +531,8 @@ def test_unknown_graph_parameter():
     (dict(decision_mode="bogus"), "decision_mode"),
     (dict(priority_levels=1), "priority_levels"),
     (dict(invalid_penalty=math.nan), "invalid_penalty"),
+    (dict(max_fusion_size=0), "max_fusion_size must be >= 1, got 0$"),  # the value was not shown
+    (dict(max_fusion_size=-7), "max_fusion_size must be >= 1, got -7$"),
 ])
 def test_bad_env_options(options, message):
     with pytest.raises(goenv.InvalidArgument, match=message):
