@@ -263,5 +263,12 @@ def test_ray_cleanup_runs_to_its_end_through_ctrl_c(python_sigint):
             assert not pressed
         time.sleep(0.05)
         assert pressed == [signal.SIGINT]
+        with interrupts_held():  # two held: both delivered (goenv train's second Ctrl-C stops at once)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        time.sleep(0.05)
+        assert pressed == [signal.SIGINT] * 3
     finally:
         signal.signal(signal.SIGINT, previous)

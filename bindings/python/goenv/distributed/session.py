@@ -96,7 +96,9 @@ def interrupts_held():
     """Ctrl-C is held until the block is done, then delivered to the handler there was before
     (a KeyboardInterrupt, or `goenv train`'s "stop after this update"): a KeyboardInterrupt in
     the middle of Ray's shutdown leaves its processes (dashboard and runtime-env agents) running
-    after the driver exits. Signals reach only the main thread; elsewhere the block runs as it is."""
+    after the driver exits. Each Ctrl-C held is delivered, in order: two pressed in the block are
+    `goenv train`'s "stop at once", as outside it. Signals reach only the main thread; elsewhere
+    the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -106,5 +108,5 @@ def interrupts_held():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        if pressed:
+        for _ in pressed:  # a handler that raises (the default's KeyboardInterrupt) ends the loop
             signal.raise_signal(signal.SIGINT)
