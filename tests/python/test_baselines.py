@@ -49,6 +49,28 @@ def test_unknown_names_raise_not_found(placement_env):
         baselines.list("no-such-task")
 
 
+@pytest.mark.parametrize("disabled", [False, True])
+def test_progress_bars_follow_tqdm_disable(disabled, tmp_path):
+    """A bar asked for (progress=True) is tqdm's with its own defaults, so TQDM_DISABLE=1 turns it
+    off (an explicit disable=False overrode the variable); progress=False draws none either way."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import goenv, sys; from goenv import baselines\n"
+              "baselines.table('placement-transformer-xl-2', methods='single', progress=True)\n"
+              "baselines.table('placement-transformer-xl-2', methods='expert', progress=False)\n"
+              "goenv.datasets.generate('random-series-parallel', 2, sys.argv[1], params={'num_nodes': 20}, progress=True)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    if disabled:
+        env["TQDM_DISABLE"] = "1"
+    err = subprocess.run([sys.executable, "-c", script, str(tmp_path / "d")], env=env, capture_output=True, text=True,
+                         check=True).stderr
+    assert ("baselines on placement-transformer-xl-2" in err) is not disabled, err
+    assert ("generate random-series-parallel" in err) is not disabled, err
+    assert "expert" not in err
+
+
 def test_an_env_id_a_single_method_and_a_bad_name_are_taken_as_meant():
     # As the agents' methods: an env id is an env; one method name is one method (table iterated
     # its letters: "unknown baseline 'h'"); a name that is no string is a clear error.

@@ -31,6 +31,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv import text
 from goenv.arguments import checked_int
+from goenv.progress import progress_bar
 
 __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities", "solve", "table"]
 
@@ -133,14 +134,9 @@ def table(env: Any, methods: Iterable[str] | None = None, budget: int = 1000, pr
     for name in names:  # every name known before any runs: a typo costs no baseline's time
         info(_checked_name(name))
     rows = []
-    iterator = names
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(names, desc=f"baselines on {core.id}", unit="method")
+    iterator = progress_bar(progress, names, desc=f"baselines on {core.id}", unit="method")
     for name in iterator:
-        if progress:
-            iterator.set_postfix_str(name)
+        iterator.set_postfix_str(name)
         r = solve(core, name, budget=budget, seed=seed)
         rows.append({
             "method": name,

@@ -28,12 +28,11 @@ import threading
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm import tqdm
-
 import goenv
 import goenv._core as _core
 from goenv import text
 from goenv.files import checked_output_path, output_folder, write_atomic
+from goenv.progress import progress_bar
 from goenv.envs import parse_gym_id
 from goenv.render import save_gantt
 
@@ -103,8 +102,8 @@ def _description(env_id: str) -> tuple[str, dict]:
 def _list(args: argparse.Namespace) -> None:
     ids = goenv.list_envs()
     graphs = {}  # every task shares its graph: build each once
-    for name in tqdm(sorted({_graph_name(env_id) for env_id in ids}), desc="building graphs", leave=False,
-                     disable=None):
+    for name in progress_bar(_bars(), sorted({_graph_name(env_id) for env_id in ids}), desc="building graphs",
+                             leave=False):
         graph, cluster = goenv.datasets.load(name), goenv.clusters.get(goenv.datasets.info(name)["default_cluster"])
         graphs[name] = [graph.num_nodes, graph.num_edges, cluster.name, cluster.num_devices]
     _print_table(["id", "nodes", "edges", "default cluster", "devices"],

@@ -56,6 +56,7 @@ import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 from goenv.arguments import as_command_line, checked_flag, checked_int, checked_number, is_count
 from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.progress import progress_bar
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
@@ -433,13 +434,11 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
 
 
 def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress, total, done):
-    from tqdm import tqdm
-
     jobs = iter([(shard, i) for shard in todo for i in range(shard["first"], shard["first"] + shard["count"])])
     window = 4 * workers  # graphs in flight: bounds memory, keeps every worker busy
     blobs: dict[int, list[bytes]] = collections.defaultdict(list)
-    bar = tqdm(total=total, initial=done, disable=not progress, desc=f"generate {family}", unit="graph",
-               dynamic_ncols=True)
+    bar = progress_bar(progress, total=total, initial=done, desc=f"generate {family}", unit="graph",
+                       dynamic_ncols=True)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="goenv-generate")
     try:
         in_flight: collections.deque = collections.deque()

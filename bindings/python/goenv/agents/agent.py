@@ -13,6 +13,7 @@ from goenv.agents import registry
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
 from goenv.arguments import checked_bytes, checked_flag, checked_int
 from goenv.files import checked_output_path, read_regular_file, write_atomic
+from goenv.progress import progress_bar
 
 _NATIVE = None
 
@@ -83,8 +84,6 @@ class Agent:
         metrics.csv as training goes and training_curve.png at the end.
         Returns the metrics of every update (step, mean_reward, mean_runtime,
         best_runtime, mean_speedup, best_speedup, losses, ...)."""
-        from tqdm.auto import tqdm
-
         from goenv.agents.training_log import TrainingLog, reference_runtimes
 
         _check_count("total_steps", total_steps)
@@ -96,7 +95,7 @@ class Agent:
             log = TrainingLog(log_dir, title=f"{type(self).__name__} on {title(described)}",
                               references=reference_runtimes(one) if one is not None else None)
         history: list[dict] = []
-        bar = tqdm(total=int(total_steps), unit="step", disable=not progress, desc=type(self).__name__)
+        bar = progress_bar(progress, total=int(total_steps), unit="step", desc=type(self).__name__)
 
         def on_update(metrics: dict) -> bool:
             history.append(metrics)
@@ -134,13 +133,11 @@ class Agent:
 
         Returns the metrics of every step: loss, accuracy (share of decision units whose
         greedy choice is the teacher's), simulator_calls (teachers and DAgger rollouts)."""
-        from tqdm.auto import tqdm
-
         _check_count("steps", steps)
         if teacher is not None and not isinstance(teacher, str):
             raise TypeError(f"teacher must be a baseline name or 'best', got {type(teacher).__name__}")
         history: list[dict] = []
-        bar = tqdm(total=int(steps), unit="step", disable=not progress, desc=f"{type(self).__name__} imitation")
+        bar = progress_bar(progress, total=int(steps), unit="step", desc=f"{type(self).__name__} imitation")
 
         def on_step(metrics: dict) -> bool:
             history.append(metrics)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from goenv._core import InvalidArgument
 from goenv.arguments import checked_int, checked_number
+from goenv.progress import progress_bar
 from goenv.distributed import session
 from goenv.files import checked_output_path
 
@@ -138,8 +139,6 @@ class Trainer:
         callback(metrics) after each update; returning False stops. `checkpoint`: a path
         saved every `checkpoint_every` updates (0: only at the end, also after an error)."""
         import ray
-        from tqdm.auto import tqdm
-
         from goenv.distributed.learner import Learner
         from goenv.distributed.metrics import MetricsLog
         from goenv.distributed.registry import WeightRegistry
@@ -150,7 +149,7 @@ class Trainer:
         log = MetricsLog(log_dir) if log_dir is not None else None  # a bad folder is refused before Ray starts
         started = session.connect(self.address, self.num_cpus, self.connect_timeout)
         result = TrainingResult(agent=self.agent)
-        bar = tqdm(total=total_steps, unit="step", disable=not progress, desc=f"{self.num_workers} workers")
+        bar = progress_bar(progress, total=total_steps, unit="step", desc=f"{self.num_workers} workers")
         self._pending: dict = {}
         self._registry = None
         try:

@@ -39,6 +39,7 @@ from goenv.labels import decisions, tables
 from goenv.labels.labeller import draw, label_drawn, prepare_graph
 from goenv.labels.pipeline import label_in_order
 from goenv.labels.sources import Source, resolve
+from goenv.progress import progress_bar
 
 FORMAT = "goenv-labels"
 # 5: the decision heads byte-stream split (the same values; 4: plain); 4: every column
@@ -379,11 +380,9 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
 
     save_manifest()
     todo = [shard for shard in plan if shard["index"] not in kept]
-    from tqdm import tqdm
-
     done = sum(plan[k]["count"] for k in kept)
-    with tqdm(total=len(resolved), initial=done, disable=not progress, desc=f"label {task}", unit="graph",
-              dynamic_ncols=True) as bar:
+    with progress_bar(progress, total=len(resolved), initial=done, desc=f"label {task}", unit="graph",
+                      dynamic_ncols=True) as bar:
         if workers == 0:
             for shard in todo:
                 finished(label_shard(resolved, config, shard["index"], shard["first"], shard["count"], agent_bytes,
