@@ -203,7 +203,11 @@ def policy_ratios(sizes: list[int], repeats: int) -> list[dict] | None:
 def run(quick: bool = False, bench_binary: str | None = None) -> dict:
     repeats = 2 if quick else 5
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    report: dict = {"load_average": os.getloadavg(), "cores": cores}
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    from readme_tables import results_commit  # the results scripts' one implementation
+
+    # the code measured (taken at the start) and the run's conditions
+    report: dict = {**results_commit(), "load_average": os.getloadavg(), "cores": cores}
     report["steps"] = {}
     for graph in STEP_GRAPHS:
         seconds = step_seconds(graph, repeats, 3 if graph == "gnmt-8" else 50)
@@ -263,7 +267,9 @@ def markdown(report: dict) -> str:
 def readme_section(report: dict) -> str:
     """The README's ratio table with the run's conditions: written only from a report, never by hand."""
     load = report["load_average"][0]
-    return (f"Issue 22's ratios, all from one run of `goenv bench --ratios --readme README.md` "
+    made_at = (f" at commit `{report['commit'][:10]}`{' (uncommitted changes)' if report['dirty'] else ''}"
+               if report.get("commit") else "")  # (reports written before the commit was recorded)
+    return (f"Issue 22's ratios, all from one run of `goenv bench --ratios --readme README.md`{made_at} "
             f"({report['cores']} cores, load average {load:.1f} at the start):\n\n" + markdown(report).rstrip())
 
 
