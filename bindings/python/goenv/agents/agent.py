@@ -181,9 +181,9 @@ class Agent:
         greedy_runtime, initial_runtime, source ("start" | "greedy" | "policy" | "training" |
         "local-search"), start_calls (finding and measuring the start: a named baseline's own
         calls + 2, else 1; + 1 or 2 when training's best is measured too), simulator_calls
-        (all it made: start_calls + budget + local search's calls and measurements), policy_reads (forwards of the policy: after
-        a new best: after each up to 16 calls, else at most 4 more times), curve (best runtime after each of the
-        budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
+        (all it made: start_calls + budget + local search's calls and measurements),
+        policy_reads (forwards of the policy: after a new best: after each up to 16 calls, else
+        at most 4 more times), curve (best runtime after each of the budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
         replays it. `seed`: proposals from their own generator (the agent's seed and this one):
         the same seed gives the same run, and the agent's own generator is left as it is;
         None draws from the agent's generator. `budget` defaults to 16; `samples` is its old
