@@ -183,9 +183,10 @@ class Agent:
         calls + 2, else 1; + 1 or 2 when training's best is measured too), simulator_calls
         (all it made: start_calls + budget + local search's calls and measurements),
         policy_reads (forwards of the policy: after a new best: after each up to 16 calls, else
-        at most 4 more times), curve (best runtime after each of the budget's calls)}. ``env.step(result["decisions"])`` (one head: the array itself)
-        replays it. `seed`: proposals from their own generator (the agent's seed and this one):
-        the same seed gives the same run, and the agent's own generator is left as it is;
+        at most 4 more times), curve (best runtime after each of the budget's calls)}.
+        ``env.step(result["decisions"])`` (one head: the array itself) replays it. `seed`:
+        proposals from their own generator (the agent's seed and this one): the same seed
+        gives the same run, and the agent's own generator is left as it is;
         None draws from the agent's generator. `budget` defaults to 16; `samples` is its old
         name (one of the two, not both)."""
         # None, not 16, marks "not given": budget=16 with samples= is a conflict too.
@@ -198,9 +199,7 @@ class Agent:
             budget = 16
         _check_count("budget", budget, high=2**31 - 1)  # a search's calls are counted in int32
         _check_count("local_search_budget", local_search_budget, low=0)
-        if start_budget is None:
-            start_budget = START_BUDGET
-        else:  # only a named start is solved here: refused where it would go unused
+        if start_budget is not None:  # only a named start is solved here: refused where it would go unused
             _check_count("start_budget", start_budget, low=0)
             if not (isinstance(start, str) and start):
                 shown = repr(start) if start is None or isinstance(start, str) else "decisions"
@@ -216,8 +215,9 @@ class Agent:
             described, start = {**described, "options": options, "start": start}, None
         if seed is not None:
             _check_count("seed", seed, low=0)
+        given = {} if start_budget is None else {"start_budget": int(start_budget)}  # else the native default
         return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
-                                    -1 if seed is None else int(seed), int(start_budget))
+                                    -1 if seed is None else int(seed), **given)
 
     # -- the trainer's two halves (DESIGN §6) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
@@ -402,9 +402,6 @@ def load_bytes(data: bytes, device: str | None = None) -> Agent:
     agent._agent.from_bytes(data, _device_option(device))
     return agent
 
-
-# Calls a search baseline named as optimize's start may make by default (envs/start.h's kStartBudget).
-START_BUDGET = 1000
 
 # The most devices a goenv.Cluster has (core/cluster.h's kMaxDevices).
 MAX_DEVICES = 256
