@@ -36,6 +36,7 @@ from goenv.vector import make_vec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))  # readme_tables: the results scripts' helpers
 from python_bench import layered_graph  # noqa: E402 - the same random layered DAGs as the other benchmarks
 
 TASKS = ("placement", "scheduling", "fusion", "joint")
@@ -203,7 +204,6 @@ def policy_ratios(sizes: list[int], repeats: int) -> list[dict] | None:
 def run(quick: bool = False, bench_binary: str | None = None) -> dict:
     repeats = 2 if quick else 5
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
     from readme_tables import results_commit  # the results scripts' one implementation
 
     # the code measured (taken at the start) and the run's conditions
@@ -275,7 +275,6 @@ def readme_section(report: dict) -> str:
 
 def check_outputs(json_path: str | None, readme: str | None, json_flag: str = "--json") -> None:
     """Refuses (SystemExit, one line) outputs that could not be written, before anything is measured."""
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
     from readme_tables import checked_readme  # the markers' one implementation
 
     try:
@@ -292,7 +291,6 @@ def write_outputs(report: dict, json_path: str | None, readme: str | None) -> No
         os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
         goenv.files.write_atomic(json_path, json.dumps(report, indent=2).encode(), what="--json")
     if readme:
-        sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
         from readme_tables import replace_section  # the markers' one implementation
         with open(readme) as f:
             text = replace_section(f.read(), "ratios", readme_section(report), where=readme)
