@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -154,26 +155,6 @@ def test_simulate_batch_is_simulate_row_by_row(graphs):
         _core.simulate_batch(graph, cluster, placement + 4)  # no device 4
     with pytest.raises(goenv.InvalidAction, match="integer"):
         _core.simulate_batch(graph, cluster, placement + 0.5)
-
-
-@pytest.mark.parametrize("count", [1, 2, 7])
-def test_simulating_in_two_halves_at_once_gives_the_same_outcomes(count):
-    """A shard's last graph is simulated in two halves on two threads (labeller.simulate_halves):
-    every array equals the one call's, in order, whatever the count (odd, or too few to split)."""
-    from goenv.labels.labeller import simulate_all, simulate_halves
-
-    graph = goenv.datasets.load("random-layered", **SMALL, seed=3)
-    cluster = goenv.clusters.get("4xgpu-nvlink")
-    n, rng = graph.num_nodes, np.random.default_rng(1)
-    decisions = {"placement": rng.integers(4, size=(count, n)).astype(np.int16),
-                 "priority": rng.integers(3, size=(count, n)).astype(np.int16),
-                 "fusion": rng.integers(2, size=(count, n)).astype(np.int8)}
-    decisions["priority"][0] = 0  # a half may hold only default rows: the same outcomes
-    whole, halves = simulate_all(graph, cluster, decisions, 4), simulate_halves(graph, cluster, decisions, 4)
-    assert whole.keys() == halves.keys()
-    for key in whole:
-        np.testing.assert_array_equal(halves[key], whole[key], err_msg=key)
-        assert halves[key].dtype == whole[key].dtype and len(halves[key]) == count
 
 
 def test_perturbations_move_distinct_units_drawn_uniformly():
@@ -631,6 +612,9 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
         def table(self, item):
             return item["id"]
 
+        def close(self):
+            self.rows.append("closed")
+
         def write(self, table):
             assert self.busy.acquire(blocking=False), "two threads appended to one file at once"
             time.sleep(0.001)
@@ -653,7 +637,7 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
 
     writers = {"graphs": Recorder(), "labels": Recorder()}
     assert pipeline.label_in_order(labelled, writers, 10, 20, name="helper") == 60
-    assert writers["graphs"].rows == writers["labels"].rows == list(range(10, 30))
+    assert writers["graphs"].rows == writers["labels"].rows == list(range(10, 30)) + ["closed"]
     assert threads == {threading.current_thread().name, "helper"}
     assert most[0] <= pipeline.AHEAD
 
@@ -665,6 +649,67 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
 
     with pytest.raises(RuntimeError, match="boom on the helper"):
         pipeline.label_in_order(failing, {"labels": Recorder()}, 0, 50, name="helper")
+
+
+class _RecordingWriter:
+    """A stand-in for tables.ShardWriter: records which thread appended which graph, and closes."""
+
+    def __init__(self, log, slow_graph=None):
+        self.log, self.slow_graph = log, slow_graph
+
+    def table(self, item):
+        return item["graph_id"]
+
+    def write(self, graph_id):
+        if graph_id == self.slow_graph:
+            time.sleep(0.2)
+        self.log.append(("write", graph_id, threading.current_thread().name))
+
+    def close(self):
+        self.log.append(("close", None, threading.current_thread().name))
+
+
+@pytest.mark.parametrize("count", [1, 2, 9])
+def test_the_pipeline_appends_in_order_closes_once_and_shares_the_last_appends(count):
+    """label_in_order (pipeline.py) appends every graph to each file in graph order and closes
+    each file once, after its last graph; a thread with no graph left appends to one file while
+    the other thread appends its slow last table to the other."""
+    from goenv.labels.pipeline import label_in_order
+
+    last = 10 + count - 1
+    logs = {"graphs": [], "labels": []}
+    writers = {"graphs": _RecordingWriter(logs["graphs"], slow_graph=last), "labels": _RecordingWriter(logs["labels"])}
+
+    def labelled(graph_id):
+        if graph_id == last:
+            time.sleep(0.05)  # the other thread runs out of graphs first
+        return {"graph_id": graph_id, "runtime": np.zeros(3)}
+
+    assert label_in_order(labelled, writers, 10, count, name="test-labels-pipeline") == 3 * count
+    for log in logs.values():
+        assert [(kind, graph) for kind, graph, _ in log] == [("write", g) for g in range(10, 10 + count)] + \
+            [("close", None)]
+    if count > 1:  # the labels file's last table is not left waiting behind the graphs file's slow one
+        assert logs["labels"][-2][2] != logs["graphs"][-2][2]
+
+
+def test_a_failing_graph_stops_the_pipeline_and_is_raised():
+    from goenv.labels.pipeline import label_in_order
+
+    logs = {"graphs": [], "labels": []}
+    writers = {kind: _RecordingWriter(log) for kind, log in logs.items()}
+
+    def labelled(graph_id):
+        if graph_id == 3:
+            raise goenv.InvalidGraph("graph 3 is bad")
+        return {"graph_id": graph_id, "runtime": np.zeros(1)}
+
+    with pytest.raises(goenv.InvalidGraph, match="graph 3 is bad"):
+        label_in_order(labelled, writers, 0, 8, name="test-labels-pipeline")
+    for log in logs.values():
+        assert ("close", None) not in [(kind, graph) for kind, graph, _ in log]  # no footer on a dropped file
+        assert [graph for _, graph, _ in log] == list(range(len(log)))  # in order, stopped before graph 3
+        assert len(log) <= 3
 
 
 @pytest.mark.parametrize("switch_after", [1, 2, 3])

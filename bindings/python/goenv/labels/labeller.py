@@ -9,8 +9,6 @@ same in any process, which is what makes a run resumable and Ray's output byte-i
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 import goenv._core as _core
@@ -31,21 +29,6 @@ def simulate_all(graph, cluster, decisions: dict, max_fusion_size: int) -> dict:
     priority, fusion = decisions["priority"], decisions["fusion"]
     return _core.simulate_batch(graph, cluster, decisions["placement"], priority if priority.any() else None,
                                 fusion if fusion.any() else None, max_fusion_size)
-
-
-def simulate_halves(graph, cluster, decisions: dict, max_fusion_size: int) -> dict:
-    """simulate_all's outcomes, its two halves of the decisions simulated on this thread and a
-    short-lived helper at once (each decision's outcome is its own: the same arrays). For a
-    shard's last graph, which the pipeline's other thread has no graph to label beside."""
-    half = len(decisions["placement"]) // 2
-    if half == 0:
-        return simulate_all(graph, cluster, decisions, max_fusion_size)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="goenv-labels-half") as helper:
-        first = helper.submit(simulate_all, graph, cluster, {head: d[:half] for head, d in decisions.items()},
-                              max_fusion_size)
-        rest = simulate_all(graph, cluster, {head: d[half:] for head, d in decisions.items()}, max_fusion_size)
-        first = first.result()
-    return {key: np.concatenate([first[key], rest[key]]) for key in rest}
 
 
 def label_graph(graph, info: dict, graph_id: int, config: dict, agent_bytes: bytes | None = None) -> dict:
@@ -115,16 +98,14 @@ def draw(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict
             "drawn": {head: np.concatenate([d[head] for _, d in drawn]) for head in HEADS} if drawn else None}
 
 
-def label_drawn(drawn: dict, config: dict, halves: bool = False) -> dict:
-    """draw's decisions with their outcomes: the drawn ones simulated in one call (with
-    `halves`, in two at once: simulate_halves), after the heuristics' outcomes draw already
-    has. Only the heads the task decides are kept: the others are the env's defaults, in the
-    graph's row."""
+def label_drawn(drawn: dict, config: dict) -> dict:
+    """draw's decisions with their outcomes: the drawn ones simulated in one call, after the
+    heuristics' outcomes draw already has. Only the heads the task decides are kept: the
+    others are the env's defaults, in the graph's row."""
     prepared, groups = drawn["prepared"], drawn["groups"]
     parts = [drawn["known"]] if drawn["known"] is not None else []
     if drawn["drawn"] is not None:
-        simulate = simulate_halves if halves else simulate_all
-        parts.append(simulate(prepared["graph"], prepared["cluster"], drawn["drawn"], config["max_fusion_size"]))
+        parts.append(simulate_all(prepared["graph"], prepared["cluster"], drawn["drawn"], config["max_fusion_size"]))
     return {
         "graph": prepared["row"],
         "source": [name for names, _ in groups for name in names],

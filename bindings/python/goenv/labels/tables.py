@@ -233,10 +233,12 @@ class ShardWriter:
         self.writer.write_table(table, row_group_size=table.num_rows)
 
     def close(self) -> None:
+        """Writes the footer (once: a second call does nothing)."""
         if self.writer is None:
             raise ValueError("a shard has at least one graph")
-        self.writer.close()
-        self.sink.flush()  # a buffer's rest into the given sink (which stays open: it is the caller's)
+        if self.writer.is_open:
+            self.writer.close()
+            self.sink.flush()  # a buffer's rest into the given sink (which stays open: it is the caller's)
 
 
 class _LeftOpen:
