@@ -156,13 +156,24 @@ void bind_graph(py::module_& m) {
         py::gil_scoped_release release;
         save_graph(g, path);
       }, py::arg("path"), "Saves atomically: cereal binary, or JSON when the path ends in .json.")
-      .def("to_bytes", [](const Graph& g) { return py::bytes(graph_to_bytes(g)); })
+      .def("to_bytes", [](const Graph& g) {
+        std::string bytes;
+        {
+          py::gil_scoped_release release;  // a graph is immutable: other threads may run meanwhile
+          bytes = graph_to_bytes(g);
+        }
+        return py::bytes(bytes);
+      })
       .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The JSON form (as saved to .json files).")
       .def_static("from_json", [](const std::string& text) {
         py::gil_scoped_release release;
         return hold(graph_from_json(text));
       }, py::arg("text"), "Parses and validates the JSON form (str or bytes).")
-      .def_static("from_bytes", [](const py::bytes& b) { return hold(graph_from_bytes(std::string(b))); })
+      .def_static("from_bytes", [](const py::bytes& b) {
+        std::string bytes(b);
+        py::gil_scoped_release release;
+        return hold(graph_from_bytes(bytes));
+      })
       .def(py::pickle([](const Graph& g) { return py::bytes(graph_to_bytes(g)); },
                       [](const py::bytes& b) { return hold(graph_from_bytes(std::string(b))); }))
       .def_property_readonly("name", &Graph::name)
