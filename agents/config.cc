@@ -225,6 +225,9 @@ void validate(const AgentConfig& c) {
 }
 
 PolicySpec PolicySpec::of(const Env& env, const AgentConfig& config) {
+  // Here, not only in training: an agent set up on a node-mode env would fail only later.
+  GOENV_CHECK(!env.node_mode(), InvalidArgument,
+              env.id() << ": the agents decide whole graphs; decision_mode='node' is not supported");
   const bool pairs = config.device_head == "pairs";
   PolicySpec spec;
   spec.node_feature_dim = env.static_observation().node_feature_dim;

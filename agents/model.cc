@@ -125,8 +125,6 @@ void Model::check_spec(const PolicySpec& seen, const std::string& what) const {
 }
 
 void Model::check_env(const Env& env) {
-  GOENV_CHECK(!env.node_mode(), InvalidArgument,
-              env.id() << ": the agents decide whole graphs; decision_mode='node' is not supported");
   const PolicySpec seen = PolicySpec::of(env, config);
   if (!ready) build(seen);
   check_spec(seen, "env " + env.id());

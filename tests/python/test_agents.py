@@ -451,6 +451,12 @@ def test_act_refuses_node_mode_observations(version):
     assert agent.act(env.reset(seed=0)[0]).shape == (env.core.num_nodes,)
 
 
+def test_an_agent_is_not_built_for_a_node_mode_env():
+    # GO(env) on a decision_mode="node" env used to build a policy that every later call refused.
+    with pytest.raises(goenv.InvalidArgument, match="decide whole graphs; decision_mode='node' is not supported"):
+        small(env=placement_env(decision_mode="node"))
+
+
 def test_num_threads_is_bounded_by_the_shared_thread_limit():
     limit = goenv._core.MAX_THREADS
     small(num_threads=limit)  # the limit itself is fine
