@@ -652,18 +652,22 @@ def test_the_pipeline_appends_in_graph_order_whichever_thread_finishes_first(tmp
 
 
 class _RecordingWriter:
-    """A stand-in for tables.ShardWriter: records which thread appended which graph, and closes."""
+    """A stand-in for tables.ShardWriter: records which thread appended which graph, and closes.
+    Appending graph `wait_at` waits (up to 10 s) for the event `wait_for`; appending graph
+    `signal_at` sets the event `signal`."""
 
-    def __init__(self, log, slow_graph=None):
-        self.log, self.slow_graph = log, slow_graph
+    def __init__(self, log, wait_at=None, wait_for=None, signal_at=None, signal=None):
+        self.log, self.wait_at, self.wait_for, self.signal_at, self.signal = log, wait_at, wait_for, signal_at, signal
 
     def table(self, item):
         return item["graph_id"]
 
     def write(self, graph_id):
-        if graph_id == self.slow_graph:
-            time.sleep(0.2)
+        if graph_id == self.wait_at:
+            self.wait_for.wait(timeout=10)
         self.log.append(("write", graph_id, threading.current_thread().name))
+        if graph_id == self.signal_at:
+            self.signal.set()
 
     def close(self):
         self.log.append(("close", None, threading.current_thread().name))
@@ -673,24 +677,24 @@ class _RecordingWriter:
 def test_the_pipeline_appends_in_order_closes_once_and_shares_the_last_appends(count):
     """label_in_order (pipeline.py) appends every graph to each file in graph order and closes
     each file once, after its last graph; a thread with no graph left appends to one file while
-    the other thread appends its slow last table to the other."""
+    the other thread appends to the other. Here the graphs file's last append waits until the
+    labels file has its last graph: another thread must append that one (on one thread, the
+    wait runs out after 10 s and the test fails)."""
     from goenv.labels.pipeline import label_in_order
 
-    last = 10 + count - 1
+    last, labels_done = 10 + count - 1, threading.Event()
     logs = {"graphs": [], "labels": []}
-    writers = {"graphs": _RecordingWriter(logs["graphs"], slow_graph=last), "labels": _RecordingWriter(logs["labels"])}
+    writers = {"graphs": _RecordingWriter(logs["graphs"], wait_at=last, wait_for=labels_done),
+               "labels": _RecordingWriter(logs["labels"], signal_at=last, signal=labels_done)}
 
     def labelled(graph_id):
-        if graph_id == last:
-            time.sleep(0.05)  # the other thread runs out of graphs first
         return {"graph_id": graph_id, "runtime": np.zeros(3)}
 
     assert label_in_order(labelled, writers, 10, count, name="test-labels-pipeline") == 3 * count
     for log in logs.values():
         assert [(kind, graph) for kind, graph, _ in log] == [("write", g) for g in range(10, 10 + count)] + \
             [("close", None)]
-    if count > 1:  # the labels file's last table is not left waiting behind the graphs file's slow one
-        assert logs["labels"][-2][2] != logs["graphs"][-2][2]
+    assert logs["labels"][-2][2] != logs["graphs"][-2][2]  # the last graph's two appends on two threads
 
 
 def test_a_failing_graph_stops_the_pipeline_and_is_raised():
