@@ -13,6 +13,23 @@ using MutableGraph = std::shared_ptr<Graph>;  // pybind11 holder; the graph itse
 
 MutableGraph hold(GraphPtr g) { return std::const_pointer_cast<Graph>(std::move(g)); }
 
+// The binary form, both ways, with the GIL released while it is (de)serialized (a graph is
+// immutable): to_bytes / from_bytes and pickling share them.
+py::bytes bytes_of(const Graph& g) {
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    bytes = graph_to_bytes(g);
+  }
+  return py::bytes(bytes);
+}
+
+MutableGraph graph_of(const py::bytes& b) {
+  std::string bytes(b);
+  py::gil_scoped_release release;
+  return hold(graph_from_bytes(bytes));
+}
+
 std::vector<std::int32_t> op_type_column(py::handle op_type, std::int64_t n) {
   std::vector<std::int32_t> ids(static_cast<std::size_t>(n), op_type_id("Other"));
   if (op_type.is_none()) return ids;
@@ -156,26 +173,14 @@ void bind_graph(py::module_& m) {
         py::gil_scoped_release release;
         save_graph(g, path);
       }, py::arg("path"), "Saves atomically: cereal binary, or JSON when the path ends in .json.")
-      .def("to_bytes", [](const Graph& g) {
-        std::string bytes;
-        {
-          py::gil_scoped_release release;  // a graph is immutable: other threads may run meanwhile
-          bytes = graph_to_bytes(g);
-        }
-        return py::bytes(bytes);
-      })
+      .def("to_bytes", &bytes_of)
       .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The JSON form (as saved to .json files).")
       .def_static("from_json", [](const std::string& text) {
         py::gil_scoped_release release;
         return hold(graph_from_json(text));
       }, py::arg("text"), "Parses and validates the JSON form (str or bytes).")
-      .def_static("from_bytes", [](const py::bytes& b) {
-        std::string bytes(b);
-        py::gil_scoped_release release;
-        return hold(graph_from_bytes(bytes));
-      })
-      .def(py::pickle([](const Graph& g) { return py::bytes(graph_to_bytes(g)); },
-                      [](const py::bytes& b) { return hold(graph_from_bytes(std::string(b))); }))
+      .def_static("from_bytes", &graph_of)
+      .def(py::pickle(&bytes_of, &graph_of))
       .def_property_readonly("name", &Graph::name)
       .def_property_readonly("num_nodes", &Graph::num_nodes)
       .def_property_readonly("num_edges", &Graph::num_edges)
