@@ -3,7 +3,7 @@
     goenv list
     goenv info placement-inception
     goenv render placement-inception --method heft -o out/inception.png
-    goenv baselines placement-inception --methods heft,metis --budget 500
+    goenv baselines placement-inception --methods heft metis --budget 500
     goenv train placement-inception --agent go --steps 2000 --log-dir runs/go
     goenv demo --out out
     goenv dataset generate random-layered --count 1000 --out data/layered
@@ -185,7 +185,7 @@ def _render(args: argparse.Namespace) -> None:
 
 def _baselines(args: argparse.Namespace) -> None:
     env = _make(args.id, args.cluster, args.task)
-    methods = args.methods.split(",") if args.methods else None
+    methods = _baseline_names(args.methods, env.core.task) if args.methods else None
     rows = goenv.baselines.table(env, methods, budget=args.budget, seed=args.seed, progress=not args.json and _bars())
     if args.json:
         print(json.dumps({"id": args.id, "cluster": env.cluster.name, "lower_bound_ms": goenv.baselines.lower_bound(env) * MS,
@@ -194,6 +194,28 @@ def _baselines(args: argparse.Namespace) -> None:
     print(f"{args.id} on {env.cluster.name}: default {env.core.initial_runtime * MS:.3f} ms, "
           f"lower bound {goenv.baselines.lower_bound(env) * MS:.3f} ms\n")
     print(goenv.baselines.format_table(rows))
+
+
+def split_names(values: Sequence[str]) -> list[str]:
+    """A list-valued flag's names, given space- or comma-separated (`--methods heft local-search`,
+    `--methods heft,local-search`, or both), in order, each once."""
+    names = [name.strip() for value in values for name in value.split(",")]
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def _baseline_names(values: Sequence[str], task: str) -> list[str]:
+    """--methods as baseline names, every one checked before any runs; an unknown one is refused
+    with the names that fit the task."""
+    names = split_names(values)
+    choices = goenv.baselines.list(task)
+    if not names:
+        raise goenv.InvalidArgument(f"--methods: no name given; choose from {', '.join(choices)}")
+    for name in names:
+        if name not in choices:
+            known = name in goenv.baselines.list()
+            raise goenv.InvalidArgument(f"--methods {name}: {'does not run on ' + task if known else 'unknown baseline'}"
+                                        f"; choose from {', '.join(choices)}")
+    return names
 
 
 def _agent_options(items: Sequence[str]) -> dict:
@@ -477,7 +499,8 @@ def _parser() -> argparse.ArgumentParser:
     baselines = commands.add_parser("baselines", parents=[options],
                                     help="every baseline (or --methods) on an env: runtime, speedup, / lower bound")
     baselines.add_argument("id", help=ID_HELP)
-    baselines.add_argument("--methods", help="comma-separated baselines (default: all that fit the task)")
+    baselines.add_argument("--methods", nargs="+", metavar="METHOD",
+                           help="baselines to run, space- or comma-separated (default: all that fit the task)")
     baselines.add_argument("--json", action="store_true", help="machine-readable output")
     baselines.set_defaults(run=_baselines)
     demo = commands.add_parser("demo", parents=[common],
