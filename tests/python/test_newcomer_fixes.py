@@ -39,3 +39,35 @@ def test_baselines_method_of_another_task_is_refused_with_the_choices(capsys):
     assert main(["baselines", ENV_ID, "--methods", "fifo"]) == 2
     error = capsys.readouterr().err
     assert "--methods fifo: does not run on placement" in error and "heft" in error
+
+
+# ---------------------------------------------------------------------------
+# help(goenv.agents.GO) lists every option, from goenv.agents.options().
+
+def test_agent_help_lists_every_option_with_type_default_and_meaning():
+    import inspect
+    import pydoc
+
+    agents = pytest.importorskip("goenv.agents")
+    types = {"i": int, "d": float, "b": bool, "s": str}
+    text = pydoc.render_doc(agents.GO, renderer=pydoc.plaintext)
+    for name, kind, default, meaning in agents.options():
+        if name == "algorithm":  # GO fixes it
+            assert "algorithm (str" not in agents.GO.__doc__
+            continue
+        assert f"{name} ({types[kind].__name__}, default {default!r})" in text
+        assert meaning.split()[0] in text
+    parameters = inspect.signature(agents.GO).parameters
+    assert "options" not in parameters
+    assert {name: (p.default, p.annotation) for name, p in parameters.items() if name != "env"} == {
+        name: (default, types[kind]) for name, kind, default, _ in agents.options() if name != "algorithm"}
+    assert "algorithm" in inspect.signature(agents.Agent).parameters  # the base class takes it
+
+
+def test_agent_help_is_made_without_importing_torch_at_import():
+    import subprocess
+    import sys
+
+    code = ("import sys, goenv.agents; assert 'torch' not in sys.modules; "
+            "doc = goenv.agents.PPO.__doc__; assert 'segment_length (int, default 512)' in doc, doc")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -10,6 +10,7 @@ import numpy as np
 import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv.agents import registry
+from goenv.agents.documented import DocumentedOptions
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
 from goenv.arguments import checked_bytes, checked_flag, checked_int
 from goenv.files import checked_output_path, read_regular_file, write_atomic
@@ -49,14 +50,8 @@ def _check_count(name: str, value: Any, low: int = 1, high: int = 2**63 - 1) -> 
     return checked_int(name, value, low, high)
 
 
-class Agent:
+class Agent(metaclass=DocumentedOptions):
     """A policy over goenv envs trained with PPO; `PPO` and `GO` pick the network.
-
-    Options (keywords, see goenv.agents.options()): hidden, sage_layers,
-    attention_layers, attention_heads, segment_length, learning_rate, clip,
-    value_coef, entropy_coef, max_grad_norm, gamma, gae_lambda, epochs,
-    minibatches, envs_per_graph, rollout_length, graphs_per_update,
-    normalize_advantages, target_kl, seed, num_threads, device.
 
     The policy is built for the features and decision heads of the first env it
     sees (`env=` here, train(), or a loaded checkpoint); one agent serves every env
