@@ -71,3 +71,49 @@ def test_agent_help_is_made_without_importing_torch_at_import():
     code = ("import sys, goenv.agents; assert 'torch' not in sys.modules; "
             "doc = goenv.agents.PPO.__doc__; assert 'segment_length (int, default 512)' in doc, doc")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------
+# A missing optional package names the extra that installs it.
+
+MISSING_EXTRA_CASES = {
+    "ray-distributed": (["ray"], "import goenv.distributed\n"
+                        "goenv.distributed.train(['placement-inception'], num_workers=1, total_steps=1)",
+                        "goenv.distributed needs ray", "distributed"),
+    "ray-labels": (["ray"], "import goenv.labels.folder as f, tempfile\n"
+                   "f.label('go-placement', tempfile.mkdtemp() + '/labels', workers=2)",
+                   "goenv.datasets.label with workers > 0 needs ray", "distributed"),
+    "rllib": (["ray", "ray.rllib"], "import goenv.integrations.rllib",
+              "goenv.integrations.rllib needs ray[rllib]", "rllib"),
+    "stable-baselines3": (["stable_baselines3"], "import goenv.integrations.sb3",
+                          "goenv.integrations.sb3 needs stable-baselines3", "sb3"),
+    "sb3-contrib": (["sb3_contrib"], "import goenv.integrations.sb3",
+                    "goenv.integrations.sb3 needs sb3-contrib", "sb3"),
+    "pyarrow": (["pyarrow"], "from goenv.labels.tables import pyarrow\npyarrow()",
+                "labelled datasets (Parquet files) needs pyarrow", "parquet"),
+    "onnx": (["onnx"], "import goenv\ngoenv.datasets.from_onnx(b'')", "goenv.datasets.from_onnx needs onnx", "onnx"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISSING_EXTRA_CASES))
+def test_missing_optional_package_names_its_extra(case):
+    import subprocess
+    import sys
+
+    modules, code, feature, extra = MISSING_EXTRA_CASES[case]
+    hide = "".join(f"sys.modules[{name!r}] = None\n" for name in modules)  # as if not installed
+    script = f"import sys\n{hide}try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) + \
+        "except ImportError as error:\n    print(error)\nelse:\n    print('no ImportError')\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{feature}, which is not installed: pip install 'goenv[{extra}]'"
+
+
+def test_import_extra_keeps_the_error_of_a_package_that_fails_to_import(tmp_path, monkeypatch):
+    from goenv.extras import import_extra
+
+    (tmp_path / "broken_extra_package.py").write_text("import a_module_nobody_has\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match=r"broken_extra_package failed to import .*a_module_nobody_has.*"
+                                          r"pip install 'goenv\[demo\]'"):
+        import_extra("broken_extra_package", extra="demo", feature="a demo")

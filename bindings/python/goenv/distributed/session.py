@@ -17,6 +17,14 @@ from goenv._core import InvalidArgument
 LOCAL = (None, "", "local")
 
 
+def require_ray(feature: str = "goenv.distributed"):
+    """The ray module; ImportError naming the extra that installs it when it is missing (checked
+    before any work, so a run without Ray fails at once, not after building its agent)."""
+    from goenv.extras import import_extra
+
+    return import_extra("ray", extra="distributed", feature=feature)
+
+
 def check_address(address: str | None) -> str | None:
     """The address as ray.init takes it; goenv.InvalidArgument (a ValueError) on a malformed one,
     before anything starts."""
@@ -65,7 +73,7 @@ def connect(address: str | None, num_cpus: float | None = None, timeout: float =
     """Makes sure Ray is initialized; True when this call started it (the caller shuts it down).
 
     An already initialized Ray (a test session, a user's own ray.init) is used as is."""
-    import ray
+    ray = require_ray()
 
     address = check_address(address)
     if address is not None:

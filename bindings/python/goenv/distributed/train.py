@@ -62,6 +62,7 @@ class Trainer:
         from goenv.agents.env_arguments import env_arguments
         from goenv.agents.registry import describe
 
+        session.require_ray()
         if agent is not None:  # go on training it (e.g. after agent.imitate): its config is the options
             if options:
                 raise InvalidArgument(f"agent= continues that agent with its own options; leave out "

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from goenv._core import Graph, InvalidArgument, InvalidGraph
+from goenv.extras import import_extra
 from goenv.files import MAX_FILE_BYTES, read_regular_file
 from goenv.importers import (
     CostRules,
@@ -185,10 +186,7 @@ _rule("Reshape Flatten Squeeze Unsqueeze Identity Shape Size", "Reshape", _zero,
 
 def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) -> Graph:
     """A goenv graph of an ONNX model: a file path, serialized bytes, or an onnx.ModelProto."""
-    try:
-        import onnx
-    except ImportError as error:
-        raise ImportError("goenv.datasets.from_onnx needs the onnx package: pip install onnx") from error
+    onnx = import_extra("onnx", extra="onnx", feature="goenv.datasets.from_onnx")
     model = _topologically_sorted(onnx, _load(onnx, path_or_model))
     inferred, folded = _fold_shape_computations(onnx, model)
     graph = inferred.graph

@@ -32,6 +32,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from goenv.extras import import_extra
+
+import_extra("ray.rllib", extra="rllib", feature="goenv.integrations.rllib", package="ray[rllib]")
+
 import torch
 from gymnasium import spaces
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner

@@ -22,6 +22,11 @@ flattened, and the pooled ones.
 
 from __future__ import annotations
 
+from goenv.extras import import_extra
+
+for _module, _package in (("stable_baselines3", "stable-baselines3"), ("sb3_contrib", "sb3-contrib")):
+    import_extra(_module, extra="sb3", feature="goenv.integrations.sb3", package=_package)
+
 import gymnasium
 import torch
 from gymnasium import spaces

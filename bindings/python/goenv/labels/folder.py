@@ -333,6 +333,10 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         from goenv.distributed.session import check_address
 
         check_address(address)
+    if workers:  # Ray labels the shards: missing, it is said before any work
+        from goenv.distributed.session import require_ray
+
+        require_ray("goenv.datasets.label with workers > 0")
     resolved = resolve(source, cluster)
     agent_bytes = _agent_bytes(agent)
     config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,

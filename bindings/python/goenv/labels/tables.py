@@ -38,6 +38,7 @@ import json
 import numpy as np
 
 import goenv._core as _core
+from goenv.extras import import_extra
 from goenv.labels.decisions import HEADS
 
 # The decision heads per node, as stored (devices and levels are small integers).
@@ -79,12 +80,8 @@ def _leaf(name: str, kind) -> str:
 def pyarrow():
     """The pyarrow module, with everything it imports lazily already imported: call it on the
     labelling thread before the pipeline's helper thread starts (see below)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401 (the submodule)
-    except ImportError as error:
-        raise ImportError("labelled datasets are Parquet files and need pyarrow: pip install 'goenv[parquet]'") \
-            from error
+    pa = import_extra("pyarrow", extra="parquet", feature="labelled datasets (Parquet files)")
+    import_extra("pyarrow.parquet", extra="parquet", feature="labelled datasets (Parquet files)", package="pyarrow")
     if not _warm:
         # pyarrow imports pandas (and with it numpy.ma) on its first conversion from numpy. On one
         # labelling thread, that import would race with goenv._core.simulate on the other,
