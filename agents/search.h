@@ -42,7 +42,7 @@ OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const
 // calls: after every improvement up to kShortSearch calls (the zero-shot searches),
 // beyond that at most 4 times after the first read. A forward costs hundreds of
 // simulations on a CPU; more reads moved the medians only within the seeds' spread
-// (docs/go_sample_efficiency.md: 128 and 1,024 calls; the gnmt rows' 99 and 185 calls
+// (docs/notes/go-sample-efficiency.md: 128 and 1,024 calls; the gnmt rows' 99 and 185 calls
 // gave the same runs) and took most of the search's wall time.
 inline constexpr std::int64_t kShortSearch = 16;
 inline std::int64_t policy_read_gap(std::int64_t budget) { return budget <= kShortSearch ? 1 : budget / 4; }
