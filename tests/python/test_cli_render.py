@@ -230,7 +230,7 @@ def test_cli_unknown_names_exit_2_with_one_line(argv, capsys):
     (["baselines", ENV_ID, "--methods", "random-search", "--seed", "-1"], "--seed must be an integer in [0, 2**64)"),
     (["baselines", ENV_ID, "--budget", "99999999999999999999"], "--budget must be an integer in [0, 2**63)"),
     (["info", ENV_ID, "--budget", "-5"], "--budget must be an integer in [0, 2**63)"),
-    (["baselines", ENV_ID, "--methods", "heft,,"], "unknown baseline ''"),
+    (["baselines", ENV_ID, "--methods", ",,"], "--methods: no name given"),
     (["train", ENV_ID, "--steps", "0"], "--steps must be a positive integer, got 0"),
     (["train", ENV_ID, "--steps", "64", "--samples", "0"], "--samples must be a positive integer, got 0"),
     (["render", ENV_ID, "--method", "heft", "-o", "chart.txt"], "the image format comes from the file's suffix"),
