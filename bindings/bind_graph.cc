@@ -1,5 +1,8 @@
 #include <pybind11/stl.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "bindings/numpy_helpers.h"
 #include "core/serialization.h"
 #include "datasets/registry.h"
@@ -168,11 +171,18 @@ void bind_graph(py::module_& m) {
         py::gil_scoped_release release;
         return hold(load_graph(path));
       }, py::arg("path"), "Loads a .goenv (cereal binary) or .json file, validating it.")
-      .def("save", [](const Graph& g, py::handle path_argument) {
+      .def("save", [](const Graph& g, py::handle path_argument, bool overwrite) {
         const std::string path = text_argument(path_argument, "path", /*path=*/true);
+        // A user's file is replaced only when asked (what is not a regular file, save_graph refuses).
+        std::error_code ignored;
+        GOENV_CHECK(overwrite || !std::filesystem::is_regular_file(path, ignored), InvalidArgument,
+                    "graph file " << path << ": the file exists; pass overwrite=True to replace it "
+                    "(nothing was written)");
         py::gil_scoped_release release;
         save_graph(g, path);
-      }, py::arg("path"), "Saves atomically: cereal binary, or JSON when the path ends in .json.")
+      }, py::arg("path"), py::arg("overwrite") = false,
+         "Saves atomically: cereal binary, or JSON when the path ends in .json. A file already at\n"
+         "`path` is refused (goenv.InvalidArgument) unless overwrite=True.")
       .def("to_bytes", &bytes_of)
       .def("to_json", [](const Graph& g) { return graph_to_json(g); }, "The JSON form (as saved to .json files).")
       .def_static("from_json", [](const std::string& text) {

@@ -144,7 +144,7 @@ def pretrain(args) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "go-placement.agent"
-    agent.save(path)
+    agent.save(path, overwrite=True)  # the placer this script makes: a rerun replaces it
     sizes = [env.unwrapped.graph.num_nodes for env in envs]
     summary = {**results_commit(), "start": args.start or "default", "teacher": args.teacher,
                "families": sorted({f for f, _ in graphs}), "clusters": args.clusters, "graphs": len(envs),

@@ -474,7 +474,7 @@ def test_a_callback_cannot_replace_what_training_holds(tmp_path):
     seen = []
     with pytest.raises(goenv.InvalidArgument, match=r"load\(\) from a train\(\) callback"):
         agent.train(placement_env(), 4, progress=False,
-                    callback=lambda m: seen.append(agent.save(tmp_path / "during.agent")) or agent.load(tmp_path / "self.agent"))
+                    callback=lambda m: seen.append(agent.save(tmp_path / "during.agent", overwrite=True)) or agent.load(tmp_path / "self.agent"))
     assert seen and (tmp_path / "during.agent").exists()  # the callback could save it
     for call in (lambda: agent.set_envs([placement_env()]), lambda: agent.collect(),
                  lambda: agent.imitate(placement_env(), 1, progress=False)):

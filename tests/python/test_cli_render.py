@@ -139,7 +139,7 @@ def test_large_graph_renders_quickly():
 def test_save_gantt_writes_a_png_atomically(env, split_result, tmp_path):
     path = tmp_path / "chart.png"
     path.write_bytes(b"old")
-    assert save_gantt(path, env.graph, env.cluster, split_result) == str(path)
+    assert save_gantt(path, env.graph, env.cluster, split_result, overwrite=True) == str(path)
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert matplotlib.image.imread(path).shape[2] in (3, 4)
     assert os.listdir(tmp_path) == ["chart.png"]  # no temporary file left behind
@@ -148,7 +148,7 @@ def test_save_gantt_writes_a_png_atomically(env, split_result, tmp_path):
     bad = tmp_path / "chart.unknown-format"
     bad.write_bytes(b"old")
     with pytest.raises(ValueError):
-        save_gantt(bad, env.graph, env.cluster, split_result)
+        save_gantt(bad, env.graph, env.cluster, split_result, overwrite=True)
     assert bad.read_bytes() == b"old"
     assert sorted(os.listdir(tmp_path)) == ["chart.png", "chart.unknown-format"]
 

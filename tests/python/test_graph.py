@@ -211,7 +211,7 @@ def test_json_is_readable_and_carries_every_column(tmp_path):
 def test_save_is_atomic_and_overwrites(tmp_path):
     path = str(tmp_path / "g.goenv")
     random_graph(random.Random(1)).save(path)
-    sample_graph().save(path)
+    sample_graph().save(path, overwrite=True)
     assert goenv.Graph.load(path).name == "sample"
     assert os.listdir(tmp_path) == ["g.goenv"]  # no temporary left behind
 

@@ -420,7 +420,7 @@ def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path):
     graph_file = tmp_path / "graph.json"
     small_graph().save(str(graph_file))
     os.chmod(graph_file, 0o640)
-    small_graph().save(str(graph_file))  # the C++ writer keeps them too
+    small_graph().save(str(graph_file), overwrite=True)  # the C++ writer keeps them too
     assert stat.S_IMODE(os.stat(graph_file).st_mode) == 0o640
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
     with pytest.raises(FileNotFoundError) as missing:  # named by the path asked for, not the temporary's name

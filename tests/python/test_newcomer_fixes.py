@@ -117,3 +117,86 @@ def test_import_extra_keeps_the_error_of_a_package_that_fails_to_import(tmp_path
     with pytest.raises(ImportError, match=r"broken_extra_package failed to import .*a_module_nobody_has.*"
                                           r"pip install 'goenv\[demo\]'"):
         import_extra("broken_extra_package", extra="demo", feature="a demo")
+
+
+# ---------------------------------------------------------------------------
+# Python-side writes replace an existing file only with overwrite=True.
+
+def _agent():
+    agents = pytest.importorskip("goenv.agents")
+    return agents.PPO("placement-inception", hidden=16, seed=0, num_threads=1)
+
+
+def test_agent_save_refuses_an_existing_file_unless_overwrite(tmp_path):
+    import goenv
+
+    agent, path = _agent(), tmp_path / "go.agent"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(goenv.InvalidArgument, match=rf"checkpoint {path}: the file exists; pass overwrite=True"):
+        agent.save(path)
+    assert path.read_bytes() == b"the user's file"
+    agent.save(path, overwrite=True)
+    assert goenv.agents.load(path).config == agent.config
+    with pytest.raises(goenv.InvalidArgument, match="overwrite must be"):  # a flag, not any truthy value
+        agent.save(path, overwrite="yes")
+
+
+def test_distributed_train_refuses_an_existing_checkpoint_before_starting(tmp_path):
+    import goenv
+
+    pytest.importorskip("ray")
+    import goenv.distributed
+
+    path = tmp_path / "go.agent"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(goenv.InvalidArgument, match=rf"checkpoint {path}: the file exists; pass overwrite=True"):
+        goenv.distributed.train(["placement-inception"], num_workers=1, total_steps=8, checkpoint=path,
+                                hidden=16, envs_per_graph=2)
+    assert path.read_bytes() == b"the user's file"
+    import ray
+
+    assert not ray.is_initialized()  # refused before Ray started
+
+
+def test_save_gantt_refuses_an_existing_file_unless_overwrite(tmp_path):
+    import goenv
+    from goenv.render import save_gantt
+
+    env = goenv.make(ENV_ID)
+    env.reset(seed=0)
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(goenv.InvalidArgument, match=rf"chart {path}: the file exists; pass overwrite=True"):
+        save_gantt(path, env.graph, env.cluster, env.core.last_result)
+    assert path.read_bytes() == b"the user's file"
+    save_gantt(path, env.graph, env.cluster, env.core.last_result, overwrite=True)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_checkpoint_convert_refuses_an_existing_target_unless_overwrite(tmp_path, capsys):
+    import goenv
+    from goenv.agents import convert
+
+    legacy = __import__("pathlib").Path(__file__).resolve().parent / "data" / "legacy" / \
+        "go-placement-2dev-format2.agent"
+    target = tmp_path / "new.agent"
+    target.write_bytes(b"the user's file")
+    with pytest.raises(goenv.InvalidArgument, match=r"the file exists; pass overwrite=True \(--overwrite\)"):
+        convert.convert(legacy, target)
+    assert convert.main([str(legacy), str(target)]) == 2 and "the file exists" in capsys.readouterr().err
+    assert target.read_bytes() == b"the user's file"
+    assert convert.main([str(legacy), str(target), "--overwrite"]) == 0
+    assert goenv.agents.load(target).algorithm == "go"
+
+
+def test_graph_save_refuses_an_existing_file_unless_overwrite(tmp_path):
+    import goenv
+
+    graph = goenv.datasets.load("random-layered", num_layers=3, width=2)
+    path = tmp_path / "g.goenv"
+    path.write_bytes(b"the user's file")
+    with pytest.raises(goenv.InvalidArgument, match=rf"graph file {path}: the file exists; pass overwrite=True"):
+        graph.save(path)
+    assert path.read_bytes() == b"the user's file"
+    graph.save(path, overwrite=True)
+    assert goenv.Graph.load(path).num_nodes == graph.num_nodes

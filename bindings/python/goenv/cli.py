@@ -31,7 +31,7 @@ import numpy as np
 import goenv
 import goenv._core as _core
 from goenv import text
-from goenv.files import checked_output_path, output_folder, write_atomic
+from goenv.files import checked_output_path, new_output_path, output_folder, write_atomic
 from goenv.progress import progress_bar
 from goenv.envs import parse_gym_id
 from goenv.render import save_gantt
@@ -153,13 +153,9 @@ def _decided(env: goenv.GraphEnv, method: str, budget: int, seed: int) -> goenv.
 
 
 def _new_output(path: str, flag: str, overwrite: bool, folder_must_exist: bool = False) -> str:
-    """checked_output_path, and a file already at `path` refused unless --overwrite: a command
-    replaces nothing of the user's without the flag (checked before the work, nothing written)."""
-    target = checked_output_path(path, flag, folder_must_exist=folder_must_exist)
-    if not overwrite and os.path.lexists(path):
-        raise goenv.InvalidArgument(f"{flag} {path}: the file exists; pass --overwrite to replace it "
-                                    f"(nothing was written)")
-    return target
+    """A file already at `path` refused unless --overwrite: a command replaces nothing of the
+    user's without the flag (checked before the work, nothing written)."""
+    return new_output_path(path, flag, overwrite, flag="--overwrite", folder_must_exist=folder_must_exist)
 
 
 def _render(args: argparse.Namespace) -> None:
@@ -178,7 +174,7 @@ def _render(args: argparse.Namespace) -> None:
     env = _make(args.id, args.cluster, args.task)
     result = _decided(env, args.method, args.budget, args.seed)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.method})")
+    save_gantt(path, env.graph, env.cluster, result, title=f"{args.id} ({args.method})", overwrite=True)  # checked above
     print(f"wrote {path}: {args.method}, runtime {result.runtime * MS:.3f} ms"
           f"{' [OOM]' if result.oom else ''}{' [INVALID]' if result.invalid else ''}")
 
@@ -299,7 +295,7 @@ def _saved_when_interrupted(agent, path: str | None, trained: Callable[[], bool]
         yield
     except KeyboardInterrupt:
         if path and trained():
-            agent.save(path)
+            agent.save(path, overwrite=True)  # checked before training (--overwrite)
             print(f"goenv: agent saved to {path} ({agent.steps_trained} steps trained)", file=sys.stderr)
         raise
 
@@ -340,7 +336,8 @@ def _train(args: argparse.Namespace) -> None:
             try:
                 result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
                                                  address=args.address, log_dir=args.log_dir, agent=agent,
-                                                 callback=stop.go_on, checkpoint=args.save, progress=_bars())
+                                                 callback=stop.go_on, checkpoint=args.save, progress=_bars(),
+                                                 overwrite=True)  # --save was checked before training
             except ValueError as error:  # a malformed address: one line, like other bad input
                 raise goenv.InvalidArgument(str(error)) from error
             history = result.history
@@ -357,7 +354,7 @@ def _train(args: argparse.Namespace) -> None:
         print(f"training stopped by Ctrl-C after {steps_done} of {args.steps} steps")
     if args.save:  # before the search: the trained agent is kept whatever happens next
         if not saved:
-            agent.save(args.save)
+            agent.save(args.save, overwrite=True)  # checked before training (--overwrite)
         print(f"agent saved to {args.save}")
     # The result: policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
@@ -455,7 +452,7 @@ def _demo(args: argparse.Namespace) -> None:
     best = min(valid, key=lambda row: row["runtime_ms"])["method"]
     os.makedirs(args.out, exist_ok=True)
     path = save_gantt(os.path.join(args.out, "demo_gantt.png"), graph, cluster, _decided(env, best, args.budget, args.seed),
-                      title=f"{DEMO_ENV} (best: {best})")
+                      title=f"{DEMO_ENV} (best: {best})", overwrite=True)  # the demo's own chart, replaced each run
     print(f"\nbest valid placement: {best}; Gantt chart: {path}")
 
 

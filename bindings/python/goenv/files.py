@@ -6,6 +6,7 @@ over regular files or new paths; inputs are regular files within a size limit.
     data = read_regular_file("model.onnx", what="ONNX model")
     log = CsvLog("runs/metrics.csv", ("step", "loss")); log.append({"step": 1, "loss": 0.5})  # a growing CSV
     remove_regular_files(folder, names, "shard")  # an overwrite: only files, all checked first
+    new_output_path("go.agent", "checkpoint", overwrite)  # a user's file: replaced only with overwrite=True
 
 A device node, FIFO, directory or dangling symbolic link at an output path is refused
 with goenv.InvalidArgument (the write would replace it with a regular file, or block);
@@ -29,8 +30,8 @@ from goenv._core import InvalidArgument
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
 
-__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "path_inside", "read_json_file",
-           "read_regular_file", "remove_regular_files", "write_atomic"]
+__all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "new_output_path", "path_inside",
+           "read_json_file", "read_regular_file", "remove_regular_files", "write_atomic"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -78,6 +79,20 @@ def checked_output_path(path: str | os.PathLike, what: str = "output", folder_mu
         raise InvalidArgument(f"{what} {path}: {_kind(info.st_mode)}, not a regular file; goenv writes only over "
                               f"regular files or new paths")
     return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def new_output_path(path: str | os.PathLike, what: str, overwrite: bool, flag: str = "overwrite=True",
+                    folder_must_exist: bool = False) -> str:
+    """checked_output_path, and a file already at `path` refused (InvalidArgument naming the path
+    and `flag`) unless `overwrite`: goenv replaces none of the user's files without being told.
+    Checked before the work that makes the output, so the refusal costs nothing."""
+    from goenv.arguments import checked_flag
+
+    target = checked_output_path(path, what, folder_must_exist=folder_must_exist)
+    if not checked_flag("overwrite", overwrite) and os.path.lexists(path):
+        raise InvalidArgument(f"{what} {os.fspath(path)}: the file exists; pass {flag} to replace it "
+                              f"(nothing was written)")
+    return target
 
 
 def remove_regular_files(root: str | os.PathLike, names: list[str], what: str) -> None:

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from goenv._core import Cluster, Graph, InvalidArgument, SimulationResult, op_type_names
-from goenv.files import write_atomic
+from goenv.files import new_output_path, write_atomic
 
 LEGEND_OP_TYPES = 10  # op types named in the legend, by total kernel time
 TRANSFER_COLOR = "#555555"
@@ -205,14 +205,16 @@ def gantt_rgb(graph: Graph, cluster: Cluster, result: SimulationResult, title: s
 
 
 def save_gantt(path: str | os.PathLike, graph: Graph, cluster: Cluster, result: SimulationResult,
-               title: str | None = None) -> str:
+               title: str | None = None, overwrite: bool = False) -> str:
     """Writes the Gantt chart to `path` (format from its extension, e.g. .png, .svg, .pdf) atomically.
 
     The figure goes to a temporary file beside `path` first, then replaces it, so a
     reader never sees a half-written file; only a regular file or a new path is
-    replaced (goenv.files.write_atomic). Returns the path written.
+    replaced (goenv.files.write_atomic), and a file already there only with
+    overwrite=True (goenv.InvalidArgument otherwise). Returns the path written.
     """
     path = os.fspath(path)
+    new_output_path(path, "chart", overwrite)
     fig = gantt_figure(graph, cluster, result, title=title)
     form = os.path.splitext(path)[1][1:] or "png"
     write_atomic(path, lambda file: fig.savefig(file, format=form), what="chart")

@@ -13,7 +13,7 @@ from goenv.agents import registry
 from goenv.agents.documented import DocumentedOptions
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
 from goenv.arguments import checked_bytes, checked_flag, checked_int
-from goenv.files import checked_output_path, read_regular_file, write_atomic
+from goenv.files import new_output_path, read_regular_file, write_atomic
 from goenv.progress import progress_bar
 
 _NATIVE = None
@@ -313,10 +313,11 @@ class Agent(metaclass=DocumentedOptions):
         return results
 
     # -- checkpoints -------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
         """Writes a checkpoint (safetensors layout: plain tensors, no code) atomically: a
-        temporary file, then os.replace; only over a regular file or a new path."""
-        checked_output_path(path, "checkpoint", folder_must_exist=True)  # a missing folder: said, as the CLI does
+        temporary file, then os.replace; only over a regular file or a new path. A file
+        already at `path` is refused (goenv.InvalidArgument) unless overwrite=True."""
+        new_output_path(path, "checkpoint", overwrite, folder_must_exist=True)  # a missing folder: said, as the CLI does
         write_atomic(path, self._agent.to_bytes(), what="checkpoint")
 
     def load(self, path: str | os.PathLike, device: str | None = None) -> "Agent":

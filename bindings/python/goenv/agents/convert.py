@@ -186,10 +186,12 @@ def convert_bytes(data: bytes) -> bytes:
     return native().checkpoint_from_arrays(metadata, arrays)
 
 
-def convert(source: str | os.PathLike, target: str | os.PathLike) -> None:
-    """Writes the current format of the format 1 or 2 checkpoint `source` to `target`."""
-    from goenv.files import read_regular_file, write_atomic
+def convert(source: str | os.PathLike, target: str | os.PathLike, overwrite: bool = False) -> None:
+    """Writes the current format of the format 1 or 2 checkpoint `source` to `target`; a file
+    already at `target` is refused unless overwrite=True (`source` itself too: keep the old one)."""
+    from goenv.files import new_output_path, read_regular_file, write_atomic
 
+    new_output_path(target, "checkpoint", overwrite, flag="overwrite=True (--overwrite)")
     write_atomic(target, convert_bytes(read_regular_file(source, what="checkpoint")), what="checkpoint")
 
 
@@ -200,12 +202,13 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", metavar="OLD.agent", help="a format 1 or 2 checkpoint (goenv 0.3 and older)")
     parser.add_argument("new", metavar="NEW.agent", help="where the current format is written (atomically)")
+    parser.add_argument("--overwrite", action="store_true", help="replace NEW.agent if it exists")
     try:
         args = parser.parse_args(argv)
     except SystemExit as done:  # --help (0) or a usage error (2): a status, as from a failed conversion
         return int(done.code or 0)
     try:
-        convert(args.old, args.new)
+        convert(args.old, args.new, overwrite=args.overwrite)
     except Exception as error:  # noqa: BLE001  (one line, like the CLI)
         print(f"goenv.agents.convert: {error}", file=sys.stderr)
         return 2

@@ -68,5 +68,6 @@ class Learner:
         return metrics
 
     def save(self, path) -> None:
-        """A checkpoint in goenv.agents.load's format."""
-        self.agent.save(path)
+        """A checkpoint in goenv.agents.load's format, over the run's earlier one (the path was
+        checked before training)."""
+        self.agent.save(path, overwrite=True)

@@ -21,7 +21,7 @@ from goenv._core import InvalidArgument
 from goenv.arguments import checked_int, checked_number
 from goenv.progress import progress_bar
 from goenv.distributed import session
-from goenv.files import checked_output_path
+from goenv.files import new_output_path
 
 
 @dataclass
@@ -135,10 +135,11 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------
     def run(self, total_steps: int, callback=None, log_dir=None, checkpoint=None, checkpoint_every: int = 0,
-            progress: bool = True) -> TrainingResult:
+            progress: bool = True, overwrite: bool = False) -> TrainingResult:
         """Trains until the learner has used about `total_steps` env steps (whole updates).
         callback(metrics) after each update; returning False stops. `checkpoint`: a path
-        saved every `checkpoint_every` updates (0: only at the end, also after an error)."""
+        saved every `checkpoint_every` updates (0: only at the end, also after an error); a
+        file already there is refused before training unless overwrite=True."""
         import ray
         from goenv.distributed.learner import Learner
         from goenv.distributed.metrics import MetricsLog
@@ -146,7 +147,7 @@ class Trainer:
 
         total_steps = _positive_int("total_steps", total_steps)
         if checkpoint is not None:  # refused now, not after training (the trained weights would be lost)
-            checked_output_path(checkpoint, "checkpoint", folder_must_exist=True)
+            new_output_path(checkpoint, "checkpoint", overwrite, folder_must_exist=True)
         log = MetricsLog(log_dir) if log_dir is not None else None  # a bad folder is refused before Ray starts
         started = session.connect(self.address, self.num_cpus, self.connect_timeout)
         result = TrainingResult(agent=self.agent)
@@ -214,7 +215,7 @@ class Trainer:
                 if log is not None:
                     log.close()
                 if checkpoint is not None and result.history:
-                    self.agent.save(checkpoint)  # the learner's state survives any ending
+                    self.agent.save(checkpoint, overwrite=True)  # the learner's state survives any ending
                 self._stop()
                 session.shutdown(started)
         result.worker_restarts = self.restarts
@@ -240,7 +241,8 @@ def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_ste
           address: str | None = None, *, agent=None, max_lag: int = 2, requests_per_worker: int = 1,
           batches_per_update: int | None = None, cpus_per_worker: float = 1.0, num_cpus: float | None = None,
           max_worker_restarts: int = 8, connect_timeout: float = 25.0, log_dir=None, checkpoint=None,
-          checkpoint_every: int = 0, callback=None, progress: bool = True, **options) -> TrainingResult:
+          checkpoint_every: int = 0, callback=None, progress: bool = True, overwrite: bool = False,
+          **options) -> TrainingResult:
     """Distributed PPO/GO training on Ray (DESIGN §6); returns a TrainingResult whose
     `agent` is the trained learner agent. `address=None` starts a local Ray on this
     machine (num_cpus: its CPUs, default all); otherwise joins the cluster at `address`
@@ -252,10 +254,12 @@ def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_ste
     queued requests made a third of the rollouts stale). max_lag=0 makes training synchronous:
     the next request waits for the update. Other keywords are agent options (seed, hidden, envs_per_graph, ...)
     for a new agent of `algorithm` (default "go"); `agent=` instead goes on training that agent (one
-    that imitated a teacher, or was loaded from a checkpoint) with its own options, teachers kept."""
+    that imitated a teacher, or was loaded from a checkpoint) with its own options, teachers kept.
+    `checkpoint`: where the agent is saved (every `checkpoint_every` updates, and at the end); a file
+    already there is refused before anything starts unless overwrite=True."""
     trainer = Trainer(env_ids, algorithm, num_workers, agent=agent, address=address, max_lag=max_lag,
                       requests_per_worker=requests_per_worker, batches_per_update=batches_per_update,
                       cpus_per_worker=cpus_per_worker, num_cpus=num_cpus, max_worker_restarts=max_worker_restarts,
                       connect_timeout=connect_timeout, **options)
     return trainer.run(total_steps, callback=callback, log_dir=log_dir, checkpoint=checkpoint,
-                       checkpoint_every=checkpoint_every, progress=progress)
+                       checkpoint_every=checkpoint_every, progress=progress, overwrite=overwrite)
