@@ -12,8 +12,11 @@ from the same decisions:
     op costs and transfers), i.e. the simulator without contention and memory.
 
     python examples/cost_model.py [--quick] [--seeds 0 1 2] [--json docs/results/cost_model.json]
-                                  [--plot docs/cost_model.png] [--readme README.md]
-    python examples/cost_model.py --from-json docs/results/cost_model.json --readme README.md
+                                  [--plot docs/cost_model.png] [--readme docs/datasets.md]
+    python examples/cost_model.py --from-json docs/results/cost_model.json --readme docs/datasets.md
+
+--readme FILE writes the table between FILE's <!-- cost-model:begin/end --> markers; with
+README.md, into whichever page of the README and docs/ holds them (docs/datasets.md).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import torch
 from torch import nn
 
 import goenv
-from readme_tables import checked_readme, replace_section, results_commit  # noqa: E402  (examples/ is the script's folder)
+from doc_sections import section_file, write_section  # noqa: E402  (examples/ is the script's folder)
+from readme_tables import results_commit  # noqa: E402
 
 CLUSTER = "2xgpu-nvlink"
 TRAIN = [("random-layered", {"num_layers": (5, 30), "width": (3, 12)}),
@@ -189,13 +193,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 graphs per family, K=12, 2 epochs")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="write predicted vs simulated runtime (held-out graphs, the first seed) here, PNG")
-    parser.add_argument("--readme", help="write the table between this README's <!-- cost-model:begin/end -->")
+    parser.add_argument("--readme", metavar="FILE", help="write the table between FILE's <!-- cost-model:begin/end "
+                        "--> markers; README.md: the page of the README or docs/ that holds them (docs/datasets.md)")
     parser.add_argument("--from-json", metavar="FILE", help="run nothing: write --readme from an earlier --json")
     args = parser.parse_args()
     if args.from_json and not args.readme:
-        parser.error("--from-json writes --readme from an earlier run: give --readme README.md")
+        parser.error("--from-json writes --readme from an earlier run: give --readme docs/datasets.md")
     if args.readme:
-        checked_readme(args.readme, "cost-model")
+        args.readme = str(section_file("cost-model", args.readme))
     try:  # every output checked before any work, so a finished run never fails on one
         for path in (args.json, args.plot, args.readme):
             if path:
@@ -302,9 +307,7 @@ def summary(runs: list[dict]) -> dict:
 
 
 def write_readme(readme: str, results: dict) -> None:
-    path = Path(readme)
-    text = replace_section(path.read_text(), "cost-model", table(results), where=readme)
-    goenv.files.write_atomic(path, text.encode())
+    write_section(Path(readme), "cost-model", table(results))
 
 
 def plot(points, path: str) -> None:
@@ -333,7 +336,7 @@ def table(results: dict) -> str:
     if "runs" not in results:
         raise SystemExit("this results file was made before cost_model.py ran several seeds; make it again: "
                          "python examples/cost_model.py --json docs/results/cost_model.json --plot "
-                         "docs/cost_model.png --readme README.md")
+                         "docs/cost_model.png --readme docs/datasets.md")
     a = results["args"]
     seeds = [run["seed"] for run in results["runs"]]
     commit = results["commit"][:10] + (" (uncommitted changes)" if results["dirty"] else "")
@@ -346,7 +349,7 @@ def table(results: dict) -> str:
         return f"{score['median']:.2f} [{score['min']:.2f}–{score['max']:.2f}]"
 
     lines = [f"Made at commit `{commit}` by `python examples/cost_model.py --json docs/results/cost_model.json "
-             f"--plot docs/cost_model.png --readme README.md` ({results['train_graphs']} training graphs of "
+             f"--plot docs/cost_model.png --readme docs/datasets.md` ({results['train_graphs']} training graphs of "
              f"{', '.join(results['train_families'])}; {a['k']} placements per graph on `{results['cluster']}`, "
              f"{a['epochs']} epochs; seeds {', '.join(map(str, seeds))}, each its own labels and initialization; "
              f"{took} on 2 shared cores). Kendall's tau of each held-out graph's placements (OOM ones "

@@ -1,4 +1,5 @@
-"""The GO agent's results on the go-placement suite, as in the README (GO paper, Table 1 style).
+"""The GO agent's results on the go-placement suite, as on the docs' Reference agents page (GO paper,
+Table 1 style).
 
     python examples/go_results.py per-graph    # GO per graph vs the heuristics and local search
     python examples/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
@@ -6,7 +7,8 @@
     python examples/go_results.py search       # the honest protocol: searches at equal budget, 5 seeds
     python examples/go_results.py search --reference-calls 200000   # ... and local search's long reference
     python examples/go_results.py search --efficiency-budget 16384  # GO search's calls to reach it (added)
-    python examples/go_results.py readme       # tables + figures from the saved results into README.md
+    python examples/go_results.py readme       # tables + figures from the saved results into the docs page
+                                               # holding <!-- go-results:begin/end --> (docs/agents.md)
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
 its own process (--graphs splits a part over processes; per-graph and joint also spread
@@ -41,7 +43,8 @@ import goenv
 import goenv.agents
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from readme_tables import markdown_table, replace_section, results_commit  # noqa: E402
+from doc_sections import section_file, write_section  # noqa: E402
+from readme_tables import markdown_table, results_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HEURISTICS = ["expert", "metis", "m-etf", "heft"]
@@ -442,7 +445,7 @@ def joint(args) -> None:
     write_json(path, rows)
 
 
-# -- README ---------------------------------------------------------------------------------------
+# -- the results section of the docs --------------------------------------------------------------
 
 def fmt(ms) -> str:
     return "—" if ms is None or not np.isfinite(ms) else f"{ms:,.1f}"
@@ -517,11 +520,7 @@ def readme(args) -> None:
                         f"clusters." if own else ""))
     if joi:
         parts.append(joint_table(joi))
-    readme_path = ROOT / args.readme
-    text = replace_section(readme_path.read_text(), "go-results", "\n".join(parts) if parts else "(no results yet)")
-    tmp = readme_path.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(readme_path)
+    write_section(Path(args.readme), "go-results", "\n".join(parts) if parts else "(no results yet)")
 
 
 def seeded_cell(r: dict, key: str) -> str:
@@ -770,10 +769,14 @@ def main(argv: list[str] | None = None) -> None:
                              "reference, and add the calls it needs to reach it to the saved rows")
     parser.add_argument("--resume", action="store_true", help="per-graph, search: skip graphs already in the results")
     parser.add_argument("--progress", action="store_true", help="progress bars")
-    parser.add_argument("--readme", default="README.md", help="readme: the file whose go-results section is rewritten")
+    parser.add_argument("--readme", default="README.md",
+                        help="readme: the file whose <!-- go-results:begin/end --> section is rewritten; README.md "
+                             "(the default): the page of the README or docs/ that holds it (docs/agents.md)")
     parser.add_argument("--figure", default="docs/go_training_curves.png", help="readme: where the curves go")
     args = parser.parse_args(argv)
     check_arguments(parser, args)
+    if "readme" in args.parts:  # before hours of runs, not after them
+        args.readme = str(section_file("go-results", ROOT / args.readme))
     for part in args.parts:
         {"per-graph": per_graph, "transfer": transfer, "joint": joint, "search": searches, "readme": readme}[part](args)
 

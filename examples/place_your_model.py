@@ -62,8 +62,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--devices", type=int, default=2, choices=[2, 4, 8])
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--finetune", type=int, default=256, help="fine-tuning simulator calls (0: skip)")
-    parser.add_argument("--readme", help="write the output and its reading between this README's "
-                                         "<!-- place-your-model:begin/end --> markers")
+    parser.add_argument("--readme", metavar="FILE", help="write the output and its reading between FILE's "
+                        "<!-- place-your-model:begin/end --> markers; README.md: the page of the README or docs/ "
+                        "that holds them (docs/your-model.md)")
     args = parser.parse_args(argv)
     for flag, value, low in (("--layers", args.layers, 1), ("--batch", args.batch, 1), ("--samples", args.samples, 1),
                              ("--finetune", args.finetune, 0)):
@@ -71,9 +72,9 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"{flag} must be >= {low}, got {value}")
     if args.readme:  # checked before the work, not after it
         sys.path.insert(0, str(Path(__file__).parent))
-        from readme_tables import checked_readme
+        from doc_sections import section_file
 
-        checked_readme(args.readme, "place-your-model")
+        args.readme = str(section_file("place-your-model", args.readme))
     lines = []
 
     def say(line: str) -> None:
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> dict:
 def write_readme(readme: str, lines: list[str], results: dict, args) -> None:
     """The run's output and what it says, against the best heuristic (the numbers are this run's)."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from readme_tables import replace_section, results_commit
+    from doc_sections import write_section
+    from readme_tables import results_commit
 
     best = results["best-heuristic"]
 
@@ -132,9 +134,8 @@ def write_readme(readme: str, lines: list[str], results: dict, args) -> None:
     if tuned:
         reading += f"; fine-tuned for {args.finetune} simulator calls it ends {versus(tuned[0])} it"
     body = "```\n" + "\n".join(lines) + "\n```\n\n" + reading + \
-        f" (`python examples/place_your_model.py --readme README.md`, commit {results_commit()['commit'][:10]})."
-    path = Path(readme)
-    goenv.files.write_atomic(path, replace_section(path.read_text(), "place-your-model", body, where=readme).encode())
+        f" (`python examples/place_your_model.py --readme docs/your-model.md`, commit {results_commit()['commit'][:10]})."
+    write_section(Path(readme), "place-your-model", body)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ import goenv.agents
 from goenv.files import checked_output_path, write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from readme_tables import replace_section, results_commit  # noqa: E402
+from doc_sections import section_file, write_section  # noqa: E402
+from readme_tables import results_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "bindings" / "python" / "goenv" / "agents" / "shipped"
@@ -195,7 +196,7 @@ def plot(summary: dict, path: Path) -> None:
 
 
 def readme_paragraph(summary: dict) -> str:
-    """The README's description of the shipped placer, from its training summary."""
+    """The docs' description of the shipped placer, from its training summary."""
     teacher = ("imitated the best heuristic" if summary.get("teacher", "best") == "best" else
                f"imitated {summary['teacher']} (1,000 calls from the best heuristic)")
     start = summary.get("start", "default")
@@ -220,11 +221,8 @@ def readme_paragraph(summary: dict) -> str:
             f"below).")
 
 
-def write_readme(summary: dict, readme: Path) -> None:
-    text = replace_section(readme.read_text(), "pretrained-placer", readme_paragraph(summary))
-    tmp = readme.with_suffix(f".md.tmp{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(readme)
+def write_readme(summary: dict, page: Path) -> None:
+    write_section(page, "pretrained-placer", readme_paragraph(summary))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -255,7 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--summary", default=str(ROOT / "docs" / "results" / "pretrained_placer.json"))
     parser.add_argument("--figure", default=str(ROOT / "docs" / "pretrained_placer.png"))
     parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the summary")
-    parser.add_argument("--readme", action="store_true", help="also write the README's paragraph on the placer")
+    parser.add_argument("--readme", action="store_true", help="also write the paragraph on the placer between "
+                        "<!-- pretrained-placer:begin/end --> in the page of the README or docs/ that holds them "
+                        "(docs/agents.md)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace existing outputs (the defaults are the shipped placer and its results)")
     args = parser.parse_args(argv)
@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
             checked_output_path(path, "output")
     except goenv.InvalidArgument as error:
         parser.error(str(error))
+    page = section_file("pretrained-placer") if args.readme else None  # before the work, not after it
     existing = [str(path) for path in outputs[:-1] if os.path.exists(path)] if not args.plot_only else []
     if existing and not args.overwrite:
         parser.error(f"{', '.join(existing)} exist(s); --overwrite replaces them (the defaults are the shipped "
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
         write_atomic(summary_path, json.dumps(summary, indent=1).encode())
     plot(summary, Path(args.figure))
     if args.readme:
-        write_readme(summary, ROOT / "README.md")
+        write_readme(summary, page)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Regenerates the tables in README.md between their <!-- NAME:begin/end --> markers.
+"""Regenerates the generated tables of the README and the docs/ pages, each between its
+<!-- NAME:begin/end --> markers, in whichever page holds them (doc_sections.py finds it).
 
     python examples/readme_tables.py            # every table (a few minutes on 2 cores)
     python examples/readme_tables.py graphs     # only the graph table
@@ -6,24 +7,24 @@
     python examples/readme_tables.py library-results   # the library examples' table, from their JSON
 
 The library-results table reads what the library examples wrote with `--json` into
-docs/results/library_<example>--<env>--seed<k>.json (the commands are in the README), one
-row per example, env and options, median and range over the seeds; it runs none.
+docs/results/library_<example>--<env>--seed<k>.json (the commands are on the docs' RL-libraries
+page), one row per example, env and options, median and range over the seeds; it runs none.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 from pathlib import Path
 
 import goenv
-from goenv.files import write_atomic
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-RESULTS = README.parent / "docs" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # doc_sections beside it, also when imported by path
+from doc_sections import ROOT, section_file, write_section  # noqa: E402
+
+RESULTS = ROOT / "docs" / "results"
 # example -> (its label in the table, what it is)
 LIBRARY_EXAMPLES = {
     "sb3_ppo": ("Stable-Baselines3 `PPO`", "`goenv.integrations.sb3.GraphPolicy`"),
@@ -107,7 +108,7 @@ def library_results_table() -> str:
         r = runs[0]
         label, model = LIBRARY_EXAMPLES[example]
         seeds = ", ".join(str(run["seed"]) for run in runs) if "seed" in r else "0"
-        rows.append([f"[{label}](examples/{example}.py)", model,
+        rows.append([f"{label} (`examples/{example}.py`)", model,
                      f"`{env}` ({r['default_ms']:.1f} / {r['heft_ms']:.1f})",
                      "not recorded" if flags.startswith("not recorded") else f"`{flags}`" if flags else "—",
                      seeds, f"{r['episodes']:,}", f"{statistics.median(run['seconds'] for run in runs):,.0f}",
@@ -194,30 +195,7 @@ def results_commit() -> dict:
     it instead: a GPU machine's copy of a clean tree, whose .git may be stale (gpu_run.sh)."""
     from goenv.provenance import source_commit
 
-    return source_commit(README.parent, exclude=("docs",))
-
-
-def _section(name: str) -> re.Pattern:
-    return re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
-
-
-def replace_section(text: str, name: str, body: str, where: str = "README.md") -> str:
-    """`text` with `body` between its <!-- name:begin/end --> markers (`where` names the file in the error)."""
-    pattern = _section(name)
-    if not pattern.search(text):
-        raise SystemExit(f"{where} has no <!-- {name}:begin/end --> markers")
-    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-
-
-def checked_readme(path: str | Path, name: str, flag: str = "--readme") -> Path:
-    """The README a script will write its `name` section into, checked before the script measures
-    anything (hours of results are not lost to a typo): a regular file with the section's markers."""
-    path = Path(goenv.files.checked_output_path(path, flag))
-    if not path.is_file():
-        raise SystemExit(f"{flag} {path}: no such file (it needs <!-- {name}:begin/end --> markers)")
-    if not _section(name).search(path.read_text()):
-        raise SystemExit(f"{flag} {path}: has no <!-- {name}:begin/end --> markers")
-    return path
+    return source_commit(ROOT, exclude=("docs",))
 
 
 TABLES = ("graphs", "baselines", "search", "library-results", "gpu")
@@ -231,20 +209,15 @@ def main(argv: list[str]) -> None:
     unknown = [name for name in which if name not in TABLES]
     if unknown:  # (argparse's choices= refuses an empty list of positionals)
         parser.error(f"unknown table(s) {', '.join(unknown)}; the tables: {', '.join(TABLES)}")
-    text = README.read_text()
-    if "graphs" in which:
-        text = replace_section(text, "graphs", graphs_table())
-    if "baselines" in which:
-        text = replace_section(text, "baselines", baselines_table())
-    if "library-results" in which:
-        text = replace_section(text, "library-results", library_results_table())
-    if "gpu" in which:
-        text = replace_section(text, "gpu", gpu_table())
-    if "search" in which:
-        table = search_table()
-        print(table)
-        text = replace_section(text, "search", table)
-    write_atomic(README, text.encode())
+    makers = {"graphs": graphs_table, "baselines": baselines_table, "library-results": library_results_table,
+              "gpu": gpu_table, "search": search_table}
+    targets = {name: section_file(name) for name in which}  # every page found before any table is made
+    for name in TABLES:
+        if name in which:
+            table = makers[name]()
+            if name == "search":
+                print(table)
+            write_section(targets[name], name, table)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Labelling throughput (issue 24's targets), all ratios from one run:
+"""Labelling throughput (the labelling targets), all ratios from one run:
 
 - samples/s of goenv.datasets.label on 1,000- and 10,000-node graphs against the bare
   simulation of the same decisions (goenv's simulator called in a loop on the labelled
@@ -12,12 +12,13 @@
   warm Ray session (one that labelled before) and as the first labelling of a fresh one; outputs
   byte-identical.
 
-    python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme README.md]
-    python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme README.md
+    python tests/benchmarks/labels_bench.py [--quick] [--json docs/results/labels_bench.json] [--readme docs/datasets.md]
+    python tests/benchmarks/labels_bench.py --from-json docs/results/labels_bench.json --readme docs/datasets.md
 
 With --no-ray, an existing --json file's Ray row is kept, marked with the commit it was measured at.
 
---readme writes the table between README.md's <!-- labels-bench:begin/end --> markers.
+--readme FILE writes the table between FILE's <!-- labels-bench:begin/end --> markers; with
+README.md, into whichever page of the README and docs/ holds them (docs/datasets.md).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ import goenv._core as _core
 from goenv.labels.labeller import HEADS, simulate_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from readme_tables import checked_readme, replace_section, results_commit  # noqa: E402  (the results scripts' one implementation)
+from doc_sections import section_file, write_section  # noqa: E402  (the results scripts' one implementation)
+from readme_tables import results_commit  # noqa: E402
 
 TASK, CLUSTER, K = "placement", "4xgpu-nvlink", 64
 LABEL_REPEATS = 5  # label runs, each followed by the bare simulation of its decisions: medians and the ratios' range
@@ -199,7 +201,7 @@ def ray_row_of(results: dict) -> dict | None:
 
 
 def table(results: dict) -> str:
-    lines = [f"Measured by `python tests/benchmarks/labels_bench.py --readme README.md` at commit "
+    lines = [f"Measured by `python tests/benchmarks/labels_bench.py --readme docs/datasets.md` at commit "
              f"`{results['commit'][:10]}`{' (uncommitted changes)' if results['dirty'] else ''} (2 shared cores, "
              f"load average {results['load']:.1f} at the start); {K} decisions per graph (`mix`), `{TASK}` on "
              f"`{CLUSTER}`, random series-parallel graphs:", "",
@@ -240,14 +242,15 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray rows")
     parser.add_argument("--json", help="write the numbers here")
-    parser.add_argument("--readme", help="write the table into this README")
+    parser.add_argument("--readme", metavar="FILE", help="write the table between FILE's <!-- labels-bench:begin/end "
+                        "--> markers; README.md: the page of the README or docs/ that holds them (docs/datasets.md)")
     parser.add_argument("--from-json", metavar="FILE", help="measure nothing: the table of an earlier --json run")
     parser.add_argument("--ray-only", action="store_true",
                         help="measure only the Ray rows, into the --json file's earlier results (a busy machine "
                              "spoils the 2-vs-1 ratio: rerun it when the cores are free)")
     args = parser.parse_args(argv)
     if args.readme:
-        checked_readme(args.readme, "labels-bench")  # before the runs, not after them
+        args.readme = section_file("labels-bench", args.readme)  # before the runs, not after them
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
         if results.get("ray") and not ray_row_of(results):
@@ -255,9 +258,7 @@ def main(argv=None) -> None:
                          f"--ray-only --json {args.from_json}")
         print(table(results))
         if args.readme:
-            path = Path(args.readme)
-            goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results),
-                                                                  where=args.readme).encode())
+            write_section(args.readme, "labels-bench", table(results))
         return
     if args.ray_only:
         results = json.loads(Path(args.json).read_text())
@@ -288,9 +289,7 @@ def main(argv=None) -> None:
     if args.json:
         goenv.files.write_atomic(args.json, (json.dumps(results, indent=1) + "\n").encode())
     if args.readme:
-        path = Path(args.readme)
-        goenv.files.write_atomic(path, replace_section(path.read_text(), "labels-bench", table(results),
-                                                                  where=args.readme).encode())
+        write_section(args.readme, "labels-bench", table(results))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ built) the C++ simulator cost per node+edge on the largest graph.
     python tests/benchmarks/python_bench.py --quick         # a smoke run
     python tests/benchmarks/python_bench.py --json out.json --markdown out.md
     python tests/benchmarks/python_bench.py --simulator-floor   # simulator vs floor (simulator_floor.py)
-    python tests/benchmarks/python_bench.py --ratios-only --readme README.md   # issue 22's ratios (ratio_bench.py)
+    python tests/benchmarks/python_bench.py --ratios-only --readme docs/performance.md   # the ratios (ratio_bench.py)
 
 Every number in one report comes from one run on one machine; ratios are what
 to compare across machines. Steps are whole-graph placement decisions on random
@@ -307,7 +307,8 @@ def main() -> None:
                         help="only the ratios of ratio_bench.py (step times by task, fused vs floor, cold start, "
                              "make_vec 2 vs 1 threads, GO vs a plain-PyTorch policy)")
     parser.add_argument("--readme", metavar="FILE",
-                        help="write the ratio table into FILE between its <!-- ratios:begin/end --> markers")
+                        help="write the ratio table between FILE's <!-- ratios:begin/end --> markers; README.md: "
+                             "the page of the README or docs/ that holds them (docs/performance.md)")
     parser.add_argument("--scaling-only", type=int, metavar="NODES", help=argparse.SUPPRESS)
     parser.add_argument("--bench-binary", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "dev",
                                                               "goenv_bench"))

@@ -1,4 +1,4 @@
-"""The ratios of issue 22, all measured in one run (`goenv bench --ratios`, or as
+"""The step-cost ratios, all measured in one run (`goenv bench --ratios`, or as
 part of `goenv bench`):
 
   * step time of fusion and joint vs placement, same graph, same decisions
@@ -13,8 +13,11 @@ part of `goenv bench`):
   * GO's act + update per env step against the plain-PyTorch anchor of the same widths
     (agents_bench.py, plain_policy.py), at 1,000 and 10,000 nodes, 1 and the default torch threads.
 
-    python tests/benchmarks/ratio_bench.py [--json FILE] [--quick] [--readme README.md]
-    goenv bench --ratios --readme README.md      # the same through the CLI; plain `goenv bench` includes it
+    python tests/benchmarks/ratio_bench.py [--json FILE] [--quick] [--readme docs/performance.md]
+    goenv bench --ratios --readme docs/performance.md   # the same through the CLI; plain `goenv bench` includes it
+
+--readme FILE writes the table between FILE's <!-- ratios:begin/end --> markers; with README.md,
+into whichever page of the README and docs/ holds them (docs/performance.md).
 
 Each number is the best of a few repetitions inside this one run; compare the
 ratios, not the absolute times (the machines are shared and noisy).
@@ -36,7 +39,7 @@ from goenv.vector import make_vec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))  # readme_tables: the results scripts' helpers
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))  # doc_sections: the results scripts' helpers
 from python_bench import layered_graph  # noqa: E402 - the same random layered DAGs as the other benchmarks
 
 TASKS = ("placement", "scheduling", "fusion", "joint")
@@ -226,7 +229,7 @@ def run(quick: bool = False, bench_binary: str | None = None) -> dict:
     return report
 
 
-# Targets of issue 22: (what, limit, "max" = at most / "min" = at least).
+# The targets: (what, limit, "max" = at most / "min" = at least).
 def rows(report: dict) -> list[list[str]]:
     out = []
     for graph, s in report["steps"].items():
@@ -265,23 +268,23 @@ def markdown(report: dict) -> str:
 
 
 def readme_section(report: dict) -> str:
-    """The README's ratio table with the run's conditions: written only from a report, never by hand."""
+    """The ratio table with the run's conditions: written only from a report, never by hand."""
     load = report["load_average"][0]
     made_at = (f" at commit `{report['commit'][:10]}`{' (uncommitted changes)' if report['dirty'] else ''}"
                if report.get("commit") else "")  # (reports written before the commit was recorded)
-    return (f"Issue 22's ratios, all from one run of `goenv bench --ratios --readme README.md`{made_at} "
+    return (f"The ratios, all from one run of `goenv bench --ratios --readme docs/performance.md`{made_at} "
             f"({report['cores']} cores, load average {load:.1f} at the start):\n\n" + markdown(report).rstrip())
 
 
 def check_outputs(json_path: str | None, readme: str | None, json_flag: str = "--json") -> None:
     """Refuses (SystemExit, one line) outputs that could not be written, before anything is measured."""
-    from readme_tables import checked_readme  # the markers' one implementation
+    from doc_sections import section_file  # the markers' one implementation
 
     try:
         if json_path:
             goenv.files.checked_output_path(json_path, json_flag)
         if readme:
-            checked_readme(readme, "ratios")
+            section_file("ratios", readme)
     except goenv.InvalidArgument as error:
         raise SystemExit(str(error)) from None
 
@@ -291,17 +294,16 @@ def write_outputs(report: dict, json_path: str | None, readme: str | None) -> No
         os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
         goenv.files.write_atomic(json_path, json.dumps(report, indent=2).encode(), what="--json")
     if readme:
-        from readme_tables import replace_section  # the markers' one implementation
-        with open(readme) as f:
-            text = replace_section(f.read(), "ratios", readme_section(report), where=readme)
-        goenv.files.write_atomic(readme, text.encode(), what="--readme")
+        from doc_sections import section_file, write_section  # the markers' one implementation
+        write_section(section_file("ratios", readme), "ratios", readme_section(report))
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", default="out/ratio_bench.json")
-    parser.add_argument("--readme", metavar="FILE", help="write the table into FILE's <!-- ratios --> section")
+    parser.add_argument("--readme", metavar="FILE", help="write the table between FILE's <!-- ratios:begin/end --> markers; "
+                        "README.md: the page of the README or docs/ that holds them (docs/performance.md)")
     args = parser.parse_args(argv)
     check_outputs(args.json, args.readme)
     report = run(args.quick)

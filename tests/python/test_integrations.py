@@ -274,7 +274,7 @@ LIBRARY_EXAMPLES = {
 
 
 def readme_tables():
-    """examples/readme_tables.py, the script that writes the README's tables from docs/results."""
+    """examples/readme_tables.py, the script that writes the docs' tables from docs/results."""
     spec = importlib.util.spec_from_file_location("readme_tables", EXAMPLES / "readme_tables.py")
     tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tables)
@@ -282,10 +282,10 @@ def readme_tables():
 
 
 def test_readme_gpu_table_is_the_gpu_results():
-    """The README's GPU table is what readme_tables.py writes from docs/results/gpu, where
+    """The docs' GPU table is what readme_tables.py writes from docs/results/gpu, where
     tests/benchmarks/gpu_run.sh ran GO on CUDA and agents_bench.py on CPU, each at a named commit."""
     tables = readme_tables()
-    assert tables.gpu_table() in tables.README.read_text()
+    assert tables.gpu_table() in tables.section_file("gpu").read_text()
     for name, device in (("h100", "cuda"), ("h100_host_cpu", "cpu"), ("this_cpu", "cpu")):
         run = json.loads((tables.RESULTS / "gpu" / f"agents_bench_{name}.json").read_text())
         assert run["device"] == device and len(run["commit"]) == 40 and run["rows"], name
@@ -293,12 +293,12 @@ def test_readme_gpu_table_is_the_gpu_results():
 
 
 def test_readme_library_results_are_the_examples_json_and_beat_default_and_heft():
-    """The README's table is what readme_tables.py writes from docs/results/library_*.json;
+    """The docs' library table is what readme_tables.py writes from docs/results/library_*.json;
     those runs (the examples at their default budgets) beat the compiler default over their
     last quarter on every env they ran on, and HEFT with their best on the README's env
     (the median over seeds, where several ran)."""
     tables = readme_tables()
-    assert tables.library_results_table() in tables.README.read_text()
+    assert tables.library_results_table() in tables.section_file("library-results").read_text()
     for (example, env, flags), runs in tables.library_runs().items():
         median = {key: statistics.median(run[key] for run in runs) for key in ("last_quarter_ms", "best_ms")}
         assert median["last_quarter_ms"] < runs[0]["default_ms"], (example, env, flags)

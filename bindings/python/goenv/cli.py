@@ -514,10 +514,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--simulator-floor", action="store_true",
                        help="the simulator against a bare list scheduler: wall time and callgrind instructions")
     bench.add_argument("--ratios", action="store_true",
-                       help="only issue 22's ratios (fusion/joint vs placement step, fused vs floor, cold start, "
+                       help="only the step-cost ratios (fusion/joint vs placement step, fused vs floor, cold start, "
                             "make_vec 2 vs 1 threads, GO vs a plain-PyTorch policy): a few minutes")
     bench.add_argument("--readme", metavar="FILE",
-                       help="write the ratio table into FILE (README.md) between its <!-- ratios:begin/end --> markers")
+                       help="write the ratio table between FILE's <!-- ratios:begin/end --> markers; README.md: "
+                            "the page of the README or docs/ that holds them (docs/performance.md)")
     bench.add_argument("--distributed", action="store_true",
                        help="Ray scale-out: samples/s against workers, weight distribution cost (needs ray)")
     bench.set_defaults(run=_bench)
