@@ -200,3 +200,34 @@ def test_graph_save_refuses_an_existing_file_unless_overwrite(tmp_path):
     assert path.read_bytes() == b"the user's file"
     graph.save(path, overwrite=True)
     assert goenv.Graph.load(path).num_nodes == graph.num_nodes
+
+
+# ---------------------------------------------------------------------------
+# The README's Hugging Face GPT-2 numbers, on the transformers the zoo extra pins.
+
+def test_hugging_face_gpt2_imports_one_training_graph_whatever_use_cache():
+    """A 2-layer GPT2LMHeadModel (any width): with transformers 5.23.0 (the zoo extra's pin),
+    277 ops as a training step with use_cache on or off; forward-only 169 with the cache's ops,
+    128 without (transformers 4.57.1 gave 265, and 166 against 118)."""
+    import warnings
+
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    import goenv
+
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32,
+                                     bos_token_id=0, eos_token_id=0)
+    ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(0))
+    counts = {}
+    for training in (True, False):
+        for cache in (True, False):
+            model = transformers.GPT2LMHeadModel(config)
+            model.config.use_cache = cache
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                counts[training, cache] = goenv.datasets.from_torch(model, ids, training=training).num_nodes
+            assert model.config.use_cache is cache  # restored
+    assert counts[True, True] == counts[True, False]
+    assert counts[False, True] > counts[False, False]
+    if transformers.__version__ == "5.23.0":
+        assert (counts[True, True], counts[False, True], counts[False, False]) == (277, 169, 128)
