@@ -4,6 +4,7 @@
 # Both are idempotent: a second run with nothing changed rebuilds nothing.
 # Everything Python goes into the project virtual environment .venv (never the
 # global interpreter, PEP 668); afterwards `. .venv/bin/activate` gives goenv.
+#   make docs   the documentation site (mkdocs build --strict) into build/site
 #   make smoke  build the sdist and wheel (python -m build) and run tests/smoke in a fresh venv with the wheel
 
 # The interpreter that creates .venv; every later step uses $(PYTHON), the venv's.
@@ -21,12 +22,12 @@ APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv \
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
 BUILD_REQUIRES := "scikit-build-core>=0.10" "pybind11==3.1.0" "torch==2.13.0"
 # The extras `make test` installs (pyproject.toml [project.optional-dependencies]) and the wheel tools.
-EXTRAS := test,agents,onnx,sb3,distributed,rllib,parquet
+EXTRAS := test,agents,onnx,sb3,distributed,rllib,parquet,docs
 PIP_PACKAGES := $(BUILD_REQUIRES) "build==1.6.1"
 PIP := $(PYTHON) -m pip --disable-pip-version-check
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test setup build test-cpp test-python bench smoke wheel clean
+.PHONY: demo test setup build test-cpp test-python bench docs smoke wheel clean
 
 demo: build
 	$(PYTHON) -m goenv.cli demo
@@ -41,6 +42,12 @@ test-python: build
 
 bench: build
 	$(PYTHON) -m goenv.cli bench
+
+# The documentation site into build/site (mkdocs.yml); any warning (a broken link, an API object
+# mkdocstrings cannot find) fails it. Its packages are the `docs` extra, installed by `build`.
+# NO_MKDOCS_2_WARNING: Material's banner about its successor, printed on every build.
+docs: build
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
 
 setup: $(STAMPS)/apt $(STAMPS)/pip
 

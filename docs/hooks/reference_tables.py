@@ -1,0 +1,293 @@
+"""MkDocs hook: fills the reference tables of the site from the code at build time.
+
+A page asks for a table with a line of its own, `<!-- table: NAME -->`; the hook replaces it with
+the Markdown table NAME's generator returns (TABLES below). Every number and name in those tables
+comes from goenv itself (a made env's spaces, a real reset and step, the registries), so the pages
+cannot drift from the code. An unknown NAME fails the build.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import goenv
+import goenv._core
+import goenv.agents
+import numpy as np
+
+MARKER = re.compile(r"^<!-- table: ([a-z0-9-]+) -->$", re.MULTILINE)
+ENV_HEADER = Path(__file__).resolve().parents[2] / "envs" / "env.h"
+# Two envs whose sizes differ in every dimension that depends on the graph or the cluster:
+# comparing their shapes tells the symbolic dimensions (N nodes, E edges, D devices) from fixed ones.
+SHAPE_PROBES = (("transformer-xl-2", "2xgpu-nvlink"), ("transformer-xl-4", "8xgpu-nvlink"))
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def code(text: object) -> str:
+    return f"`{text}`"
+
+
+@cache
+def probe_envs(task: str) -> tuple:
+    return tuple(goenv.make(f"{task}-{graph}", cluster=cluster) for graph, cluster in SHAPE_PROBES)
+
+
+def symbolic(sizes: list[int], envs: tuple) -> str:
+    """One dimension of a shape seen on both probe envs, as N, E, D, D + k or a number."""
+    symbols = {
+        "N": [env.graph.num_nodes for env in envs],
+        "E": [env.graph.num_edges for env in envs],
+        "D": [env.cluster.num_devices for env in envs],
+    }
+    if len(set(sizes)) == 1:
+        return str(sizes[0])
+    for name, values in symbols.items():
+        if sizes == values:
+            return name
+    offsets = {size - devices for size, devices in zip(sizes, symbols["D"])}
+    if len(offsets) == 1:
+        return f"D + {offsets.pop()}"
+    raise ValueError(f"no symbol for a dimension of sizes {sizes}")
+
+
+def shape_of(spaces: list, envs: tuple) -> str:
+    dims = [symbolic([space.shape[axis] for space in spaces], envs) for axis in range(len(spaces[0].shape))]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+COLUMN_NAMES = {
+    "node_features": goenv._core.node_feature_names,
+    "node_state": goenv._core.node_state_names,
+    "edge_features": goenv._core.edge_feature_names,
+    "device_features": goenv._core.device_feature_names,
+    "device_state": goenv._core.device_state_names,
+    "globals": goenv._core.global_names,
+}
+
+
+def columns(key: str, limit: int = 14) -> str:
+    if key not in COLUMN_NAMES:
+        return ""
+    names = list(COLUMN_NAMES[key]())
+    shown = ", ".join(code(name) for name in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def observation_table() -> str:
+    rows = []
+    for task in goenv._core.task_names():
+        envs = probe_envs(task)
+        for key in envs[0].observation_space.spaces:
+            spaces = [env.observation_space[key] for env in envs]
+            rows.append((key, shape_of(spaces, envs), str(spaces[0].dtype), task))
+    # The layout is the same for every task but the action mask's width: one row per key,
+    # the tasks listed where they differ.
+    by_key: dict[str, dict[tuple, list[str]]] = {}
+    for key, shape, dtype, task in rows:
+        by_key.setdefault(key, {}).setdefault((shape, dtype), []).append(task)
+    table = []
+    for key, variants in by_key.items():
+        for (shape, dtype), tasks in variants.items():
+            where = "" if len(variants) == 1 else " (" + ", ".join(tasks) + ")"
+            table.append([code(key) + where, code(shape), code(dtype), columns(key)])
+    return markdown_table(["key", "shape", "dtype", "columns (goenv._core.*_names())"], table)
+
+
+def action_space_text(space, envs: tuple) -> str:
+    if hasattr(space, "spaces"):
+        return "Dict(" + ", ".join(f"{name}: {action_space_text(sub, envs)}" for name, sub in space.spaces.items()) + ")"
+    choices = sorted({int(n) for n in np.asarray(space.nvec).ravel()})
+    devices = envs[0].cluster.num_devices
+    choice = "D" if choices == [devices] else str(choices[0])
+    return f"MultiDiscrete([{choice}] * N)"
+
+
+def action_table() -> str:
+    rows = []
+    for task in goenv._core.task_names():
+        envs = probe_envs(task)
+        spaces = [env.action_space for env in envs]
+        described = {action_space_text(space, (env,)) for space, env in zip(spaces, envs)}
+        if len(described) != 1:
+            raise ValueError(f"{task}: the action space's form depends on the graph: {described}")
+        rows.append([code(task), code(described.pop()),
+                     ", ".join(code(name) for name in goenv.baselines.list(task) if name != "none")])
+    return markdown_table(["task", "action space", "baselines that decide it"], rows)
+
+
+def type_name(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"ndarray[{value.dtype}]"
+    if isinstance(value, dict):  # keyed by the task's heads
+        return "dict[str, " + " | ".join(sorted({type_name(item) for item in value.values()})) + "]"
+    return type(value).__name__
+
+
+def info_table() -> str:
+    seen: dict[str, dict] = {}
+    for task in goenv._core.task_names():
+        # A strict env with a random placement splits a colocation group: the step is rejected,
+        # which shows the keys only a rejected decision reports.
+        for options in ({}, {"colocation": "strict"}):
+            env = goenv.make(f"{task}-transformer-xl-2", **options)
+            _, reset_info = env.reset(seed=0)
+            env.action_space.seed(0)
+            step_info = env.step(env.action_space.sample())[4]
+            for when, info in (("reset", reset_info), ("step", step_info)):
+                for key, value in info.items():
+                    entry = seen.setdefault(key, {"type": type_name(value), "when": set(), "count": 0})
+                    entry["when"].add(when)
+                    entry["count"] += 1
+    always = max(entry["count"] for entry in seen.values())
+    rows = []
+    for key, entry in seen.items():
+        present = "always" if entry["count"] == always else "only after a rejected decision"
+        rows.append([code(key), code(entry["type"]), present])
+    return markdown_table(["key", "type", "present"], rows)
+
+
+def env_config_comments() -> dict[str, str]:
+    """The comment of each EnvConfig field in envs/env.h (the line's own, else the block above it)."""
+    text = ENV_HEADER.read_text()
+    body = text[text.index("struct EnvConfig {"):]
+    body = body[:body.index("\n};")]
+    # A comment block describes every field below it up to the next comment or blank line.
+    comments, block, after_field = {}, [], False
+    for line in body.splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("//"):
+            block = ([] if after_field else block) + [stripped[2:].strip()]
+            after_field = False
+            continue
+        field = re.match(r"[\w:<>, ]+?\s+(\w+)(?:\s*=\s*[^;]+)?;\s*(?://\s*(.*))?$", stripped)
+        if field:
+            comments[field.group(1)] = field.group(2) or " ".join(block)
+            after_field = True
+        else:
+            block, after_field = [], False
+    return comments
+
+
+# EnvConfig's field that an option of make() sets, where the names differ.
+OPTION_FIELDS = {"placement": "initial_placement", "priority": "initial_priority", "cluster": "cluster"}
+
+
+def env_options_table() -> str:
+    comments = env_config_comments()
+    env = goenv.make("placement-transformer-xl-2")
+    defaults = env.unwrapped.core.config
+    rows = []
+    for name in ("cluster",) + goenv.GraphEnv.OPTIONS:
+        field = OPTION_FIELDS.get(name, name)
+        meaning = comments.get(field, "")
+        if name == "placement":  # two fields: the named default and explicit decisions
+            meaning = f"{comments['placement']}; or an int array: {comments['initial_placement']}"
+        default = defaults.get(name)
+        rows.append([code(name), code(repr(default)) if default not in ("", None) else "—", meaning])
+    return markdown_table(["option", "default (placement-transformer-xl-2)", "meaning (envs/env.h)"], rows)
+
+
+def env_ids_table() -> str:
+    ids = goenv.list_envs()
+    rows = []
+    for task in goenv._core.task_names():
+        graphs = [env_id[len(task) + 1:] for env_id in ids if env_id.startswith(task + "-")]
+        rows.append([code(task), str(len(graphs)), ", ".join(code(f"{task}-{graph}") for graph in graphs[:3]) + ", ..."])
+    rows.append(["all", str(len(ids)), "`goenv.list_envs()`"])
+    return markdown_table(["task", "ids", "examples"], rows)
+
+
+def graph_families_table() -> str:
+    rows = []
+    for name in goenv.datasets.list():
+        info = goenv.datasets.info(name)
+        graph = goenv.datasets.load(name)
+        params = ", ".join(f"{key}={value:g}" for key, value in info["params"].items())
+        rows.append([code(name), f"{graph.num_nodes:,}", f"{graph.num_edges:,}",
+                     f"{graph.total_flops / 1e9:,.0f}", f"{graph.total_param_bytes / 4 / 1e6:,.1f}",
+                     code(info["default_cluster"]), info["description"], params])
+    return markdown_table(["graph", "nodes", "edges", "GFLOPs / step", "params (M)", "default cluster",
+                           "what it is", "parameters (defaults)"], rows)
+
+
+def si(value: float, unit: str) -> str:
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:g} {prefix}{unit}"
+    return f"{value:g} {unit}"
+
+
+def device_text(device) -> str:
+    text = (f"{device.kind} ({si(device.peak_flops, 'FLOP/s')}, {si(device.memory_bandwidth, 'B/s')}, "
+            f"{device.memory_bytes / 2**30:g} GiB, {device.launch_overhead * 1e6:g} µs launch")
+    if device.op_gap:
+        text += f", {device.op_gap * 1e6:g} µs gap after each op"
+    return text + ")"
+
+
+def clusters_table() -> str:
+    rows = []
+    for name in goenv.clusters.list():
+        cluster = goenv.clusters.get(name)
+        kinds: dict[str, int] = {}
+        for device in cluster.devices:
+            kinds[device_text(device)] = kinds.get(device_text(device), 0) + 1
+        devices = "; ".join(f"{count} × {text}" for text, count in kinds.items())
+        links = {(si(link.bandwidth, "B/s"), f"{link.latency * 1e6:g} µs") for link in cluster.links}
+        channels = len({link.channel for link in cluster.links})
+        link_text = "; ".join(f"{bandwidth} + {latency}" for bandwidth, latency in sorted(links))
+        rows.append([code(name), str(cluster.num_devices), devices,
+                     f"{len(cluster.links)} links, {channels} channels: {link_text}" if cluster.links else "—"])
+    return markdown_table(["preset", "devices", "each device", "links (bandwidth + latency per transfer)"], rows)
+
+
+def baselines_table() -> str:
+    rows = []
+    for name in goenv.baselines.list():
+        info = goenv.baselines.info(name)
+        rows.append([code(name), ", ".join(info["heads"]) or "—", info["description"]])
+    return markdown_table(["baseline", "decides", "what it does"], rows)
+
+
+OPTION_TYPES = {"s": "str", "i": "int", "d": "float", "b": "bool"}
+
+
+def agent_options_table() -> str:
+    rows = [[code(name), OPTION_TYPES.get(kind, kind), code(repr(default)), meaning]
+            for name, kind, default, meaning in goenv.agents.options()]
+    return markdown_table(["option", "type", "default", "meaning"], rows)
+
+
+TABLES = {
+    "env-ids": env_ids_table,
+    "observation": observation_table,
+    "actions": action_table,
+    "info": info_table,
+    "env-options": env_options_table,
+    "graph-families": graph_families_table,
+    "clusters": clusters_table,
+    "baselines": baselines_table,
+    "agent-options": agent_options_table,
+}
+
+
+@cache
+def generated(name: str) -> str:
+    return TABLES[name]()
+
+
+def on_page_markdown(markdown: str, page, **_) -> str:
+    def table(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in TABLES:
+            raise KeyError(f"{page.file.src_path}: no generated table {name!r}; known: {', '.join(TABLES)}")
+        return generated(name)
+
+    return MARKER.sub(table, markdown)
