@@ -1,4 +1,4 @@
-// Reference agents for goenv's environments, written in LibTorch (DESIGN §1):
+// Reference agents for goenv's environments, written in LibTorch (docs/architecture.md):
 // PPO (GraphSAGE + per-node MLP heads) and the GO policy of "Transferable Graph
 // Optimizers for ML Compilers" (Zhou et al., NeurIPS 2020): GraphSAGE node
 // embeddings, Transformer-XL-style segment-recurrent attention over the nodes
@@ -32,7 +32,7 @@
 //    torch thread (num_threads=1); env stepping may use any thread count.
 //  * Errors are goenv's typed exceptions (InvalidArgument, NotFound, ...);
 //    torch's own errors are rethrown as goenv::Error.
-//  * One trainer (DESIGN §6): train() is set_envs(), then collect() and
+//  * One trainer (docs/distributed.md): train() is set_envs(), then collect() and
 //    update() in turn. A distributed run splits the same calls: rollout
 //    workers set_weights() and collect(), the learner update()s and hands out
 //    weights(). Sampling (collect, act, evaluate) and updating (minibatch

@@ -1,4 +1,4 @@
-// Agent checkpoints: data, never code (DESIGN §5). Format 3 is the safetensors
+// Agent checkpoints: data, never code (docs/architecture.md). Format 3 is the safetensors
 // layout (a little-endian u64 header size, a JSON header of string metadata and
 // of tensors' dtype, shape and byte offsets, then the raw bytes), readable by
 // the `safetensors` library. Metadata: the format, every option, the policy

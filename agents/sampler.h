@@ -1,4 +1,4 @@
-// Rollouts (DESIGN §6; RLlib's EnvRunner): the sampler steps copies of each
+// Rollouts (docs/distributed.md; RLlib's EnvRunner): the sampler steps copies of each
 // sampled graph's env through one envs::VectorEnv per graph, acting with the
 // model's policy, and returns plain-array rollouts tagged with the weight
 // version. It has no stepping loop, thread pool or per-episode seed sequence of

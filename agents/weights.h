@@ -1,5 +1,5 @@
 // The policy's parameters as one contiguous float32 buffer plus a version
-// (DESIGN §6): weights travel between a learner and its rollout workers as one
+// (docs/distributed.md): weights travel between a learner and its rollout workers as one
 // array, without packing, and the version tags every rollout.
 #pragma once
 

@@ -81,7 +81,7 @@ void bind_cluster(py::module_& m) {
                        argument<int>(dst, call, "dst", "an integer (a device index)", true),
                        argument<double>(bandwidth, call, "bandwidth", "a number (bytes/s)", true),
                        argument<double>(latency, call, "latency", "a number (seconds per transfer)"), kOwnChannel};
-             // No channel: one of its own (a link carries one transfer at a time, DESIGN §2), so that
+             // No channel: one of its own (a link carries one transfer at a time, docs/simulator.md), so that
              // latency's default is usable; a given channel's range is the cluster's to check, as before.
              if (!channel.is_none()) {
                link.channel = argument<int>(channel, call, "channel", "an integer, or None for a channel of its own");

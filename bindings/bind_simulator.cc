@@ -131,7 +131,7 @@ void bind_simulator(py::module_& m) {
         py::arg("fusion") = py::none(), py::arg("max_fusion_size") = 16,
         "Simulates the graph on the cluster. placement: device per node (default all on 0);\n"
         "priority: higher runs first among ready ops on a device (default FIFO);\n"
-        "fusion: fusion priority per node (0 = alone; default: no fusion), greedy pass as in DESIGN §2.");
+        "fusion: fusion priority per node (0 = alone; default: no fusion), greedy pass as in docs/simulator.md.");
 
   m.def("simulate_batch",
         [](py::handle graph, const Cluster& cluster, py::handle placement, py::handle priority, py::handle fusion,

@@ -1,5 +1,5 @@
 // Calls on an env, vector env or agent that one Python object may receive from two
-// threads at once (DESIGN §5): each runs with the object's guard held, so they
+// threads at once (docs/architecture.md): each runs with the object's guard held, so they
 // serialize instead of corrupting the episode or the policy.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Roofline cost of one op on one device (DESIGN §2):
+// Roofline cost of one op on one device (docs/simulator.md):
 //   max(flops / peak_flops, bytes_touched / memory_bandwidth) + launch_overhead,
 // unless the op carries a measured cost for the device's kind, which is used as is.
 // bytes_touched = bytes of all input edges + output_bytes + param_bytes.

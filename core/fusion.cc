@@ -17,7 +17,7 @@ namespace {
 
 enum : std::uint8_t { kFusesAnywhere = 0, kSinkOnly = 1, kNeverFuses = 2 };  // per node, from its FusibleKind
 
-// The greedy pass (DESIGN §2) over groups kept as the nodes of a quotient DAG in
+// The greedy pass (docs/simulator.md) over groups kept as the nodes of a quotient DAG in
 // a topological order of slots. Merging a producer group A into a consumer group
 // B keeps the quotient acyclic (so every group convex) iff no path A -> X -> B
 // runs through another group; any such X sits between A and B in the order,

@@ -1,4 +1,4 @@
-// Op fusion (DESIGN §2). A fused group is a set of nodes on one device run as
+// Op fusion (docs/simulator.md). A fused group is a set of nodes on one device run as
 // one kernel: one launch overhead, the members' flops summed, and only bytes
 // that cross the group boundary touch memory.
 //

@@ -1,4 +1,4 @@
-// A lower bound on the makespan of any decision (DESIGN §2):
+// A lower bound on the makespan of any decision (docs/simulator.md):
 //   max(critical path with every op on its fastest allowed device and free
 //       communication, total work on the fastest devices / number of devices).
 // With `fusion` (tasks that decide it), any fusion too: a fused kernel pays one

@@ -10,7 +10,7 @@
 
 namespace goenv {
 
-// How an op may be fused (DESIGN §2): elementwise ops fuse with anything
+// How an op may be fused (docs/simulator.md): elementwise ops fuse with anything
 // fusible, reductions only as the last op of a group, opaque ops never.
 enum class FusibleKind : std::uint8_t { kElementwise = 0, kReduction = 1, kOpaque = 2 };
 

@@ -1,4 +1,4 @@
-// The event-driven simulator (DESIGN §2): a pure function of (graph, cluster,
+// The event-driven simulator (docs/simulator.md): a pure function of (graph, cluster,
 // decisions), deterministic, O((N + E) log N).
 //
 // Rules, each tested in tests/cpp/simulator_test.cc and mirrored line by line by

@@ -1,4 +1,4 @@
-// Colocation "follow" (DESIGN §3): turns any per-node placement into a valid
+// Colocation "follow" (docs/environments.md): turns any per-node placement into a valid
 // one by moving each colocation group to the device most of its members chose
 // (ties: the lowest device id), among the devices every member allows — what
 // TensorFlow's placer does with colocation constraints. Without it, almost

@@ -1,4 +1,4 @@
-// The environment interface shared by every task (DESIGN §3).
+// The environment interface shared by every task (docs/environments.md).
 //
 // One generic Env serves placement, scheduling, fusion and joint: a task is the
 // list of decision heads it controls (placement / priority / fusion), registered

@@ -2,7 +2,7 @@
 // as the default): choose a fusion priority per op (0 = keep it alone); a greedy
 // pass merges ops into their producers' kernels by descending priority when legal.
 // Everything runs on device 0 when it fits there, else on the expert placement (the
-// compiler's default placement, DESIGN §3; config "placement" picks another).
+// compiler's default placement, docs/environments.md; config "placement" picks another).
 #include "envs/registry.h"
 
 GOENV_REGISTER_TASK(kFusionRegistered,

@@ -1,4 +1,4 @@
-// The observation every task shares (DESIGN §3).
+// The observation every task shares (docs/environments.md).
 //
 // Static parts are built once per graph and shared by every env on it
 // (Python receives read-only zero-copy views); dynamic parts are fresh arrays

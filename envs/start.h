@@ -1,4 +1,4 @@
-// Where an episode starts (DESIGN §3): the compiler's defaults, any baseline's
+// Where an episode starts (docs/environments.md): the compiler's defaults, any baseline's
 // decisions, or given decisions. Improvement episodes (horizon > 1) and
 // policy-guided search start from the best heuristic rather than from nothing.
 #pragma once

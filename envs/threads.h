@@ -1,5 +1,5 @@
 // Threads: the one limit on worker threads (envs, vector envs and agents check
-// the same constant) and the guard that serializes calls on one env (DESIGN §5:
+// the same constant) and the guard that serializes calls on one env (docs/architecture.md:
 // one env used from two threads at once serializes, never crashes).
 #pragma once
 

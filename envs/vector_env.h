@@ -1,5 +1,5 @@
 // VectorEnv: B environments of one task stepped together, in parallel with
-// OpenMP, writing into batched buffers (EnvPool-style; DESIGN §3-§5).
+// OpenMP, writing into batched buffers (EnvPool-style; docs/environments.md, docs/architecture.md).
 //
 // Contract:
 //  * The envs may share one graph ("stacked" layout: node rows (B, N, ...)) or

@@ -417,7 +417,7 @@ TEST(Search, ThePolicyIsReadAfterEveryNewBestOnShortSearchesAndAtMostFourTimesMo
   }
 }
 
-// DESIGN §6: train() is collect() then update(); a sampler and a learner that
+// docs/distributed.md: train() is collect() then update(); a sampler and a learner that
 // exchange the flat weight buffer reproduce it bit for bit (GO, with a horizon of 2).
 TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {
   auto env = env_on("placement", 24, 4);

@@ -422,7 +422,7 @@ TEST(Baselines, QuantizePrioritiesPreservesOrder) {
   EXPECT_THROW(quantize_priorities({std::nan("")}, 4), InvalidArgument);
 }
 
-// DESIGN: HEFT and METIS must place the largest suite graph (>= 80k nodes) in
+// docs/baselines.md: HEFT and METIS must place the largest suite graph (>= 80k nodes) in
 // under a second. gnmt-8 when it is registered, a random layered DAG always.
 TEST(Baselines, HeftAndMetisScaleTo80kNodes) {
   std::vector<std::unique_ptr<Env>> envs;

@@ -1,4 +1,4 @@
-// Colocation "follow" (envs/colocation.h) and how the env applies it (DESIGN §3).
+// Colocation "follow" (envs/colocation.h) and how the env applies it (docs/environments.md).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -112,7 +112,7 @@ const GraphPtr& cached_graph(const std::string& name, const std::string& params)
 
 // Digests of the code at 0ed9dc6 (printed by this test when they differ); the cases with
 // random fusion priorities re-pinned when priority 0 started to keep a producer alone too
-// (DESIGN §2; the XLA cases, where only opaque ops have priority 0, kept theirs).
+// (docs/simulator.md; the XLA cases, where only opaque ops have priority 0, kept theirs).
 const GoldenCase kGolden[] = {
 #include "tests/cpp/fusion_golden.inc"
 };

@@ -1,4 +1,4 @@
-// The fusion rules of DESIGN §2: convexity, fusible kinds, size limit, no
+// The fusion rules of docs/simulator.md: convexity, fusible kinds, size limit, no
 // cross-device fusion, one launch per kernel, only boundary bytes touch memory.
 #include <gtest/gtest.h>
 
@@ -91,7 +91,7 @@ TEST(Fusion, PriorityZeroMeansAlone) {
 }
 
 // Priority 0 keeps a node out of every group, also as a producer a consumer would join
-// (DESIGN §2: "priority 0 = do not fuse"); the others fuse as they would.
+// (docs/simulator.md: "priority 0 = do not fuse"); the others fuse as they would.
 TEST(Fusion, PriorityZeroKeepsAProducerAloneToo) {
   const auto g = chain({"Add", "Relu", "Mul"});
   const auto single = all(3, 0);

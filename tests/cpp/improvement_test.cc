@@ -1,5 +1,5 @@
 // Schedule slack (core/slack.h), per-device observation arrays and episode
-// starts (envs/env.h, envs/start.h): DESIGN §3, observation version 2.
+// starts (envs/env.h, envs/start.h): docs/environments.md, observation version 2.
 #include <gtest/gtest.h>
 
 #include <random>

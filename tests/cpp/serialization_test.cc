@@ -400,7 +400,7 @@ TEST(ClusterPresets, DocumentedPresetsExist) {
 }
 
 TEST(ClusterPresets, PlacetoK80ReproducesThePublishedConstants) {
-  // DESIGN §2: 5.7 us gap after every op with nonzero cost, 7,600 bytes/us plus
+  // docs/simulator.md: 5.7 us gap after every op with nonzero cost, 7,600 bytes/us plus
   // 25 us per transfer, one outgoing bus per source device.
   const Cluster c = Cluster::preset("placeto-k80");
   ASSERT_GE(c.num_devices(), 2);

@@ -1,4 +1,4 @@
-"""Agent checkpoints are data, never code (DESIGN §5): the safetensors layout, read
+"""Agent checkpoints are data, never code (docs/architecture.md): the safetensors layout, read
 by a bounded reader that checks everything before it copies anything; old formats
 (a TorchScript archive) are refused, and converted without running them."""
 

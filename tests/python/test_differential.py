@@ -235,7 +235,7 @@ def test_fusion_priority_zero_is_no_fusion():
 
 
 def test_fusion_priority_zero_keeps_a_node_alone_also_as_a_producer():
-    """DESIGN §2 "priority 0 = do not fuse": a consumer of priority > 0 joins no group of a
+    """docs/simulator.md "priority 0 = do not fuse": a consumer of priority > 0 joins no group of a
     priority-0 producer; nodes of priority > 0 fuse as before."""
     chain = goenv.Graph.from_arrays(np.array([[0, 1], [1, 2]]), flops=[1e9] * 3, op_type=["Add", "Relu", "Mul"])
     for fusion, kernels in (([0, 1, 0], [0, 1, 2]), ([0, 1, 1], [0, 1, 1]), ([1, 1, 0], [0, 0, 1]),

@@ -1,4 +1,4 @@
-"""The Gymnasium face of every registered env, and the env contract (DESIGN §3):
+"""The Gymnasium face of every registered env, and the env contract (docs/environments.md):
 check_env, rollouts, seeded determinism, new memory for every observation array
 (zero-copy static arrays with share_static=True), node mode, info, rewards, and
 the exceptions bad input raises. Colocation and invalid steps: test_valid_actions.py.

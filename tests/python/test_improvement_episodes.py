@@ -1,4 +1,4 @@
-"""Observation version 2 (per-device arrays, slack) and improvement episodes (DESIGN §3).
+"""Observation version 2 (per-device arrays, slack) and improvement episodes (docs/environments.md).
 
 - devices are entities: `device_features` (static) and `device_state` (the decisions in
   force), the same numbers under any labelling of the devices;
@@ -201,7 +201,7 @@ def test_vector_envs_start_where_their_option_says_and_batch_device_arrays():
 
 
 def test_a_vector_reset_takes_a_start_for_that_reset_only():
-    """DESIGN §3 reset(options={"start": ...}), in the vector env: a name, given decisions, or one
+    """docs/environments.md reset(options={"start": ...}), in the vector env: a name, given decisions, or one
     (or None: the env's own) per env; checked before any env changes; autoresets and later resets
     begin from each env's own start again."""
     venv = goenv.make_vec("placement-inception", num_envs=3, horizon=1)
@@ -284,7 +284,7 @@ def test_an_infeasible_start_names_the_device_out_of_memory():
     with pytest.raises(goenv.InvalidArgument, match="infeasible"):
         env.unwrapped.set_start(everything_on_one)
     assert env.get_state() == before
-    # The fusion task starts from the same default placement (DESIGN §3: device 0 when it fits,
+    # The fusion task starts from the same default placement (docs/environments.md: device 0 when it fits,
     # else the expert's): it started out of memory, and then rejected every fusion step.
     fusion = goenv.make("fusion-amoebanet", horizon=2)
     _, info = fusion.reset(seed=0)

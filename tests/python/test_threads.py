@@ -1,4 +1,4 @@
-"""Issue 23: one env or vector env used from several threads at once serializes (DESIGN §5):
+"""Issue 23: one env or vector env used from several threads at once serializes (docs/architecture.md):
 every step gets its own result, never another thread's, a zero runtime or a crash; and
 num_threads is bounded by one limit (goenv._core.MAX_THREADS) with a clear error."""
 

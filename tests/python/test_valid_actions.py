@@ -1,4 +1,4 @@
-"""Valid actions for any RL algorithm (DESIGN §3, colocation): colocation="follow"
+"""Valid actions for any RL algorithm (docs/environments.md, colocation): colocation="follow"
 turns every per-node placement into a valid one; node-mode masks keep groups
 together; rejected steps are reported unmistakably; the adapters of goenv.wrappers."""
 

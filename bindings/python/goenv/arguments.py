@@ -1,4 +1,4 @@
-"""Checks of the arguments every room takes (DESIGN §5: bad input raises a clear exception
+"""Checks of the arguments every room takes (docs/architecture.md: bad input raises a clear exception
 naming it, before any work is done). A count is an integer, never a bool, a float or a string
 (numpy's integer scalars count); a number is an int or a float, never a bool or a string; a
 flag is a bool (numpy's too); binary data is bytes-like.

@@ -71,7 +71,7 @@ def quantize_priorities(values, levels: int) -> np.ndarray:
 
 
 def lower_bound(env: Any) -> float:
-    """Seconds no decision of the env's task can beat on its graph and cluster (DESIGN §2; with
+    """Seconds no decision of the env's task can beat on its graph and cluster (docs/simulator.md; with
     fusion for the tasks that decide it)."""
     return _core_env(env).lower_bound["value"]
 

@@ -563,6 +563,11 @@ def _parser() -> argparse.ArgumentParser:
     dataset_files.add_generate_arguments(generate).set_defaults(run=dataset_files.run_generate)
     label = dataset_commands.add_parser("label", help="label graphs with K simulated decisions each (Parquet)")
     labels_command.add_label_arguments(label).set_defaults(run=labels_command.run_label)
+    from goenv.datasets.zoo import command as zoo_command
+
+    zoo_command.add_zoo_arguments(dataset_commands.add_parser(
+        "zoo", help="build real architectures (transformers) into a dataset, with a coverage report"
+    )).set_defaults(run=zoo_command.run_zoo)
     export = dataset_commands.add_parser("export-tpugraphs", help="a labelled dataset as TpuGraphs-layout .npz files")
     labels_command.add_export_arguments(export).set_defaults(run=labels_command.run_export)
     for name, run, what in (("info", labels_command.run_info, "what a dataset directory holds (its manifest)"),

@@ -142,7 +142,12 @@ def _read_manifest(root: str) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise InvalidGraph(f"{path}: dataset format version {manifest.get('format_version')!r}, this goenv reads "
                            f"version {FORMAT_VERSION}")
-    _check_manifest(manifest, path)
+    if manifest.get("family") == "zoo":  # shards of model builds, not of a family's graphs (goenv.datasets.zoo)
+        from goenv.datasets.zoo.dataset import check_manifest as check_zoo_manifest
+
+        check_zoo_manifest(manifest, path)
+    else:
+        _check_manifest(manifest, path)
     return manifest
 
 
@@ -590,8 +595,14 @@ class Dataset:
 
 
 def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
-    """The dataset generated under `path` (lazy; shards are checksummed when read)."""
-    return Dataset(path)
+    """The dataset generated under `path` (lazy; shards are checksummed when read); a zoo folder
+    (goenv dataset zoo) is a goenv.datasets.zoo.dataset.ZooDataset."""
+    dataset = Dataset(path)
+    if dataset.family == "zoo":
+        from goenv.datasets.zoo.dataset import ZooDataset
+
+        return ZooDataset(path)
+    return dataset
 
 
 # ---------------------------------------------------------------------------
@@ -673,7 +684,7 @@ def run_generate(args: argparse.Namespace) -> None:
 
 def run_info(args: argparse.Namespace) -> None:
     """`goenv dataset info DIR`: what a dataset holds, from its manifest (nothing is read but it)."""
-    dataset = Dataset(args.path)
+    dataset = open(args.path)
     params = ", ".join(f"{k}={v[0]:g}:{v[1]:g}" if isinstance(v, list) else f"{k}={v:g}"
                        for k, v in dataset.params.items()) or "-"
     total = sum(shard["bytes"] for shard in dataset.shards)
@@ -683,7 +694,7 @@ def run_info(args: argparse.Namespace) -> None:
 
 def run_verify(args: argparse.Namespace) -> None:
     """`goenv dataset verify DIR`: every shard's checksum and every graph's validation."""
-    dataset = Dataset(args.path)
+    dataset = open(args.path)
     dataset.verify()
     print(f"{dataset.root}: {len(dataset)} graphs in {len(dataset.shards)} shards, all checksums and graphs valid")
 

@@ -1,4 +1,4 @@
-"""Files goenv writes and reads (DESIGN §5): outputs are written atomically and only
+"""Files goenv writes and reads (docs/architecture.md): outputs are written atomically and only
 over regular files or new paths; inputs are regular files within a size limit.
 
     write_atomic("out/result.npz", data)            # bytes, or a function writing to a binary file

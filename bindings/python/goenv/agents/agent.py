@@ -214,7 +214,7 @@ class Agent(metaclass=DocumentedOptions):
         return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
                                     -1 if seed is None else int(seed), **given)
 
-    # -- the trainer's two halves (DESIGN §6) ---------------------------------
+    # -- the trainer's two halves (docs/distributed.md) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
         """The graphs collect() samples and update() learns on. `sampled`: indices of the
         envs this agent steps (envs_per_graph copies each; default all), the others only

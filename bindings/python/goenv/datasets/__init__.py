@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-def list() -> builtins.list[str]:  # noqa: A001 - the DESIGN's public name
+def list() -> builtins.list[str]:  # noqa: A001 - the documented public name
     """Names of the registered graph families (each is also the <graph> part of env ids)."""
     return _core.graph_names()
 
@@ -169,11 +169,19 @@ def _default_cluster(family: str) -> str:
     return info(family)["default_cluster"]
 
 
+def _zoo() -> dict:
+    from goenv.datasets.zoo.lineages import suite as zoo_suite
+
+    return zoo_suite()
+
+
 _SUITES = {  # name: (entries, the families they use, description)
     "go-placement": (_go_placement, lambda: [e.graph for e in _go_placement()],
                      "the GO paper's 14 placement cases (graph, device count)"),
     "transfer": (_transfer, lambda: [f for f, _ in _TRANSFER_TRAIN + _TRANSFER_VALIDATION + _TRANSFER_TEST],
                  "train / validation / test splits; validation and test architectures unseen in train"),
+    "zoo": (_zoo, lambda: [], "real architectures (goenv.datasets.zoo), one ZooEntry per transformers model type, "
+                              "split by lineage into train / validation / test"),
 }
 
 
@@ -184,7 +192,8 @@ def suites() -> builtins.list[str]:
 
 def suite(name: str):
     """The entries of a suite: a list of SuiteEntry, or a dict of lists for suites with splits
-    ("transfer": {"train", "validation", "test"}). Raises goenv.NotFound for an unknown suite, or
+    ("transfer": {"train", "validation", "test"}); "zoo" gives goenv.datasets.zoo.lineages.ZooEntry
+    items (a model type that builds its graph on demand). Raises goenv.NotFound for an unknown suite, or
     for a suite whose graph families are not built into this goenv."""
     if name not in _SUITES:
         raise NotFound(f"unknown suite '{name}'; known suites: {', '.join(suites())}")
@@ -196,6 +205,8 @@ def suite(name: str):
                        f"{', '.join(missing)}; registered: {', '.join(sorted(registered)) or 'none'}")
     result = build()
     for entry in (e for split in result.values() for e in split) if isinstance(result, dict) else result:
+        if not isinstance(entry, SuiteEntry):  # a zoo entry: a model type, not a family's parameters
+            continue
         accepted = info(entry.graph)["params"]
         unknown = sorted(set(entry.params) - set(accepted))
         if unknown:

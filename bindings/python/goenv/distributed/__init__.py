@@ -1,4 +1,4 @@
-"""goenv.distributed: Menger-style scale-out of goenv's agents on Ray (DESIGN §6).
+"""goenv.distributed: Menger-style scale-out of goenv's agents on Ray (docs/distributed.md).
 
     import goenv.distributed
     result = goenv.distributed.train(["placement-inception"], algorithm="go", num_workers=2,

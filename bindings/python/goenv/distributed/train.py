@@ -243,7 +243,7 @@ def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_ste
           max_worker_restarts: int = 8, connect_timeout: float = 25.0, log_dir=None, checkpoint=None,
           checkpoint_every: int = 0, callback=None, progress: bool = True, overwrite: bool = False,
           **options) -> TrainingResult:
-    """Distributed PPO/GO training on Ray (DESIGN §6); returns a TrainingResult whose
+    """Distributed PPO/GO training on Ray (docs/distributed.md); returns a TrainingResult whose
     `agent` is the trained learner agent. `address=None` starts a local Ray on this
     machine (num_cpus: its CPUs, default all); otherwise joins the cluster at `address`
     (`ray start --head` prints it). `max_lag`: rollouts older than this many versions are

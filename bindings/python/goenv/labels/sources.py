@@ -70,9 +70,12 @@ class Source:
             from goenv.dataset_files import graph_params
 
             family = dataset.family
+            graph = dataset[index]
+            if family == "zoo":  # imported model types: no family parameters, the imported graphs' cluster
+                info = {"family": family, "params": {}, "split": "", "cluster": self.cluster or FILE_CLUSTER}
+                return graph, {"name": graph.name, **info}
             seeded = "seed" in _core.graph_family(family)["params"]
             params = graph_params(dataset.params, dataset.seed, index, seeded)
-            graph = dataset[index]
             info = {"family": family, "params": params, "split": "",
                     "cluster": self.cluster or _core.graph_family(family)["default_cluster"]}
         elif self.kind == "suite":

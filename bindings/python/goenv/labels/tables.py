@@ -4,7 +4,7 @@
 graphs-NNNNN.parquet, one row per graph (the graph once, whatever K):
     graph_id int64, name, family, params (JSON), split, cluster: strings; num_nodes, num_edges
     int64; num_devices int32; lower_bound, default_runtime float64 (seconds; the analytic
-    bound of DESIGN §2 for the task, with fusion where it decides fusion, and the env's default
+    bound of docs/simulator.md for the task, with fusion where it decides fusion, and the env's default
     decision); op_type list<int16> (ids into the
     schema metadata's op_type_names); flops list<float64> (a multiply-accumulate counts 2);
     output_bytes, param_bytes list<int64>; colocation list<int32> (-1: none); edge_src,

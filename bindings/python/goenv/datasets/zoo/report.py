@@ -1,0 +1,277 @@
+"""The zoo's coverage report: which model types imported, which failed where and why, how big
+and how costly each build was, per modality and in total.
+
+    goenv dataset zoo --out data/zoo                         # writes data/zoo/coverage.json and coverage.md
+    python -m goenv.datasets.zoo.report data/zoo --docs docs # publishes a report into the docs
+
+coverage.json holds one row per build of the plan that has run (model type, size, modality,
+lineage and split, status, failure stage and reason, nodes, seconds, peak memory of the child,
+its op counts), the totals, per modality and per failure stage, the op mix of the zoo's graphs
+and the versions. Times and memory are measured, so they differ from run to run, unlike the
+dataset's shards and manifest. Publishing copies the report to docs/zoo/coverage.md and
+docs/results/zoo_coverage.json (with the source commit, goenv.provenance), draws
+docs/zoo/statistics.png and rewrites the summary in docs/zoo.md between its
+<!-- zoo-coverage:begin --> and <!-- zoo-coverage:end --> markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+from typing import Sequence
+
+from goenv._core import InvalidArgument
+from goenv.files import read_json_file, write_atomic
+
+__all__ = ["COVERAGE_JSON", "COVERAGE_MD", "coverage", "markdown", "publish", "read_measurements", "summary_markdown",
+           "write_report"]
+
+COVERAGE_JSON = "coverage.json"
+COVERAGE_MD = "coverage.md"
+COVERAGE_FORMAT = "goenv-zoo-coverage"
+BEGIN, END = "<!-- zoo-coverage:begin -->", "<!-- zoo-coverage:end -->"
+MAX_REPORT_BYTES = 64 << 20
+MODALITIES = ("text", "vision", "audio", "multimodal", "other")
+STAGES = ("unknown", "config", "build", "inputs", "trace", "cost", "limits")
+
+
+def read_measurements(root: str) -> dict[str, dict]:
+    """{"library/model_type/size": {seconds, peak_memory_bytes, op_counts}} of the report in `root`
+    (empty when there is none or it is unreadable: only the kept shards' rows are reused)."""
+    try:
+        report = read_json_file(os.path.join(root, COVERAGE_JSON), MAX_REPORT_BYTES, what="coverage report")
+    except (InvalidArgument, OSError):
+        return {}
+    if not isinstance(report, dict) or report.get("format") != COVERAGE_FORMAT:
+        return {}
+    measured = {}
+    for row in report.get("builds", []):
+        if isinstance(row, dict) and isinstance(row.get("key"), str):
+            measured[row["key"]] = {k: row[k] for k in ("seconds", "peak_memory_bytes", "op_counts") if k in row}
+    return measured
+
+
+def _placement(builder, model_type: str, library: str) -> tuple[str, str | None, str | None]:
+    """(modality, lineage, split) of a model type; lineage and split None when the committed
+    split does not list it."""
+    from goenv.datasets.zoo import lineages
+
+    try:
+        modality = builder.modality(model_type, library=library)
+    except Exception:  # noqa: BLE001 - an unknown type is reported, not fatal
+        modality = "other"
+    try:
+        return modality, lineages.lineage(model_type, library=library), lineages.split(model_type, library=library)
+    except Exception:  # noqa: BLE001 - a type the committed list lacks shows as unsplit
+        return modality, None, None
+
+
+def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict | None = None) -> dict:
+    """The report of a zoo dataset's manifest (its finished shards) and the builds' measurements."""
+    zoo = manifest["zoo"]
+    rows = []
+    for record in (entry for shard in manifest["shards"] for entry in shard["builds"]):
+        key = f"{record['library']}/{record['model_type']}/{record['size']}"
+        modality, lineage, split = _placement(builder, record["model_type"], record["library"])
+        measured = measurements.get(key, {})
+        rows.append({"key": key, "model_type": record["model_type"], "size": record["size"], "modality": modality,
+                     "lineage": lineage, "split": split, "status": record["status"], "stage": record["stage"],
+                     "reason": record["reason"], "num_nodes": record["num_nodes"],
+                     "duplicate_of": record["duplicate_of"], "graph": record["graph"],
+                     "seconds": measured.get("seconds"), "peak_memory_bytes": measured.get("peak_memory_bytes"),
+                     **({"op_counts": measured["op_counts"]} if "op_counts" in measured else {})})
+    ok = [row for row in rows if row["status"] != "failed"]
+    nodes = sorted(row["num_nodes"] for row in ok)
+    versions = {zoo["library"]: zoo["library_version"], "goenv": manifest.get("goenv_version")}
+    provenance = next((e["provenance"] for shard in manifest["shards"] for e in shard["builds"] if e["provenance"]),
+                      None)
+    if provenance:
+        versions["torch"] = provenance.get("torch_version")
+    types_tried = sorted({row["model_type"] for row in rows})
+    types_imported = sorted({row["model_type"] for row in ok})
+    modalities = {}
+    for modality in MODALITIES:
+        mine = [row for row in rows if row["modality"] == modality]
+        if mine:
+            tried = {row["model_type"] for row in mine}
+            imported = {row["model_type"] for row in mine if row["status"] != "failed"}
+            modalities[modality] = {"types_tried": len(tried), "types_imported": len(imported),
+                                    "builds": len(mine), "graphs": sum(row["status"] == "imported" for row in mine)}
+    op_mix = collections.Counter()
+    for row in rows:
+        op_mix.update(row.get("op_counts", {}))
+    seconds = [row["seconds"] for row in rows if row["seconds"] is not None]
+    memory = [row["peak_memory_bytes"] for row in rows if row["peak_memory_bytes"]]
+    return {
+        "format": COVERAGE_FORMAT, "format_version": 1, "library": zoo["library"], "versions": versions,
+        "sizes": zoo["sizes"], "memory_limit": zoo["memory_limit"], "time_limit": zoo["time_limit"],
+        "complete": bool(manifest.get("complete")), "builds_planned": zoo["num_builds"],
+        "types_planned": len(zoo["model_types"]), "run": run or {},
+        "totals": {
+            "builds_tried": len(rows), "graphs": sum(row["status"] == "imported" for row in rows),
+            "duplicates": sum(row["status"] == "duplicate" for row in rows),
+            "failed": sum(row["status"] == "failed" for row in rows),
+            "types_tried": len(types_tried), "types_imported": len(types_imported),
+            "failed_by_stage": dict(sorted(collections.Counter(r["stage"] for r in rows
+                                                               if r["status"] == "failed").items())),
+            "nodes": ({"min": nodes[0], "median": statistics.median(nodes), "max": nodes[-1],
+                       "total": sum(nodes)} if nodes else None),
+            "build_seconds": round(sum(seconds), 3), "max_peak_memory_bytes": max(memory) if memory else None,
+        },
+        "modalities": modalities,
+        "op_mix": dict(op_mix.most_common()),
+        "builds": rows,
+    }
+
+
+def _cell(text, width: int = 110) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _mib(value) -> str:
+    return "" if not value else f"{value / 2**20:,.0f}"
+
+
+def summary_markdown(report: dict) -> str:
+    """Totals, per modality and per failure stage: the table docs/zoo.md shows."""
+    totals, versions = report["totals"], report["versions"]
+    shown_versions = ", ".join(f"{name} {version}" for name, version in versions.items() if version)
+    nodes = totals["nodes"]
+    lines = [
+        f"{'Complete run' if report['complete'] else 'Partial run'} of {', '.join(report['sizes'])} "
+        f"({shown_versions}): {totals['builds_tried']:,} of {report['builds_planned']:,} builds tried, "
+        f"{totals['types_imported']} of {totals['types_tried']} model types tried imported "
+        f"({report['types_planned']} in the plan); {totals['graphs']:,} distinct graphs, "
+        f"{totals['duplicates']} duplicates."
+        + (f" Nodes per graph: {nodes['min']:,} to {nodes['max']:,} (median {nodes['median']:,.0f})." if nodes else ""),
+        "",
+        "| modality | types tried | types imported | share | graphs |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for modality, row in report["modalities"].items():
+        share = row["types_imported"] / row["types_tried"] if row["types_tried"] else 0.0
+        lines.append(f"| {modality} | {row['types_tried']} | {row['types_imported']} | {share:.0%} | "
+                     f"{row['graphs']} |")
+    share = totals["types_imported"] / totals["types_tried"] if totals["types_tried"] else 0.0
+    lines.append(f"| **all** | **{totals['types_tried']}** | **{totals['types_imported']}** | **{share:.0%}** | "
+                 f"**{totals['graphs']}** |")
+    if totals["failed_by_stage"]:
+        lines += ["", "| failure stage | builds |", "|---|---:|"]
+        lines += [f"| {stage} | {count} |" for stage, count in totals["failed_by_stage"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(report: dict) -> str:
+    """The full report: the summary, then one row per build."""
+    lines = ["# Zoo coverage", "", summary_markdown(report), "",
+             "| model type | size | modality | split | status | nodes | seconds | peak MiB | stage: reason |",
+             "|---|---|---|---|---|---:|---:|---:|---|"]
+    for row in report["builds"]:
+        why = (f"{row['stage']}: {_cell(row['reason'])}" if row["status"] == "failed" else
+               f"same graph as {row['duplicate_of']}" if row["status"] == "duplicate" else "")
+        seconds = "" if row["seconds"] is None else f"{row['seconds']:.1f}"
+        lines.append(f"| {row['model_type']} | {row['size']} | {row['modality']} | {row['split'] or '-'} | "
+                     f"{row['status']} | {row['num_nodes'] or ''} | {seconds} | {_mib(row['peak_memory_bytes'])} "
+                     f"| {why} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(root: str, manifest: dict, measurements: dict[str, dict], builder, run: dict | None = None) -> dict:
+    """Writes root/coverage.json and root/coverage.md (atomically); returns the report."""
+    report = coverage(manifest, measurements, builder, run)
+    write_atomic(os.path.join(root, COVERAGE_JSON), (json.dumps(report, indent=1) + "\n").encode(), "coverage report")
+    write_atomic(os.path.join(root, COVERAGE_MD), markdown(report).encode(), "coverage report")
+    return report
+
+
+def replace_between_markers(text: str, body: str, where: str = "page") -> str:
+    """`text` with what lies between the zoo-coverage markers replaced by `body`."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise InvalidArgument(f"{where} has no {BEGIN} ... {END} markers to write the coverage table between")
+    return text[:start + len(BEGIN)] + "\n" + body.rstrip("\n") + "\n" + text[end:]
+
+
+def publish(root: str, docs: str) -> dict:
+    """Copies the report of the zoo folder `root` into the docs folder `docs`: zoo/coverage.md,
+    zoo/statistics.png, results/zoo_coverage.json (with the source commit, without the per-build
+    op counts) and the summary in zoo.md between its markers. Returns the written paths."""
+    from goenv.provenance import source_commit
+
+    report = read_json_file(os.path.join(root, COVERAGE_JSON), MAX_REPORT_BYTES, what="coverage report")
+    if not isinstance(report, dict) or report.get("format") != COVERAGE_FORMAT:
+        raise InvalidArgument(f"{os.path.join(root, COVERAGE_JSON)}: not a zoo coverage report")
+    page = os.path.join(docs, "zoo.md")
+    with open(page, encoding="utf-8") as file:
+        text = replace_between_markers(file.read(), summary_markdown(report), page)
+    os.makedirs(os.path.join(docs, "zoo"), exist_ok=True)
+    os.makedirs(os.path.join(docs, "results"), exist_ok=True)
+    paths = {"page": page, "table": os.path.join(docs, "zoo", COVERAGE_MD),
+             "figure": os.path.join(docs, "zoo", "statistics.png"),
+             "results": os.path.join(docs, "results", "zoo_coverage.json")}
+    committed = {**source_commit(), **report,
+                 "builds": [{k: v for k, v in row.items() if k != "op_counts"} for row in report["builds"]]}
+    write_atomic(paths["results"], (json.dumps(committed, indent=1) + "\n").encode(), "results file")
+    write_atomic(paths["table"], markdown(report).encode(), "coverage table")
+    draw_statistics(report, paths["figure"])
+    write_atomic(page, text.encode(), "docs page")
+    return paths
+
+
+def draw_statistics(report: dict, path: str) -> None:
+    """docs/zoo/statistics.png: nodes per graph by size, model types imported and failed per
+    modality, and the op mix of the zoo's graphs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(15, 4.6), layout="constrained")
+    FigureCanvasAgg(figure)
+    sizes_axis, modality_axis, ops_axis = figure.subplots(1, 3)
+    imported = [row for row in report["builds"] if row["status"] == "imported"]
+    counts = [row["num_nodes"] for row in imported]
+    if counts:
+        bins = np.logspace(np.log10(max(1, min(counts))), np.log10(max(counts) + 1), 30)
+        for size in report["sizes"]:
+            mine = [row["num_nodes"] for row in imported if row["size"] == size]
+            if mine:
+                sizes_axis.hist(mine, bins=bins, alpha=0.6, label=f"{size} ({len(mine)})")
+        sizes_axis.set_xscale("log")
+        sizes_axis.legend()
+    sizes_axis.set(title="nodes per graph", xlabel="nodes (ops of the training step)", ylabel="graphs")
+    names = list(report["modalities"])
+    good = [report["modalities"][m]["types_imported"] for m in names]
+    bad = [report["modalities"][m]["types_tried"] - report["modalities"][m]["types_imported"] for m in names]
+    modality_axis.bar(names, good, label="imported", color="tab:green")
+    modality_axis.bar(names, bad, bottom=good, label="failed", color="tab:red")
+    modality_axis.set(title="model types per modality", ylabel="model types")
+    modality_axis.legend()
+    total = sum(report["op_mix"].values())
+    top = list(report["op_mix"].items())[:15]
+    if total:
+        ops_axis.barh([name for name, _ in top][::-1], [100 * n / total for _, n in top][::-1], color="tab:blue")
+    ops_axis.set(title=f"op mix ({total:,} ops in all; top 15)", xlabel="% of ops")
+    write_atomic(path, lambda file: figure.savefig(file, format="png", dpi=90), "figure")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m goenv.datasets.zoo.report",
+                                     description="Publish a zoo folder's coverage report into the docs.")
+    parser.add_argument("folder", help="a folder written by `goenv dataset zoo`")
+    parser.add_argument("--docs", default="docs", help="the docs folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    for name, path in publish(args.folder, args.docs).items():
+        print(f"{name}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
