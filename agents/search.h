@@ -1,8 +1,7 @@
-// Using the policy: act on raw observations, evaluate episodes, and search
-// for a graph's best decisions (optimize: an improvement episode from a start,
-// the policy proposing (agents/proposals.h) the greedy decision, moves of the
-// critical-path units it most wants to change and whole samples; optionally
-// local search from the best). Every simulation a search makes is counted.
+// Using the policy: act on raw observations, evaluate episodes, and search for a graph's
+// best decisions (optimize). A search reads start -> plan the budget once -> propose ->
+// simulate -> keep the best, then optionally local search from the best; every simulation it
+// makes is counted. The proposals are in agents/proposals.h, the search in docs/agents.md.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +25,7 @@ class Actor {
 };
 
 EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deterministic);
-// Policy-guided search (DESIGN §4): exactly `budget` simulator calls on the
+// Policy-guided search (docs/agents.md): exactly `budget` simulator calls on the
 // policy's proposals from `start` ("" = the env's own start; "default" or a
 // baseline's name), keeping the best; never worse than the start. Every call
 // is reported, the start's too (result.start_calls).
@@ -39,11 +38,9 @@ OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const
                         std::int64_t start_budget = kStartBudget);
 
 // After a new best the policy is read again at most once per policy_read_gap(budget)
-// calls: after every improvement up to kShortSearch calls (the zero-shot searches),
-// beyond that at most 4 times after the first read. A forward costs hundreds of
-// simulations on a CPU; more reads moved the medians only within the seeds' spread
-// (docs/notes/go-sample-efficiency.md: 128 and 1,024 calls; the gnmt rows' 99 and 185 calls
-// gave the same runs) and took most of the search's wall time.
+// calls: after every improvement up to kShortSearch calls (the zero-shot searches), beyond
+// that at most 4 times after the first read, since a forward costs as much as hundreds of
+// simulations on a CPU (docs/notes/search-moves.md has the measurements).
 inline constexpr std::int64_t kShortSearch = 16;
 inline std::int64_t policy_read_gap(std::int64_t budget) { return budget <= kShortSearch ? 1 : budget / 4; }
 
