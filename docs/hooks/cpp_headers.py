@@ -25,7 +25,27 @@ def opening_comment(lines: list[str]) -> tuple[list[str], int]:
     end = start
     while end < len(lines) and lines[end].startswith("//"):
         end += 1
-    return [line[2:].strip() for line in lines[start:end]], end
+    return [line[2:].removeprefix(" ").rstrip() for line in lines[start:end]], end
+
+
+def prose(comment: list[str]) -> str:
+    """Comment lines as Markdown: paragraphs kept, `* item` lines made a list (with the blank
+    line Markdown needs before it), continuation lines joined to their item."""
+    out: list[str] = []
+    in_list = False
+    for line in comment:
+        item = re.match(r"\s*[*-] (.*)", line)
+        if item:
+            if not in_list and out and out[-1]:
+                out.append("")
+            out.append("- " + item.group(1))
+            in_list = True
+        elif not line.strip():
+            out.append("")
+            in_list = False
+        else:
+            out.append(("  " if in_list else "") + line.strip())
+    return "\n".join(out)
 
 
 def header_markdown(relative: str) -> str:
@@ -39,7 +59,7 @@ def header_markdown(relative: str) -> str:
         body.pop(0)
     while body and not body[-1].strip():
         body.pop()
-    paragraphs = "\n".join(line if line else "\n" for line in purpose)
+    paragraphs = prose(purpose)
     code = "\n".join("    " + line if line else "" for line in body)
     return (f"### `{relative}`\n\n{paragraphs}\n\n??? note \"`{relative}`: declarations and contract comments "
             f"({len(body)} lines)\"\n\n    ```cpp\n{code}\n    ```\n")
