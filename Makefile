@@ -22,7 +22,7 @@ APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv \
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
 BUILD_REQUIRES := "scikit-build-core>=0.10" "pybind11==3.1.0" "torch==2.13.0"
 # The extras `make test` installs (pyproject.toml [project.optional-dependencies]) and the wheel tools.
-EXTRAS := test,agents,onnx,sb3,distributed,rllib,parquet,docs
+EXTRAS := test,agents,onnx,sb3,distributed,rllib,parquet,zoo,docs
 PIP_PACKAGES := $(BUILD_REQUIRES) "build==1.6.1"
 PIP := $(PYTHON) -m pip --disable-pip-version-check
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -56,14 +56,20 @@ class CostEstimateWarning(UserWarning):
     """An imported op had no cost rule; it was costed at 1 FLOP per output element."""
 
 
-def from_torch(module, example_inputs, *, training: bool = True, name: str | None = None) -> Graph:
+def from_torch(module, example_inputs=(), *, example_kwargs=None, training: bool = True,
+               name: str | None = None) -> Graph:
     """A goenv graph of one training step of `module` run on `example_inputs` (see
     goenv.importers.torch_fx): forward, backward and optimizer updates, with each
     parameter colocated with its update, like every built-in graph (they are all
-    training steps, and GO optimizes training graphs). training=False: the forward pass only."""
+    training steps, and GO optimizes training graphs). training=False: the forward pass only.
+
+    example_inputs: the positional arguments of forward (a tensor or a tuple);
+    example_kwargs: its keyword arguments, a dict of name -> value (most Hugging Face
+    models take `input_ids=`, `pixel_values=`, ... by name), as in torch.export.export."""
     from goenv.importers.torch_fx import from_torch as convert
 
-    return convert(module, example_inputs, training=checked_flag("training", training), name=_checked_name(name))
+    return convert(module, example_inputs, example_kwargs=_checked_kwargs(example_kwargs),
+                   training=checked_flag("training", training), name=_checked_name(name))
 
 
 def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) -> Graph:
@@ -71,6 +77,17 @@ def from_onnx(path_or_model, *, training: bool = True, name: str | None = None) 
     from goenv.importers.onnx import from_onnx as convert
 
     return convert(path_or_model, training=checked_flag("training", training), name=_checked_name(name))
+
+
+def _checked_kwargs(kwargs) -> dict:
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, dict):
+        raise InvalidArgument(f"example_kwargs must be a dict of argument name -> value, got {type(kwargs).__name__}")
+    bad = [key for key in kwargs if not isinstance(key, str) or not key.isidentifier()]
+    if bad:
+        raise InvalidArgument(f"example_kwargs keys must be argument names, got {bad[0]!r}")
+    return dict(kwargs)
 
 
 def _checked_name(name):

@@ -270,8 +270,10 @@ def _packet_name(target) -> tuple[str, str]:
 # ---------------------------------------------------------------------------
 
 
-def from_torch(module, example_inputs, *, training: bool = True, name: str | None = None) -> Graph:
-    """A goenv graph of `module` called on `example_inputs` (a tensor or a tuple of arguments)."""
+def from_torch(module, example_inputs=(), *, example_kwargs: dict | None = None, training: bool = True,
+               name: str | None = None) -> Graph:
+    """A goenv graph of `module` called on `example_inputs` (a tensor or a tuple of positional
+    arguments) and `example_kwargs` (keyword arguments)."""
     try:
         import torch
     except ImportError as error:  # pragma: no cover - torch is a dependency of the test environment
@@ -279,11 +281,12 @@ def from_torch(module, example_inputs, *, training: bool = True, name: str | Non
     if not isinstance(module, torch.nn.Module):
         raise InvalidArgument(f"from_torch needs a torch.nn.Module, got {type(module).__name__}")
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    kwargs = dict(example_kwargs or {})
     graph_name = name or type(module).__name__
     assembler = GraphAssembler(graph_name, "torch")
     with _no_kv_cache(module, training):
         try:
-            program = _export_quietly(torch, module, args)
+            program = _export_quietly(torch, module, args, kwargs)
         except Exception as error:  # noqa: BLE001 - any tracing failure falls back to an eager recording
             message = str(error).strip().splitlines()[0] if str(error).strip() else ""
             warnings.warn(f"goenv torch importer: torch.export could not trace {graph_name} ({type(error).__name__}: "
@@ -291,7 +294,7 @@ def from_torch(module, example_inputs, *, training: bool = True, name: str | Non
                           stacklevel=caller_stacklevel())
             assembler = GraphAssembler(graph_name, "torch")
             try:
-                _record_eager(assembler, module, args)
+                _record_eager(assembler, module, args, kwargs)
             except (RuntimeError, TypeError, ValueError, IndexError) as eager_error:  # the inputs do not fit
                 first = str(eager_error).strip().splitlines()[0] if str(eager_error).strip() else ""
                 raise InvalidArgument(f"from_torch: {graph_name} fails on the example inputs "
@@ -323,7 +326,7 @@ def _no_kv_cache(module, training: bool):
         config.use_cache = True
 
 
-def _export_quietly(torch, module, args: tuple):
+def _export_quietly(torch, module, args: tuple, kwargs: dict):
     """torch.export.export; a failed export's partial graph dump (torch prints it to stderr), its
     symbolic-shape log lines and the fake-tensor traceback it logs (an op that fails on the example
     inputs: twenty lines before the real error) are dropped, since the failure becomes a single
@@ -336,7 +339,7 @@ def _export_quietly(torch, module, args: tuple):
         log.setLevel(quieted[name])
     try:
         with contextlib.redirect_stderr(captured):
-            program = torch.export.export(module, args, strict=False)
+            program = torch.export.export(module, args, kwargs or None, strict=False)
     finally:
         for name, log in logs.items():
             log.setLevel(levels[name])
@@ -469,7 +472,7 @@ def _walk_exported(assembler: GraphAssembler, program, module) -> None:
                         assembler.mark_output(ref.op)
 
 
-def _record_eager(assembler: GraphAssembler, module, args: tuple) -> None:
+def _record_eager(assembler: GraphAssembler, module, args: tuple, kwargs: dict) -> None:
     """Records the ATen ops of one eager call (no autograd) with a TorchDispatchMode."""
     import torch
     from torch.utils._pytree import tree_flatten
@@ -486,6 +489,12 @@ def _record_eager(assembler: GraphAssembler, module, args: tuple) -> None:
         if isinstance(leaf, torch.Tensor):
             refs[id(leaf)] = _TensorRef(assembler.add_input(f"input_{i}", _nbytes(leaf)), _nbytes(leaf))
             alive.append(leaf)
+    for key, value in kwargs.items():
+        for i, leaf in enumerate(tree_flatten(value)[0]):
+            if isinstance(leaf, torch.Tensor) and id(leaf) not in refs:
+                label = sanitize_name(key if i == 0 else f"{key}_{i}")
+                refs[id(leaf)] = _TensorRef(assembler.add_input(label, _nbytes(leaf)), _nbytes(leaf))
+                alive.append(leaf)
 
     def tensor_of(leaf):
         return leaf if isinstance(leaf, torch.Tensor) else None
@@ -513,7 +522,7 @@ def _record_eager(assembler: GraphAssembler, module, args: tuple) -> None:
             return out
 
     with torch.no_grad(), Recorder():
-        outputs = module(*args)
+        outputs = module(*args, **kwargs)
     for leaf in tree_flatten(outputs)[0]:
         ref = refs.get(id(leaf)) if isinstance(leaf, torch.Tensor) else None
         if isinstance(ref, _TensorRef):
