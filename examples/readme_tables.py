@@ -1,8 +1,9 @@
 """Regenerates the generated tables of the README and the docs/ pages, each between its
 <!-- NAME:begin/end --> markers, in whichever page holds them (doc_sections.py finds it).
+The reference tables (graph families, clusters, spaces) are made by the site's build instead
+(docs/hooks/reference_tables.py), since they need no measurement.
 
     python examples/readme_tables.py            # every table (a few minutes on 2 cores)
-    python examples/readme_tables.py graphs     # only the graph table
     python examples/readme_tables.py search     # only the search-budget table (about a minute), also printed
     python examples/readme_tables.py library-results   # the library examples' table, from their JSON
 
@@ -38,19 +39,6 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def graphs_table() -> str:
-    rows = []
-    for name in goenv.datasets.list():
-        info = goenv.datasets.info(name)
-        graph = goenv.datasets.load(name)
-        cluster = goenv.clusters.get(info["default_cluster"])
-        rows.append([f"`{name}`", f"{graph.num_nodes:,}", f"{graph.num_edges:,}",
-                     f"{graph.total_flops / 1e9:,.0f}", f"{graph.total_param_bytes / 4 / 1e6:,.1f}",
-                     f"`{cluster.name}`", info["description"]])
-    return markdown_table(["graph", "nodes", "edges", "GFLOPs / step", "params (M)", "default cluster",
-                           "what it is"], rows)
 
 
 def baselines_table(budget: int = 1000) -> str:
@@ -198,7 +186,7 @@ def results_commit() -> dict:
     return source_commit(ROOT, exclude=("docs",))
 
 
-TABLES = ("graphs", "baselines", "search", "library-results", "gpu")
+TABLES = ("baselines", "search", "library-results", "gpu")
 
 
 def main(argv: list[str]) -> None:
@@ -209,7 +197,7 @@ def main(argv: list[str]) -> None:
     unknown = [name for name in which if name not in TABLES]
     if unknown:  # (argparse's choices= refuses an empty list of positionals)
         parser.error(f"unknown table(s) {', '.join(unknown)}; the tables: {', '.join(TABLES)}")
-    makers = {"graphs": graphs_table, "baselines": baselines_table, "library-results": library_results_table,
+    makers = {"baselines": baselines_table, "library-results": library_results_table,
               "gpu": gpu_table, "search": search_table}
     targets = {name: section_file(name) for name in which}  # every page found before any table is made
     for name in TABLES:
