@@ -15,6 +15,7 @@ from goenv import cli
 from helpers import require_agents
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+ENVIRONMENTS_PAGE = README.parent / "docs" / "environments.md"
 
 
 def own_graph() -> goenv.Graph:
@@ -25,12 +26,12 @@ def own_graph() -> goenv.Graph:
 
 
 def test_readme_first_steps_run_as_written(tmp_path, monkeypatch):
-    """The README's "First steps" block, executed as it stands."""
+    """The README's "Quickstart" block, executed as it stands."""
     text = README.read_text()
-    section = text[text.index("## First steps"):]
+    section = text[text.index("## Quickstart"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md (First steps)", "exec"), {})
+    exec(compile(code, "README.md (Quickstart)", "exec"), {})
 
 
 @pytest.mark.parametrize("task", goenv._core.task_names())
@@ -148,8 +149,8 @@ def test_errors_carry_no_cpp_source_paths():
 
 
 def test_float_actions_with_integral_values_are_accepted_as_documented():
-    """README: an action may be any numeric array whose values are integers (1.0 is 1)."""
-    assert "integral values" in README.read_text()
+    """docs/environments.md: an action may be any numeric array whose values are integers (1.0 is 1)."""
+    assert "integral values" in ENVIRONMENTS_PAGE.read_text()
     env = goenv.make("placement-transformer-xl-2")
     env.reset(seed=0)
     n = env.graph.num_nodes
