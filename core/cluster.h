@@ -11,7 +11,7 @@
 
 namespace goenv {
 
-// Documented limits of an accepted cluster (README "Limits"): with the graph's
+// Documented limits of an accepted cluster (docs/limits.md): with the graph's
 // limits (core/graph.h) they keep every simulated time finite.
 inline constexpr int kMaxDevices = 256;
 inline constexpr double kMinRate = 1.0;        // FLOP/s, bytes/s and bytes: at least 1

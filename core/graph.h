@@ -24,7 +24,7 @@ namespace goenv {
 
 using NodeId = std::int32_t;
 
-// Documented maxima of an accepted graph (README "Limits"). With them every
+// Documented maxima of an accepted graph (docs/limits.md). With them every
 // sum the core forms (fused kernels, totals, the simulator's times and memory)
 // stays finite and inside int64, whatever file or array the graph came from.
 // Builders stop at the same counts as they add nodes, before memory grows further.

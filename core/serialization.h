@@ -20,7 +20,7 @@
 
 namespace goenv {
 
-// Documented limits of every goenv file (README "Limits"): a file larger than
+// Documented limits of every goenv file (docs/limits.md): a file larger than
 // kMaxFileBytes or not a regular file is refused before it is read, and JSON
 // nested deeper than kMaxJsonDepth is refused before it is parsed (the JSON
 // parser recurses once per level).

@@ -46,7 +46,7 @@ namespace goenv {
 
 enum class Head { kPlacement = 0, kPriority = 1, kFusion = 2 };
 
-// Option limits (README "Limits"): they bound an observation's size and keep
+// Option limits (docs/limits.md): they bound an observation's size and keep
 // every number in it finite.
 inline constexpr int kMaxLevels = 4096;                           // priority_levels, fusion_levels
 inline constexpr std::int64_t kMaxActionMaskEntries = std::int64_t{1} << 30;  // N * A per observation

@@ -8,7 +8,7 @@ episodes against its last quarter's). `--json PATH` writes the same numbers, in 
 
 "flags" are the options the run changed from the example's defaults (besides --env, --seed and
 --json), so runs of one configuration with several seeds are grouped (readme_tables.py turns
-these files into the README's library-results table: median and range over seeds).
+these files into the library-results table of docs/rl-libraries.md: median and range over seeds).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Shared pieces of the atheris fuzz targets in this folder.
 
 A target is run as `python tests/fuzz/fuzz_<name>.py [libFuzzer args] [corpus dirs]`
-(see the Makefile's `fuzz` target and the README's "Robustness" section). Every
+(see the Makefile's `fuzz` target and docs/limits.md). Every
 target accepts only goenv's own exceptions (goenv.Error and subclasses) from the
 code under test; anything else (a crash, a sanitizer report, a UnicodeDecodeError,
 an OverflowError, a non-finite number where goenv promises finite ones) is a finding.

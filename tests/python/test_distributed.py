@@ -125,8 +125,8 @@ def test_training_goes_on_from_an_imitated_agent_as_agent_train_would():
 
 def test_a_workers_next_rollout_is_asked_for_before_the_update_unless_training_is_synchronous():
     """With max_lag > 0 the answering worker samples again while the learner updates (asked after
-    the update, it idled through it, and 2 queued requests per worker made a third of the README
-    run's rollouts stale); with max_lag=0 the request waits for the update's weights.
+    the update, it idled through it, and 2 queued requests per worker made a third of the
+    rollouts stale in docs/distributed.md's run); with max_lag=0 the request waits for the update's weights.
     The asynchronous case allows more lag than the run has updates: under load the worker's weight
     fetch may fall several versions behind, and what is tested here is when requests are sent, not
     how stale rollouts are dropped (the two-worker test bounds that)."""

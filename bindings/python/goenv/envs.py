@@ -16,7 +16,7 @@ from goenv.arguments import checked_bytes, checked_flag
 from goenv.clusters import get as get_cluster
 
 # The observation version of Gymnasium ids "goenv/<id>-v<N>" (bump, with a note in
-# README's version history, whenever the observation or the dynamics change):
+# CHANGELOG.md, whenever the observation or the dynamics change):
 # v1 the graph, node and global arrays; v2 adds per-device arrays and node slack.
 # Every version stays registered; goenv.make gives the latest unless told.
 VERSION = _core.OBSERVATION_VERSION

@@ -28,7 +28,7 @@ from typing import BinaryIO, Callable
 
 from goenv._core import InvalidArgument
 
-MAX_FILE_BYTES = 2 << 30  # as for graph files (README "Limits and robustness")
+MAX_FILE_BYTES = 2 << 30  # as for graph files (docs/limits.md)
 
 __all__ = ["MAX_FILE_BYTES", "CsvLog", "EarlySync", "checked_output_path", "new_output_path", "path_inside",
            "read_json_file", "read_regular_file", "remove_regular_files", "write_atomic"]

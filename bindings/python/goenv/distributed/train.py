@@ -250,7 +250,7 @@ def train(env_ids, algorithm: str | None = None, num_workers: int = 2, total_ste
     dropped. A worker's next request is sent as its answer arrives, so it samples while the learner
     updates (its rollout comes back one version old, or two when another worker's answer
     completed an update meanwhile); `requests_per_worker` > 1 queues more requests per worker, and
-    each queued one adds up to a version of lag (keep max_lag above it; on the README's run, 2
+    each queued one adds up to a version of lag (keep max_lag above it; on the run of docs/distributed.md, 2
     queued requests made a third of the rollouts stale). max_lag=0 makes training synchronous:
     the next request waits for the update. Other keywords are agent options (seed, hidden, envs_per_graph, ...)
     for a new agent of `algorithm` (default "go"); `agent=` instead goes on training that agent (one

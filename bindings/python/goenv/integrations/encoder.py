@@ -171,7 +171,7 @@ class NodeCategorical:
     placement-transformer-xl-2 the sum ended at 41.8, 38.3 and 42.6 ms (seeds 0-2, default
     46.6), the mean at 46.6, 46.6 and 41.9 (twice stuck on the default placement); on
     placement-transformer-xl-4 (401 nodes, 4 devices, default 63.3) the sum at 76.1, the
-    mean below the default (README, library-results).
+    mean below the default (docs/rl-libraries.md, library-results).
     """
 
     def __init__(self, logits: torch.Tensor, reduction: str = "sum"):
