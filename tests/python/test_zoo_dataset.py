@@ -276,6 +276,20 @@ def test_the_committed_split_keeps_each_lineage_on_one_side():
     assert test_modalities == {entry["modality"] for entry in data["types"].values()}
 
 
+def test_the_docs_table_of_the_split_is_the_committed_one():
+    data = lineages._load()
+    members = lineages.lineages()
+    page = open(os.path.join(ROOT, "docs", "zoo.md")).read()
+    for split_name in lineages.SPLITS:
+        names = [n for n, s in data["splits"].items() if s == split_name]
+        types = [t for n in names for t in members[n]]
+        modalities = [sum(data["types"][t]["modality"] == m for t in types)
+                      for m in ("text", "vision", "audio", "multimodal", "other")]
+        share = f"{len(types) / len(data['types']):.0%}"
+        row = f"| {split_name} | {len(types)} ({share}) | {len(names)} | " + " | ".join(map(str, modalities)) + " |"
+        assert row in page, row
+
+
 def test_a_type_the_list_lacks_is_refused():
     with pytest.raises(goenv.NotFound, match="not in the zoo's lineage list.*--write"):
         lineages.lineage("a_model_of_next_year")
@@ -392,6 +406,14 @@ def _hashes(types=FAST_TYPES, size="tiny") -> list[dict]:
 
 
 @real
+def test_ray_workers_write_the_same_files(tmp_path):
+    pytest.importorskip("ray")
+    files = [_files(zoo_dataset.build_dataset(tmp_path / name, model_types=["gpt2"], sizes=["tiny"], workers=2,
+                                              ray=name == "ray", progress=False).root) for name in ("local", "ray")]
+    assert files[0] == files[1]
+
+
+@real
 @pytest.mark.skipif(not os.path.isfile(HASHES_FILE), reason="no committed hashes")
 def test_committed_structural_hashes_match():
     committed = json.load(open(HASHES_FILE))
@@ -414,11 +436,11 @@ def test_every_task_and_tool_runs_on_zoo_graphs(small_zoo, tmp_path):
     env.reset(seed=0)
     _, _, _, _, info = env.step(env.action_space.sample())
     assert info["runtime"] > 0
-    placement = envs["placement"]
-    bound = goenv.baselines.lower_bound(placement)
-    for name in goenv.baselines.list():
-        solution = goenv.baselines.solve(placement, name, budget=20)
+    bound = goenv.baselines.lower_bound(env)
+    for name in goenv.baselines.list():  # the joint env decides every head, so every baseline runs on it
+        solution = goenv.baselines.solve(env, name, budget=20)
         assert solution["oom"] or solution["runtime"] >= bound * (1 - 1e-9), name
+    placement = envs["placement"]
     placement.reset(seed=0)
     placement.step(placement.action_space.sample())
     frame = placement.render()
