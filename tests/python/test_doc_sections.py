@@ -9,7 +9,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Every section a results script writes, and the script that writes it.
-SECTIONS = {"graphs": "readme_tables.py", "baselines": "readme_tables.py", "search": "readme_tables.py",
+SECTIONS = {"baselines": "readme_tables.py", "search": "readme_tables.py",
             "library-results": "readme_tables.py", "gpu": "readme_tables.py", "go-results": "go_results.py",
             "pretrained-placer": "pretrain_placer.py", "place-your-model": "place_your_model.py",
             "cost-model": "cost_model.py", "labels-bench": "tests/benchmarks/labels_bench.py",
