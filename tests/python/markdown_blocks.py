@@ -33,8 +33,10 @@ NOT_TESTED = re.compile(r"<!--\s*not-tested:\s*(.+?)\s*-->")
 PYTHON_LANGUAGES = ("python", "py")
 SHELL_LANGUAGES = ("console", "bash", "sh", "shell")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*\{?\s*\.?(?P<language>[\w+-]*)")
-# Library a command needs, recognised from a word in it; without the library it is skipped.
-COMMAND_LIBRARIES = {"sb3_": "stable_baselines3", "rllib": "ray", "--workers": "ray", "--address": "ray"}
+# The library a command needs, recognised by a pattern; without the library it is skipped. Labelling
+# and training spread over --workers on Ray (the zoo's workers are plain child processes).
+COMMAND_LIBRARIES = {r"\bsb3_": "stable_baselines3", r"\brllib": "ray", r"--address\b|--ray\b": "ray",
+                     r"\b(?:label|train)\b.*--workers": "ray"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +252,8 @@ def makefile_targets(root: Path = ROOT) -> set[str]:
 
 
 def needed_library(text: str) -> str | None:
-    for word, library in COMMAND_LIBRARIES.items():
-        if word in text:
+    for pattern, library in COMMAND_LIBRARIES.items():
+        if re.search(pattern, text):
             return library
     return None
 
