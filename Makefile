@@ -18,6 +18,8 @@ SOURCES := $(shell find core envs datasets agents bindings -type f \( -name '*.c
            $(wildcard tests/cpp/*.cc tests/benchmarks/*.cc) CMakeLists.txt pyproject.toml
 APT_PACKAGES := g++ cmake ninja-build python3-dev python3-venv \
                 libboost-graph-dev libcereal-dev rapidjson-dev libgtest-dev libbenchmark-dev libmetis-dev
+# The browser the docs test loads the built site in (tests/python/test_docs_browser.py), with its driver.
+BROWSER_PACKAGES := chromium chromium-driver
 # What the --no-build-isolation build needs in .venv: pyproject.toml's build-system.requires.
 # torch is pinned: 2.13.0 is a CPU build already on disk; an unpinned torch pulls gigabytes of CUDA.
 BUILD_REQUIRES := "scikit-build-core>=0.10" "pybind11==3.1.0" "torch==2.13.0"
@@ -37,7 +39,7 @@ test: build test-cpp test-python
 test-cpp: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2
 
-test-python: build
+test-python: build $(STAMPS)/browser
 	$(PYTHON) -m pytest tests/python -q
 
 bench: build
@@ -57,6 +59,12 @@ $(STAMPS)/apt:
 	@mkdir -p $(STAMPS)
 	@if dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then echo "system packages present"; else \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); fi
+	@touch $@
+
+$(STAMPS)/browser:
+	@mkdir -p $(STAMPS)
+	@if dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1; then echo "chromium present"; else \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BROWSER_PACKAGES); fi
 	@touch $@
 
 # The project virtual environment, reused by every later run (delete .venv to start over).
