@@ -165,3 +165,18 @@ def test_page_url(tmp_path):
         "index.html", "agents.html", "api/goenv/"]
     with pytest.raises(AssertionError, match="no page for docs/limits.md"):
         page_url(tmp_path, "limits.md")
+
+
+def test_the_browser_is_debians_chromium_through_its_driver(browser):
+    assert browser.service.path == str(CHROMEDRIVER)
+    version = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True, timeout=60).stdout
+    assert browser.capabilities["browserVersion"] in version
+
+
+def test_a_missing_browser_skips_locally_and_fails_in_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium is missing"):
+        skip_or_fail_in_ci("chromium is missing")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="chromium is missing; CI must load the site"):
+        skip_or_fail_in_ci("chromium is missing")
