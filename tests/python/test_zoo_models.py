@@ -171,7 +171,7 @@ def test_build_many_keeps_request_order_and_modalities_get_their_inputs():
 
 
 def test_a_build_past_its_memory_limit_ends_as_limits_and_the_parent_lives():
-    result = zoo.build("llama", memory_limit=16 << 20)
+    result = zoo.build("llama", "large", memory_limit=16 << 20)  # 48 layers: far more than 16 MiB
     assert not result.ok and result.stage == "limits", result.reason
     assert result.graph_bytes is None
     with pytest.raises(goenv.InvalidArgument, match="failed at limits"):

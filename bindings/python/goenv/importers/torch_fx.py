@@ -459,6 +459,12 @@ def _walk_exported(assembler: GraphAssembler, program, module) -> None:
                 source = values.get(node.args[0])
                 values[node] = source[node.args[1]] if isinstance(source, (tuple, list)) else None
                 continue
+            body = _wrapped_body(program.graph_module, node)
+            if body is not None:
+                values[node] = _inline_body(body, node, values, add_inner=lambda inner, prefix: _add_call(
+                    assembler, prefix + inner.name, inner.target, inner.args, inner.kwargs, inner.meta.get("val"),
+                    tensor_of, ref_of, group_of(node)), prefix=module_path(node), root=program.graph_module)
+                continue
             values[node] = _add_call(assembler, module_path(node) + node.name, node.target, node.args, node.kwargs,
                                      node.meta.get("val"), tensor_of, ref_of, group_of(node))
         elif node.op == "output":
@@ -470,6 +476,60 @@ def _walk_exported(assembler: GraphAssembler, program, module) -> None:
                 for ref in tree_flatten(values.get(leaf) if isinstance(leaf, torch.fx.Node) else None)[0]:
                     if isinstance(ref, _TensorRef):
                         assembler.mark_output(ref.op)
+
+
+def _wrapped_body(root, node):
+    """The subgraph of a higher-order op that only wraps ops in a mode (torch.no_grad, autocast:
+    `wrap_with_set_grad_enabled`, `wrap_with_autocast`), or None. Its ops are imported one by one
+    as if they stood in the outer graph: the wrapper itself costs nothing."""
+    import torch
+
+    if "wrap_with" not in str(getattr(node.target, "__name__", node.target)):
+        return None
+    for index, arg in enumerate(node.args):
+        if isinstance(arg, torch.fx.Node) and arg.op == "get_attr":
+            module = getattr(root, str(arg.target), None)
+            if isinstance(module, torch.fx.GraphModule):
+                return module, index
+    return None
+
+
+def _inline_body(body, node, values: dict, add_inner: Callable, prefix: str, root):
+    """Walks a wrapped subgraph: its placeholders are the wrapper's operands, its output the
+    wrapper's result (a tuple of references)."""
+    import torch
+
+    module, index = body
+    operands = list(node.args[index + 1:])
+    inner_values: dict = {}
+
+    def value_of(arg):
+        return values.get(arg) if isinstance(arg, torch.fx.Node) else None
+
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    for placeholder, operand in zip(placeholders, operands):
+        inner_values[placeholder] = value_of(operand)
+    # The inner ops read inner nodes: make them visible to ref_of through the shared table.
+    values.update(inner_values)
+    result = None
+    for inner in module.graph.nodes:
+        if inner.op == "call_function":
+            if inner.target is operator.getitem:
+                source = values.get(inner.args[0])
+                values[inner] = source[inner.args[1]] if isinstance(source, (tuple, list)) else None
+                continue
+            nested = _wrapped_body(module, inner)
+            if nested is not None:
+                values[inner] = _inline_body(nested, inner, values, add_inner, prefix, module)
+                continue
+            values[inner] = add_inner(inner, prefix)
+        elif inner.op == "get_attr":
+            values[inner] = None
+        elif inner.op == "output":
+            outputs = inner.args[0]
+            result = (tuple(values.get(o) if isinstance(o, torch.fx.Node) else None for o in outputs)
+                      if isinstance(outputs, (tuple, list)) else values.get(outputs))
+    return result
 
 
 def _record_eager(assembler: GraphAssembler, module, args: tuple, kwargs: dict) -> None:

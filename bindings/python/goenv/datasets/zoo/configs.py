@@ -69,7 +69,8 @@ _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num
                 "n_experts")
 _TOP_K_KEYS = ("num_experts_per_tok", "top_k", "moe_topk", "num_experts_per_token", "moe_k", "router_top_k",
                "num_selected_experts")
-_ONE_KEYS = ("n_group", "topk_group", "num_expert_groups", "num_shared_experts", "n_shared_experts")
+_ONE_KEYS = ("n_group", "topk_group", "num_expert_groups", "num_shared_experts", "n_shared_experts",
+             "num_groups", "norm_num_groups", "num_norm_groups")  # one norm group divides any shrunk width
 _VOCAB_KEYS = ("vocab_size", "text_vocab_size", "decoder_vocab_size", "target_vocab_size")
 _ZERO_KEYS = ("layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_rate",
               "drop_path", "layer_drop_rate")  # random layer skipping would make the graph depend on luck
@@ -80,6 +81,8 @@ _DEEPSEEK_MLA = {"kv_lora_rank": 32, "q_lora_rank": 32, "qk_rope_head_dim": 8, "
 OVERRIDES: dict = {
     # whisper-style encoders take exactly 2 * max_source_positions spectrogram frames
     "whisper": {"max_source_positions": 32, "max_target_positions": 64},
+    # the audio spectrogram transformer patches a max_length x num_mel_bins spectrogram (1024 x 128 by default)
+    "audio-spectrogram-transformer": {"max_length": 64, "num_mel_bins": 32},
 }
 
 
@@ -152,9 +155,13 @@ def _shrink_one(config, scale: Scale, size: str) -> None:
     for key, value in _DEEPSEEK_MLA.items():
         if isinstance(d.get(key), int):
             d[key] = value
+    if isinstance(d.get("qk_rope_head_dim"), int) and isinstance(d.get("head_dim"), int):
+        d["head_dim"] = d["qk_rope_head_dim"]  # latent attention rotates only the rope part of each head
     for key in _ZERO_KEYS:
         if isinstance(d.get(key), (int, float)) and not isinstance(d.get(key), bool):
             d[key] = 0.0 if isinstance(d[key], float) else 0
+    if d.get("use_cache") is True:
+        d["use_cache"] = False  # a training step keeps no key/value cache (and hybrid caches refuse one here)
     _shrink_vocabulary(config, scale)
     _shrink_images(config, scale)
     _shrink_stages(config, scale, hidden, heads)

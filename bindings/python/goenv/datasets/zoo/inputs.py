@@ -75,6 +75,9 @@ class InputMaker:
         return self.torch.randn(self.scale.batch, channels, size, size, generator=self.generator)
 
     def waveform(self):
+        frames, bins = getattr(self.config, "max_length", None), getattr(self.config, "num_mel_bins", None)
+        if isinstance(frames, int) and isinstance(bins, int):  # spectrogram transformers name their input values
+            return self.torch.randn(self.scale.batch, frames, bins, generator=self.generator)
         return self.torch.randn(self.scale.batch, self.scale.audio_samples, generator=self.generator)
 
     def spectrogram(self):
