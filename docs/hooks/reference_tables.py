@@ -209,12 +209,19 @@ def graph_families_table() -> str:
     for name in goenv.datasets.list():
         info = goenv.datasets.info(name)
         graph = goenv.datasets.load(name)
-        params = ", ".join(f"{key}={value:g}" for key, value in info["params"].items())
         rows.append([code(name), f"{graph.num_nodes:,}", f"{graph.num_edges:,}",
                      f"{graph.total_flops / 1e9:,.0f}", f"{graph.total_param_bytes / 4 / 1e6:,.1f}",
-                     code(info["default_cluster"]), info["description"], params])
+                     code(info["default_cluster"]), info["description"]])
     return markdown_table(["graph", "nodes", "edges", "GFLOPs / step", "params (M)", "default cluster",
-                           "what it is", "parameters (defaults)"], rows)
+                           "what it is"], rows)
+
+
+def graph_parameters_table() -> str:
+    rows = []
+    for name in goenv.datasets.list():
+        params = goenv.datasets.info(name)["params"]
+        rows.append([code(name), ", ".join(f"{key}={value:g}" for key, value in params.items())])
+    return markdown_table(["graph", "parameters and their defaults (keywords of goenv.make and datasets.load)"], rows)
 
 
 def si(value: float, unit: str) -> str:
@@ -272,6 +279,7 @@ TABLES = {
     "info": info_table,
     "env-options": env_options_table,
     "graph-families": graph_families_table,
+    "graph-parameters": graph_parameters_table,
     "clusters": clusters_table,
     "baselines": baselines_table,
     "agent-options": agent_options_table,

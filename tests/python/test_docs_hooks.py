@@ -67,6 +67,7 @@ def test_env_options_table_lists_every_option_with_its_default_and_meaning(table
 
 def test_registry_tables_list_every_registered_name(tables):
     assert first_column(tables.graph_families_table()) == goenv.datasets.list()
+    assert first_column(tables.graph_parameters_table()) == goenv.datasets.list()
     assert first_column(tables.clusters_table()) == goenv.clusters.list()
     assert first_column(tables.baselines_table()) == goenv.baselines.list()
     assert first_column(tables.agent_options_table()) == [name for name, *_ in goenv.agents.options()]
