@@ -117,7 +117,11 @@ def action_table() -> str:
         described = {action_space_text(space, (env,)) for space, env in zip(spaces, envs)}
         if len(described) != 1:
             raise ValueError(f"{task}: the action space's form depends on the graph: {described}")
-        rows.append([code(task), code(described.pop()),
+        # A Dict's parts as separate code spans, so that the cell can wrap between them.
+        text = described.pop()
+        cell = ("`Dict(` " + ", ".join(code(part) for part in text[len("Dict("):-1].split(", ")) + " `)`"
+                if text.startswith("Dict(") else code(text))
+        rows.append([code(task), cell,
                      ", ".join(code(name) for name in goenv.baselines.list(task) if name != "none")])
     return markdown_table(["task", "action space", "baselines that decide it"], rows)
 
