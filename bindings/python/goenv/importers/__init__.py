@@ -10,7 +10,9 @@ to the shared pieces here:
   input and output shapes, a multiply-accumulate counted as 2 FLOPs, as in the
   C++ builders (datasets/training_graph.h). Elementwise ops: 1 FLOP per output
   element; reductions: 1 per input element; softmax and normalizations: 5 per
-  element; pooling: kernel size per output element; data movement (concat, pad,
+  element; pooling: kernel size per output element; sorting: log2 of the sorted
+  length per element (top-k: log2 k); grouped per-expert products: as matmuls;
+  data movement (concat, pad,
   gather, copies): 0 FLOPs, their cost is their bytes. View ops (reshape,
   transpose of a view, slicing) are *free*: they allocate nothing
   (output_bytes 0) and carry a measured cost of 0 s, so the simulator charges

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import math
 import operator
 import sys
 import warnings
@@ -211,7 +212,7 @@ _rule("max min", _minmax_type, _minmax)
 _rule("add lerp", "Add", _elementwise)
 _rule("sub rsub", "Sub", _elementwise)
 _rule("diff", "Sub", lambda c: (c.arg(1, "n") or 1) * _elementwise(c))  # n-th differences (GPT-2's position ids)
-_rule("mul square pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan atan2 sinh cosh "
+_rule("mul multiply square pow exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan atan2 sinh cosh "
       "asinh acosh atanh erf erfc erfinv neg abs sign sgn floor ceil round trunc frac where masked_fill eq ne lt "
       "le gt ge logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_not bitwise_xor "
       "isnan isinf isfinite nan_to_num fill zero tril triu addcmul xlogy hypot copysign heaviside positive logit "
@@ -227,6 +228,28 @@ _rule("dropout native_dropout feature_dropout alpha_dropout feature_alpha_dropou
 _rule("upsample_bilinear2d upsample_linear1d upsample_bicubic2d upsample_trilinear3d grid_sampler_2d "
       "_upsample_bilinear2d_aa", "Mul", lambda c: elementwise_flops(c.outs[:1], 4.0))
 
+# Ordering and counting. A comparison sort of n keys along a dim: n*log2(n) comparisons per row;
+# top-k by a heap over the dim: log2(k) per input element; a histogram: one bin update per element.
+def _sort_flops(c: _Call) -> float:
+    shape = c.ins[0] if c.ins else ()
+    dim = c.arg(1, "dim", -1)
+    n = shape[dim] if shape and isinstance(dim, int) and -len(shape) <= dim < len(shape) else 1
+    return reduction_flops(shape, max(1.0, math.log2(max(n, 2))))
+
+
+def _topk_flops(c: _Call) -> float:
+    k = c.arg(1, "k", 1)
+    return reduction_flops(c.ins[0], max(1.0, math.log2(max(int(k) if isinstance(k, int) else 2, 2))))
+
+
+_rule("sort argsort msort", "Other", _sort_flops)
+_rule("topk kthvalue", "Other", _topk_flops)
+_rule("histc bincount histogram bucketize searchsorted unique unique_consecutive _unique2", "Sum", _reduction)
+# Grouped (per-expert) products, torch's and transformers' fallback: tokens (M, K) against
+# per-group weights (G, K, N) give (M, N), each token through its group's weight: 2*K per output.
+_rule("_grouped_mm transformers.grouped_mm_fallback transformers.grouped_mm", "MatMul",
+      lambda c: matmul_flops(c.outs[0], c.ins[0][-1]))
+
 # Data movement: no FLOPs; the bytes are the cost.
 _rule("_to_copy to type_as clone contiguous copy _copy_from lift_fresh_copy detach_copy view_copy", "Cast", _zero)
 _rule("cat concat concatenate stack hstack vstack dstack repeat tile repeat_interleave expand_copy", "Concat", _zero)
@@ -235,11 +258,11 @@ _rule("constant_pad_nd pad reflection_pad1d reflection_pad2d reflection_pad3d re
 _rule("flip roll rot90", "Transpose", _zero)
 _rule("index_select gather index take take_along_dim masked_select nonzero one_hot scatter scatter_add "
       "scatter_reduce index_add index_put index_copy index_fill masked_scatter select_scatter slice_scatter "
-      "diagonal_scatter upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact2d",
+      "diagonal_scatter im2col col2im upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact2d",
       "Gather", _zero)
 
 # Views: free.
-_rule("view _unsafe_view reshape flatten unflatten squeeze unsqueeze expand expand_as view_as alias detach "
+_rule("meshgrid view _unsafe_view reshape reshape_as flatten unflatten squeeze unsqueeze expand expand_as view_as alias detach "
       "lift_fresh as_strided _reshape_alias unfold view_as_real view_as_complex real imag broadcast_to atleast_1d "
       "atleast_2d atleast_3d conj _conj resolve_conj resolve_neg", "Reshape", _zero, free=True)
 _rule("t transpose permute swapaxes swapdims movedim moveaxis numpy_T mT mH adjoint", "Transpose", _zero, free=True)

@@ -51,14 +51,14 @@ _LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encode
                "num_text_layers", "num_vision_layers", "cross_attention_layers_count", "n_layers_text")
 _WIDTH_KEYS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "embedding_size", "word_embed_proj_dim",
                "decoder_hidden_size", "encoder_hidden_size", "text_hidden_size", "vision_hidden_size",
-               "projection_dim", "hidden_dim", "d_embed", "hidden_channels", "encoder_embed_dim",
+               "projection_dim", "d_embed", "hidden_channels", "encoder_embed_dim",
                "decoder_embed_dim", "proj_dim", "output_hidden_size", "embed_size", "n_embed", "emb_dim")
 _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads", "decoder_attention_heads",
               "num_heads", "decoder_num_attention_heads", "encoder_num_attention_heads", "num_attention_head")
 _KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num",
                  "decoder_num_key_value_heads", "num_kv_head")
 _HEAD_DIM_KEYS = ("head_dim", "attention_head_size", "kv_channels", "attention_head_dim", "d_kv", "d_head",
-                  "head_size", "global_head_dim")
+                  "head_size", "global_head_dim", "rotary_dim", "rotary_emb_dim")
 _FFN_KEYS = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
              "ffn_hidden_size", "decoder_intermediate_size", "encoder_intermediate_size", "mlp_dim",
              "intermediate_dim", "d_inner", "ffn_size", "dim_feedforward", "inner_dim", "encoder_ffn_embed_dim",
@@ -235,6 +235,11 @@ def _shrink_stages(config, scale: Scale, hidden: int, heads: int) -> None:
                 if isinstance(per_stage, (list, tuple)) and len(per_stage) == len(widths):
                     d[head_key] = type(per_stage)([_largest_divisor_at_most(w, min(h, 8))
                                                    for w, h in zip(d[key], per_stage)])
+    # Stages whose width doubles from one embed_dim (Swin): heads per stage become powers of two.
+    for head_key in ("num_heads", "num_attention_heads"):
+        per_stage = d.get(head_key)
+        if isinstance(per_stage, (list, tuple)) and per_stage and all(isinstance(h, int) for h in per_stage):
+            d[head_key] = type(per_stage)([min(1 << max(0, h.bit_length() - 1), 8) for h in per_stage])
 
 
 def _shrink_audio(config, scale: Scale, hidden: int) -> None:

@@ -120,6 +120,8 @@ class InputMaker:
             sets.append(primary + ["input_ids"])  # text and image/audio together (CLIP-like, captioning)
         if primary:
             sets.append(primary)
+        if main == "input_values":
+            sets.append(["input_values@mono"])  # codecs take (batch, channels, samples)
         if "input_ids" in params and main != "input_ids":
             sets.append(["input_ids"])
         for extra in ("pixel_values", "input_values", "input_features"):
@@ -129,7 +131,8 @@ class InputMaker:
             sets.append([])
         out = []
         for names in sets:
-            chosen = list(dict.fromkeys(names + self.required()))
+            bases = {name.partition("@")[0] for name in names}
+            chosen = list(dict.fromkeys(names + [r for r in self.required() if r not in bases]))
             if encoder_decoder and "decoder_input_ids" in params:
                 chosen.append("decoder_input_ids")
             if "input_ids" in chosen and "attention_mask" in params:
@@ -143,8 +146,9 @@ class InputMaker:
         """The inputs for `names`; raises KeyError naming an argument the zoo cannot make."""
         kwargs = {}
         for name in dict.fromkeys(names):
+            name, _, variant = name.partition("@")
             value = self.known(name)
             if value is None:
                 raise KeyError(name)
-            kwargs[name] = value
+            kwargs[name] = value.unsqueeze(1) if variant == "mono" else value
         return kwargs
