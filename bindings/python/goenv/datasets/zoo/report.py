@@ -129,8 +129,10 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
 
 
 def _cell(text, width: int = 110) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
-    return text if len(text) <= width else text[:width - 1] + "…"
+    """One table cell: one line, at most `width` characters, no Markdown table or HTML syntax."""
+    text = " ".join(str(text).split())
+    text = text if len(text) <= width else text[:width - 1] + "…"
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _mib(value) -> str:
