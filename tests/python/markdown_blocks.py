@@ -152,7 +152,10 @@ class UnknownCommand(ValueError):
     pass
 
 
-SETUP_COMMANDS = {"pip", "pip3", "apt-get", "apt", "sudo", "git", "cd", ".", "source", "export"}
+# Installs and builds a reader runs once (recognised, not run), by their first words.
+SETUP_COMMANDS = (("pip", "install"), ("pip3", "install"), ("apt-get",), ("sudo", "apt-get"), ("git", "clone"),
+                  ("cd",), (".",), ("source",), ("python", "-m", "venv"), ("python3", "-m", "venv"),
+                  ("python", "-m", "build"), ("python", "-m", "pip", "install"), ("python3", "-m", "pip", "install"))
 RUNNABLE_SCRIPTS = ("examples/", "tests/benchmarks/")
 
 
@@ -163,10 +166,7 @@ def _classify(where: str, text: str, words: list[str]) -> Step:
     if not words:
         raise UnknownCommand(f"{where}: no command in {text!r}")
     program = words[0]
-    if program.startswith(".venv/bin/"):
-        program = program.removeprefix(".venv/bin/")
-        if program == "activate":
-            return Step(where, text, "setup", tuple(words))
+    program = program.removeprefix(".venv/bin/")
     rest = words[1:]
     if program == "goenv":
         return Step(where, text, "run", ("goenv", *rest), tuple(env))
@@ -175,11 +175,9 @@ def _classify(where: str, text: str, words: list[str]) -> Step:
             return Step(where, text, "run", ("python", *rest), tuple(env))
         if rest[:2] == ["-m", "goenv.cli"] or rest[:2] == ["-m", "goenv"]:
             return Step(where, text, "run", ("goenv", *rest[2:]), tuple(env))
-        if rest[:1] == ["-m"] and rest[1:2] and rest[1] in ("build", "venv", "pip"):
-            return Step(where, text, "setup", tuple(words))
     if program == "make":
         return Step(where, text, "make", tuple(words))
-    if program in SETUP_COMMANDS:
+    if any(tuple([program, *rest][:len(prefix)]) == prefix for prefix in SETUP_COMMANDS):
         return Step(where, text, "setup", tuple(words))
     raise UnknownCommand(f"{where}: the docs tests do not know how to run {text!r}; "
                          "use goenv, python examples/..., make or an install step, "

@@ -86,6 +86,15 @@ def test_shell_blocks_split_into_steps():
         ("make", ("make", "test")), ("setup", ("pip", "install", ".[onnx,sb3]")), ("setup", (".", ".venv/bin/activate"))]
     with pytest.raises(markdown_blocks.UnknownCommand, match=f"{SAMPLES}/commands.md:25: the docs tests do not know"):
         markdown_blocks.shell_steps(shell_block(25))
+    for text in ("sudo rm -rf build", "pip uninstall goenv", "export GOENV_X=1", "ls | head", "goenv list > out.txt"):
+        with pytest.raises(markdown_blocks.UnknownCommand, match="page.md:1"):
+            markdown_blocks.shell_steps(markdown_blocks.Block("page.md", 1, "bash", text, None))
+    kinds = [(s.kind, s.argv[0]) for text in (".venv/bin/python examples/quickstart.py", ".venv/bin/goenv list",
+                                             "python3 -m goenv list", ".venv/bin/pip install -e .",
+                                             "source .venv/bin/activate", "GOENV_THREADS=2 goenv list")
+             for s in markdown_blocks.shell_steps(markdown_blocks.Block("page.md", 1, "console", "$ " + text, None))]
+    assert kinds == [("run", "python"), ("run", "goenv"), ("run", "goenv"), ("setup", ".venv/bin/pip"),
+                     ("setup", "source"), ("run", "goenv")]
 
 
 def test_commands_run_and_a_failing_one_or_an_unknown_target_fails(tmp_path):
