@@ -43,6 +43,7 @@ from goenv.importers import (
     elementwise_flops,
     matmul_flops,
     norm_flops,
+    numel,
     pool_flops,
     reduction_flops,
     rnn_flops,
@@ -243,6 +244,13 @@ def _topk_flops(c: _Call) -> float:
 
 
 _rule("sort argsort msort", "Other", _sort_flops)
+# FFTs: 5 n log2 n per transform of length n (the radix-2 count), n the output elements.
+_rule("fft_fft fft_ifft fft_rfft fft_irfft fft_fftn fft_ifftn fft_rfftn fft_irfftn fft_fft2 fft_ifft2 fft_rfft2 "
+      "fft_irfft2 fft_hfft fft_ihfft _fft_r2c _fft_c2r _fft_c2c stft istft", "Other",
+      lambda c: 5.0 * numel(c.outs[0]) * max(1.0, math.log2(max(numel(c.outs[0]), 2))))
+# Weight normalization (g * v / ||v||): a norm and a scale over the weight, 3 FLOPs per element.
+_rule("_weight_norm _weight_norm_interface", "LayerNorm", lambda c: reduction_flops(c.ins[0], 3.0))
+_rule("_is_all_true _is_any_true", "Sum", _reduction)
 _rule("topk kthvalue", "Other", _topk_flops)
 _rule("histc bincount histogram bucketize searchsorted unique unique_consecutive _unique2", "Sum", _reduction)
 # Grouped (per-expert) products, torch's and transformers' fallback: tokens (M, K) against
@@ -262,7 +270,7 @@ _rule("index_select gather index take take_along_dim masked_select nonzero one_h
       "Gather", _zero)
 
 # Views: free.
-_rule("meshgrid view _unsafe_view reshape reshape_as flatten unflatten squeeze unsqueeze expand expand_as view_as alias detach "
+_rule("meshgrid broadcast_tensors view _unsafe_view reshape reshape_as flatten unflatten squeeze unsqueeze expand expand_as view_as alias detach "
       "lift_fresh as_strided _reshape_alias unfold view_as_real view_as_complex real imag broadcast_to atleast_1d "
       "atleast_2d atleast_3d conj _conj resolve_conj resolve_neg", "Reshape", _zero, free=True)
 _rule("t transpose permute swapaxes swapdims movedim moveaxis numpy_T mT mH adjoint", "Transpose", _zero, free=True)

@@ -74,11 +74,16 @@ def build_here(model_type: str, size: str = "tiny", library: str = "transformers
 
     maker = InputMaker(torch, model, config, scale)
     kwargs, problems = None, []
-    for names in maker.candidates():
+    # Training mode first (dropout is part of a training step); a model that in training mode
+    # insists on labels (FastSpeech2's durations) is imported in evaluation mode.
+    trials = [(training, names) for training in (True, False) for names in maker.candidates()]
+    for training, names in trials:
+        model.train(training)
         try:
             trial = maker.make(names)
         except KeyError as missing:
-            problems.append(f"forward needs {missing.args[0]!r}, which the zoo cannot make")
+            if training:
+                problems.append(f"forward needs {missing.args[0]!r}, which the zoo cannot make")
             continue
         try:
             torch.manual_seed(SEED)
@@ -86,7 +91,8 @@ def build_here(model_type: str, size: str = "tiny", library: str = "transformers
                 warnings.simplefilter("ignore")
                 model(**trial)
         except Exception as error:  # noqa: BLE001 - the model refuses these inputs: try the next set
-            problems.append(f"{'+'.join(names) or 'no inputs'}: {_short(error)}")
+            if training:
+                problems.append(f"{'+'.join(names) or 'no inputs'}: {_short(error)}")
             continue
         kwargs = trial
         break

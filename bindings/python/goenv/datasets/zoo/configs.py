@@ -41,7 +41,7 @@ SCALES = {
                   patch_size=8, sequence=16, batch=2, audio_samples=4000, audio_frames=64),
     "small": Scale(layers=6, hidden=128, heads=4, kv_heads=2, vocab=1024, experts=4, stage_depth=2, image_size=64,
                    patch_size=8, sequence=32, batch=2, audio_samples=8000, audio_frames=128),
-    "large": Scale(layers=48, hidden=128, heads=4, kv_heads=2, vocab=1024, experts=4, stage_depth=8,
+    "large": Scale(layers=128, hidden=128, heads=4, kv_heads=2, vocab=1024, experts=4, stage_depth=8,
                    image_size=64, patch_size=8, sequence=32, batch=2, audio_samples=8000, audio_frames=128),
 }
 
@@ -134,6 +134,8 @@ def _shrink_one(config, scale: Scale, size: str) -> None:
     for key in _ints(config, _KV_HEAD_KEYS):
         if d[key] > 1:  # multi-query (one kv head) stays multi-query; full multi-head stays full
             d[key] = heads if old_heads is not None and d[key] >= old_heads else scale.kv_heads
+    if "head_dim" in d and d["head_dim"] is None and "num_attention_heads" in d:
+        d["head_dim"] = hidden // heads  # some defaults leave it unset and fail to derive it (Hunyuan)
     for key in _ints(config, _HEAD_DIM_KEYS):
         if d[key] > 0:
             d[key] = hidden // heads
@@ -179,6 +181,8 @@ def _shrink_one(config, scale: Scale, size: str) -> None:
 def _shrink_vocabulary(config, scale: Scale) -> None:
     d = config.__dict__
     vocab = None
+    if "vocab_size" in d and d["vocab_size"] is None:
+        d["vocab_size"] = scale.vocab  # defaults that leave it to a tokenizer (ESM) get one
     for key in _ints(config, _VOCAB_KEYS):
         if d[key] > scale.vocab:
             d[key] = scale.vocab

@@ -12,6 +12,7 @@ import inspect
 from goenv.datasets.zoo.configs import Scale
 
 SEED = 0
+_BIN_KEYS = ("num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels", "num_mel_filters")
 _SUBS = ("text_config", "vision_config", "audio_config", "encoder", "decoder", "speech_config")
 
 
@@ -80,10 +81,26 @@ class InputMaker:
             return self.torch.randn(self.scale.batch, frames, bins, generator=self.generator)
         return self.torch.randn(self.scale.batch, self.scale.audio_samples, generator=self.generator)
 
-    def spectrogram(self):
+    def bin_counts(self) -> list:
+        """Every spectrogram height the config or any of its sub-configs names, most likely first."""
+        found = []
+
+        def visit(cfg, depth):
+            for key in _BIN_KEYS:
+                value = cfg.__dict__.get(key)
+                if isinstance(value, int) and value > 0 and value not in found:
+                    found.append(value)
+            if depth < 2:
+                for value in list(cfg.__dict__.values()):
+                    if hasattr(value, "to_dict") and hasattr(value, "model_type"):
+                        visit(value, depth + 1)
+
+        visit(self.config, 0)
+        return found
+
+    def spectrogram(self, bins: int | None = None):
         config, scale = self.config, self.scale
-        bins = _int(_find(config, "num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels",
-                          "num_mel_filters"), 80)
+        bins = bins or _int(_find(config, *_BIN_KEYS), 80)
         sources = _find(config, "max_source_positions")
         if isinstance(sources, int) and "whisper" in str(getattr(config, "model_type", "")):
             return self.torch.randn(scale.batch, bins, 2 * sources, generator=self.generator)
@@ -122,6 +139,8 @@ class InputMaker:
             sets.append(primary)
         if main == "input_values":
             sets.append(["input_values@mono"])  # codecs take (batch, channels, samples)
+        if main == "input_features":  # the encoder's own sub-config may name another height
+            sets.extend([f"input_features@{bins}"] for bins in self.bin_counts()[1:3])
         if "input_ids" in params and main != "input_ids":
             sets.append(["input_ids"])
         for extra in ("pixel_values", "input_values", "input_features"):
@@ -150,5 +169,7 @@ class InputMaker:
             value = self.known(name)
             if value is None:
                 raise KeyError(name)
+            if variant.isdigit():
+                value = self.spectrogram(int(variant))
             kwargs[name] = value.unsqueeze(1) if variant == "mono" else value
         return kwargs
