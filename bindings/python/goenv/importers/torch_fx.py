@@ -251,6 +251,13 @@ _rule("fft_fft fft_ifft fft_rfft fft_irfft fft_fftn fft_ifftn fft_rfftn fft_irff
 # Weight normalization (g * v / ||v||): a norm and a scale over the weight, 3 FLOPs per element.
 _rule("_weight_norm _weight_norm_interface", "LayerNorm", lambda c: reduction_flops(c.ins[0], 3.0))
 _rule("_is_all_true _is_any_true", "Sum", _reduction)
+# Gated linear unit a * sigmoid(b): the sigmoid and the product, 2 FLOPs per output element.
+_rule("glu", "Sigmoid", lambda c: elementwise_flops(c.outs[:1], 2.0))
+_rule("polar", "Mul", lambda c: elementwise_flops(c.outs[:1], 3.0))  # r*cos(t), r*sin(t)
+_rule("linalg_norm", "Sum", lambda c: reduction_flops(c.ins[0], 2.0))
+# vmap's batch-dimension markers (functorch) move no data.
+_rule("torch._functorch.predispatch._add_batch_dim torch._functorch.predispatch._remove_batch_dim", "Reshape",
+      _zero, free=True)
 _rule("topk kthvalue", "Other", _topk_flops)
 _rule("histc bincount histogram bucketize searchsorted unique unique_consecutive _unique2", "Sum", _reduction)
 # Grouped (per-expert) products, torch's and transformers' fallback: tokens (M, K) against
