@@ -1,7 +1,8 @@
 // Using the policy: act on raw observations, evaluate episodes, and search for a graph's
 // best decisions (optimize). A search reads start -> plan the budget once -> propose ->
 // simulate -> keep the best, then optionally local search from the best; every simulation it
-// makes is counted. The proposals are in agents/proposals.h, the search in docs/agents.md.
+// makes is counted (agents/optimize.cc). The proposals are in agents/proposals.h, the
+// search in docs/agents.md.
 #pragma once
 
 #include <cstdint>
