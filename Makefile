@@ -102,7 +102,7 @@ clean:
 	rm -rf build dist $(STAMPS)
 
 # ---------------------------------------------------------------------------
-# Hardening (issue 14): fuzzing and sanitizers. Self-contained: uses only $(PYTHON).
+# Hardening: fuzzing and sanitizers. Self-contained: uses only $(PYTHON).
 #   make fuzz                     each atheris target for FUZZ_SECONDS (default 300) against the dev build
 #   make fuzz FUZZ_RUNS=1000000   each target for a fixed number of executions instead
 #   make test-sanitize            ASan+UBSan build (build/sanitize): C++ tests, the hardening Python tests

@@ -88,7 +88,7 @@ inline py::array_t<std::int64_t> integer_values(py::handle value, const std::str
 // numpy.ma arrays are refused: converting one silently drops its mask.
 // A masked array exists only once numpy.ma is imported, so numpy.ma is looked up
 // in sys.modules, never imported here: importing it took ~20 ms, the cold start
-// of a process's first goenv.simulate or step with an array (issue 22). Another
+// of a process's first goenv.simulate or step with an array (docs/performance.md). Another
 // thread may be importing it (matplotlib, at a first render): until the module
 // has its MaskedArray, no masked array exists yet.
 inline void refuse_masked(py::handle value, const std::string& what) {

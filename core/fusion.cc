@@ -26,7 +26,7 @@ enum : std::uint8_t { kFusesAnywhere = 0, kSinkOnly = 1, kNeverFuses = 2 };  // 
 // after the merged group, the rest before it (Pearce & Kelly's dynamic
 // topological order); the freed slot stays empty.
 //
-// The decisions are those of the pass before issue 22 (tests/cpp/fusion_reference.h),
+// The decisions are those of the earlier, simpler pass (tests/cpp/fusion_reference.h),
 // merge for merge; what changed is what a legality check costs:
 //  * size, and "no opaque op" (only a singleton can hold one), are O(1) per group;
 //  * "a reduction only as a sink" needs no walk of its own: existing groups are

@@ -7,7 +7,7 @@
 #include "core/cost_model.h"
 #include "core/error.h"
 
-// How the hot loop is laid out (issue 13; tests/benchmarks/simulator_floor.py
+// How the hot loop is laid out (tests/benchmarks/simulator_floor.py
 // measures it against a bare list scheduler):
 //  * Everything immutable per (graph, cluster) is flattened once into Tables and
 //    shared by copies: costs device-major (a device runs nodes in roughly
