@@ -92,6 +92,10 @@ MISSING_EXTRA_CASES = {
     "pyarrow": (["pyarrow"], "from goenv.labels.tables import pyarrow\npyarrow()",
                 "labelled datasets (Parquet files) needs pyarrow", "parquet"),
     "onnx": (["onnx"], "import goenv\ngoenv.datasets.from_onnx(b'')", "goenv.datasets.from_onnx needs onnx", "onnx"),
+    "transformers": (["transformers"], "import goenv.datasets.zoo as zoo\nzoo.model_types()",
+                     "goenv.datasets.zoo needs transformers", "zoo"),
+    "ray-zoo": (["ray"], "from goenv.datasets.zoo.dataset import _ray_results\n"
+                "next(_ray_results(None, [], 1, {}, None))", "goenv dataset zoo --ray needs ray", "distributed"),
 }
 
 

@@ -56,6 +56,7 @@ import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 from goenv.arguments import as_command_line, checked_flag, checked_int, checked_number, is_count
 from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.ordered import in_order
 from goenv.progress import progress_bar
 
 FORMAT = "goenv-dataset"
@@ -446,20 +447,11 @@ def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest,
                        dynamic_ncols=True)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="goenv-generate")
     try:
-        in_flight: collections.deque = collections.deque()
-
-        def fill() -> None:
-            while len(in_flight) < window:
-                job = next(jobs, None)
-                if job is None:
-                    return
-                in_flight.append((job[0], executor.submit(_built_bytes, family, params, seeded, seed, job[1])))
-
-        fill()
-        while in_flight:  # results in graph order, so shards finish in order
-            shard, future = in_flight.popleft()
-            blob = future.result()
-            fill()
+        # Results in graph order, so shards finish in order.
+        for shard, blob in in_order(jobs, window,
+                                    lambda job: (job[0], executor.submit(_built_bytes, family, params, seeded, seed,
+                                                                         job[1])),
+                                    lambda pair: (pair[0], pair[1].result())):
             blobs[shard["index"]].append(blob)
             bar.update(1)
             if len(blobs[shard["index"]]) == shard["count"]:

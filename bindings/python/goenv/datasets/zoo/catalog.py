@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 
 from goenv._core import NotFound
+from goenv.extras import import_extra
 
 LIBRARIES = {"transformers": "5.23.0"}
 MODALITIES = ("text", "vision", "audio", "multimodal", "other")
@@ -37,9 +38,9 @@ def checked_library(library: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _types(library: str) -> tuple:
-    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-    return tuple(sorted(MODEL_MAPPING_NAMES))
+    # The zoo's first use of transformers: a missing one names the extra that installs it.
+    auto = import_extra("transformers.models.auto.modeling_auto", extra="zoo", feature="goenv.datasets.zoo")
+    return tuple(sorted(auto.MODEL_MAPPING_NAMES))
 
 
 def model_types(library: str = "transformers") -> list:

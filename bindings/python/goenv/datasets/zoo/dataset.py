@@ -45,9 +45,11 @@ import numpy as np
 from goenv._core import Graph, InvalidArgument, InvalidGraph, NotFound
 from goenv.arguments import checked_flag, checked_int, checked_number, is_count
 from goenv.dataset_files import (FORMAT, FORMAT_VERSION, MANIFEST, MAX_MANIFEST_BYTES, SHARD_SUFFIX, Dataset,
-                                 pack_shard, shard_file, unpack_shard)
+                                 pack_shard, shard_file)
 from goenv.files import (MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file,
                          remove_regular_files, write_atomic)
+from goenv.extras import import_extra
+from goenv.ordered import in_order
 from goenv.progress import progress_bar
 
 __all__ = ["ZOO_FAMILY", "BuildRequest", "ZooDataset", "build_dataset", "check_manifest", "plan_requests",
@@ -155,25 +157,11 @@ def _local_results(builder, requests: list[BuildRequest], workers: int, limits: 
     if build_many is not None:
         yield from build_many([(r.model_type, r.size, r.library) for r in requests], processes=workers, **limits)
         return
-    window = 2 * workers  # builds in flight: every worker busy, results held back only a little
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="goenv-zoo")
     try:
-        pending = iter(requests)
-        in_flight: collections.deque = collections.deque()
-
-        def fill() -> None:
-            while len(in_flight) < window:
-                request = next(pending, None)
-                if request is None:
-                    return
-                in_flight.append(executor.submit(builder.build, request.model_type, request.size,
-                                                 library=request.library, **limits))
-
-        fill()
-        while in_flight:
-            result = in_flight.popleft().result()
-            fill()
-            yield result
+        yield from in_order(requests, 2 * workers,
+                                  lambda request: executor.submit(_build_one, builder, request, limits),
+                                  lambda future: future.result())
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
 
@@ -181,10 +169,7 @@ def _local_results(builder, requests: list[BuildRequest], workers: int, limits: 
 def _ray_results(builder, requests: list[BuildRequest], workers: int, limits: dict,
                  address: str | None) -> Iterator:
     """Each build as a Ray task (one CPU each) that runs the builder's limited child process."""
-    try:
-        import ray
-    except ImportError as error:
-        raise ImportError("goenv dataset zoo --ray needs Ray: pip install 'goenv[distributed]'") from error
+    ray = import_extra("ray", extra="distributed", feature="goenv dataset zoo --ray")
     started = not ray.is_initialized()
     if started:
         if address:
@@ -193,22 +178,8 @@ def _ray_results(builder, requests: list[BuildRequest], workers: int, limits: di
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     try:
         build = ray.remote(num_cpus=1, max_retries=0)(_build_one)
-        window = 2 * workers
-        pending = iter(requests)
-        in_flight: collections.deque = collections.deque()
-
-        def fill() -> None:
-            while len(in_flight) < window:
-                request = next(pending, None)
-                if request is None:
-                    return
-                in_flight.append(build.remote(builder, request, limits))
-
-        fill()
-        while in_flight:
-            result = ray.get(in_flight.popleft())
-            fill()
-            yield result
+        yield from in_order(requests, 2 * workers,
+                                  lambda request: build.remote(builder, request, limits), ray.get)
     finally:
         if started:
             ray.shutdown()
