@@ -252,5 +252,8 @@ class _LeftOpen:
 
 
 def from_parquet(data: bytes):
+    # Read on this thread only: Arrow's worker threads may otherwise drop the last reference to
+    # `data` (a Python object) while the interpreter shuts down, which aborts the process.
     pa = pyarrow()
-    return pa.parquet.read_table(pa.BufferReader(data))
+    with pa.parquet.ParquetFile(pa.BufferReader(data)) as parquet:
+        return parquet.read(use_threads=False)
