@@ -276,7 +276,21 @@ def agent_options_table() -> str:
     return markdown_table(["option", "type", "default", "meaning"], rows)
 
 
+def benchmarks_table() -> str:
+    import goenv.benchmark
+
+    rows = []
+    for name in goenv.benchmark.names():
+        benchmark = goenv.benchmark.get(name)
+        graphs = ", ".join(dict.fromkeys(case.entry.label for case in benchmark.cases))
+        rows.append([code(name), str(len(benchmark.cases)), graphs,
+                     ", ".join(f"**{b:,}**" if b == benchmark.default_budget else f"{b:,}" for b in benchmark.budgets),
+                     ", ".join(map(str, benchmark.seeds))])
+    return markdown_table(["benchmark", "cases", "graphs on clusters", "budgets (default in bold)", "seeds"], rows)
+
+
 TABLES = {
+    "benchmarks": benchmarks_table,
     "env-ids": env_ids_table,
     "observation": observation_table,
     "actions": action_table,

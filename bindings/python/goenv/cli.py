@@ -557,6 +557,10 @@ def _parser() -> argparse.ArgumentParser:
     from goenv import dataset_files
     from goenv.labels import command as labels_command
 
+    from goenv.benchmark import command as benchmark_command
+
+    benchmark_command.add_arguments(commands.add_parser(
+        "benchmark", help="score an algorithm on a named benchmark; validate results; the leaderboard"))
     dataset = commands.add_parser("dataset", help="graph datasets and labelled ones: sharded, checksummed, resumable")
     dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")
     generate = dataset_commands.add_parser("generate", help="write COUNT graphs of FAMILY to a dataset directory")

@@ -1,0 +1,91 @@
+"""What the benchmark harness costs, as ratios from one run (the benchmark targets):
+
+- evaluate() of a 16-call policy on placement-transfer-v0 (8 graphs x 5 seeds) against the bare
+  loop it replaces (make each case's env, reset, 16 policy calls and steps, nothing else), 5 runs
+  interleaved, medians: target <= 2x;
+- validate() of that results file, in seconds per 1,000 decisions (graphs of 213 to 4,452 nodes,
+  1,070 on average): target <= 1 s.
+
+    python tests/benchmarks/benchmark_harness_bench.py [--runs 5] [--readme docs/benchmark.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import goenv.benchmark
+from goenv.provenance import source_commit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from doc_sections import section_file, write_section  # noqa: E402  (the results scripts' one implementation)
+
+BENCHMARK, BUDGET = "placement-transfer-v0", 16
+
+
+def policy(obs):
+    """Each node to a uniformly drawn allowed device: cheap, so the harness's own cost shows."""
+    mask = np.asarray(obs["action_mask"]) > 0
+    return (np.random.default_rng(0).random(mask.shape) * mask).argmax(axis=1)
+
+
+def bare() -> float:
+    started = time.perf_counter()
+    benchmark = goenv.benchmark.get(BENCHMARK)
+    for case in benchmark.cases:
+        for seed in benchmark.seeds:
+            env = case.make(horizon=BUDGET)
+            obs, _ = env.reset(seed=seed)
+            for _ in range(BUDGET):
+                obs, *_ = env.step(policy(obs))
+    return time.perf_counter() - started
+
+
+def harness() -> tuple[float, goenv.benchmark.Results]:
+    started = time.perf_counter()
+    results = goenv.benchmark.evaluate(policy, BENCHMARK, budget=BUDGET)
+    return time.perf_counter() - started, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--readme", help="write the table into this page's <!-- benchmark-cost:begin/end --> markers")
+    args = parser.parse_args()
+    page = section_file("benchmark-cost", args.readme) if args.readme else None
+    bare_times, harness_times, validate_times = [], [], []
+    for _ in range(args.runs):
+        bare_times.append(bare())
+        seconds, results = harness()
+        harness_times.append(seconds)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "results.json"
+            results.save(path)
+            started = time.perf_counter()
+            goenv.benchmark.validate(path)
+            validate_times.append(time.perf_counter() - started)
+    decisions = len(results.records)
+    ratio = statistics.median(harness_times) / statistics.median(bare_times)
+    per_thousand = statistics.median(validate_times) / decisions * 1000
+    commit = (source_commit().get("commit") or "unknown")[:9]
+    table = (f"Measured by `python tests/benchmarks/benchmark_harness_bench.py --readme docs/benchmark.md` at "
+             f"`{commit}` ({args.runs} runs interleaved, medians, 2 cores):\n\n"
+             "| what | measured | target |\n|---|---|---|\n"
+             f"| evaluate() of a {BUDGET}-call policy on {BENCHMARK} / the bare loop of the same steps | "
+             f"{ratio:.2f}x ({statistics.median(harness_times):.2f} s / {statistics.median(bare_times):.2f} s) "
+             f"| <= 2x |\n"
+             f"| validate(), seconds per 1,000 decisions | {per_thousand:.2f} s ({decisions} decisions in "
+             f"{statistics.median(validate_times):.2f} s) | <= 1 s |")
+    print(table)
+    if page is not None:
+        write_section(page, "benchmark-cost", table)
+
+
+if __name__ == "__main__":
+    main()
