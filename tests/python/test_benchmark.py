@@ -117,6 +117,20 @@ def test_a_stable_baselines3_model_is_evaluated_through_its_policy():
             assert "decides 213 values per step" in record["failed"] and "540 nodes" in record["failed"]
 
 
+def test_an_rllib_module_is_evaluated_greedily_on_graphs_of_any_size():
+    pytest.importorskip("ray.rllib")
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    import goenv.integrations.rllib
+
+    env = goenv.make("placement-transformer-xl-2")
+    module = RLModuleSpec(module_class=goenv.integrations.rllib.GraphModule, observation_space=env.observation_space,
+                          action_space=env.action_space).build()
+    results = goenv.benchmark.evaluate(module, QUICK, budget=1)
+    assert results.method == "GraphModule" and results.summary["failed"] == 0
+    assert all(r["simulator_calls"] == 1 for r in results.records)
+
+
 def test_a_policy_that_raises_or_returns_garbage_fails_its_case_and_the_run_goes_on():
     def flaky(obs):
         if obs["node_features"].shape[0] == 540:

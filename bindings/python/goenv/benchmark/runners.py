@@ -196,6 +196,34 @@ def sb3_policy(model) -> Callable[[dict], Any]:
     return act
 
 
+def rllib_policy(module) -> Callable[[dict], Any]:
+    """An RLlib RLModule (or an Algorithm's default module) as obs -> greedy action: its inference
+    forward, its action distribution's mode."""
+    import torch
+
+    if hasattr(module, "get_module"):  # an Algorithm
+        module = module.get_module()
+    distribution = module.get_inference_action_dist_cls()
+
+    def act(obs: dict):
+        tensors = {key: torch.as_tensor(np.array(value)[None]) for key, value in obs.items()}
+        with torch.no_grad():
+            out = module.forward_inference({"obs": tensors})
+            action = distribution.from_logits(out["action_dist_inputs"]).to_deterministic().sample()
+        return action.cpu().numpy()[0]
+
+    return act
+
+
+def _is_rllib(method) -> bool:
+    """An RLlib Algorithm or RLModule (checked only where RLlib is imported already)."""
+    import sys
+
+    modules = sys.modules.get("ray.rllib.core.rl_module.rl_module"), sys.modules.get("ray.rllib.algorithms.algorithm")
+    return (modules[0] is not None and isinstance(method, modules[0].RLModule)) or \
+        (modules[1] is not None and isinstance(method, modules[1].Algorithm))
+
+
 def runner_for(method, name: str | None, wrap: Callable | None):
     """(runner, name) for what evaluate() was given."""
     from goenv.agents.agent import Agent
@@ -211,9 +239,12 @@ def runner_for(method, name: str | None, wrap: Callable | None):
     if isinstance(method, Agent):
         return AgentRunner(method, name), name or f"{method.algorithm}-agent"
     module = type(method).__module__
+    if _is_rllib(method):
+        return PolicyRunner(rllib_policy(method), name, wrap), name or type(method).__name__
     if module.startswith(("stable_baselines3", "sb3_contrib")):
         return PolicyRunner(sb3_policy(method), name, wrap), name or type(method).__name__
     if callable(method):
         return PolicyRunner(method, name, wrap), name or getattr(method, "__name__", "policy")
     raise InvalidArgument(f"evaluate() takes a callable obs -> action, a goenv.benchmark.Search, a goenv agent, a "
-                          f"Stable-Baselines3 model or a baseline's name, not {type(method).__name__}")
+                          f"Stable-Baselines3 model, an RLlib Algorithm or RLModule, or a baseline's name, not "
+                          f"{type(method).__name__}")
