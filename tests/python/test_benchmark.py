@@ -89,6 +89,17 @@ def test_searches_and_heuristics_are_charged_their_own_calls(local_search):
         goenv.benchmark.evaluate("no-such-search", QUICK)
 
 
+@pytest.mark.parametrize("benchmark, heuristic", [("scheduling-transfer-v0", "critical-path"),
+                                                  ("joint-transfer-v0", "best-heuristic")])
+def test_scheduling_and_joint_decisions_are_recorded_per_head_and_validate(benchmark, heuristic):
+    results = goenv.benchmark.evaluate(heuristic, benchmark, budget=16)
+    assert results.summary["failed"] == 0 and results.summary["iqm"] > 0.5  # well above the default
+    record = results.records[0]
+    heads = decisions.decode(record["decisions"], 1121, record["case"])  # inception: 1,121 nodes
+    assert sorted(heads) == sorted(decisions.heads_of(goenv.benchmark.get(benchmark).cases[0].task))
+    goenv.benchmark.validate(results)
+
+
 def test_a_goenv_agent_decides_greedily_at_one_call_and_searches_within_the_budget():
     agent = goenv.agents.GO(hidden=16, seed=0, env=goenv.make("placement-transformer-xl-2"))
     one_shot = goenv.benchmark.evaluate(agent, QUICK, budget=1)

@@ -14,6 +14,7 @@ import numpy as np
 from goenv._core import InvalidArgument
 
 HEADS = ("placement", "priority", "fusion")
+TASK_HEADS = {"placement": ("placement",), "scheduling": ("priority",), "fusion": ("fusion",), "joint": HEADS}
 
 
 def as_heads(action, task: str) -> dict[str, np.ndarray]:
@@ -21,7 +22,7 @@ def as_heads(action, task: str) -> dict[str, np.ndarray]:
     if isinstance(action, Mapping):
         heads = {str(head): values for head, values in action.items()}
     else:
-        heads = {task if task in HEADS else "placement": action}
+        heads = {heads_of(task)[0]: action}
     out = {}
     for head, values in heads.items():
         array = np.asarray(values)
@@ -29,6 +30,16 @@ def as_heads(action, task: str) -> dict[str, np.ndarray]:
             raise InvalidArgument(f"decision {head!r}: expected one integer per node, got {array.dtype} {array.shape}")
         out[head] = array.astype(np.int64)
     return out
+
+
+def in_force(core, task: str) -> dict[str, np.ndarray]:
+    """The decisions an env core holds now, of the heads `task` decides (colocation moves applied)."""
+    return as_heads({head: np.asarray(getattr(core, head)) for head in heads_of(task)}, task)
+
+
+def heads_of(task: str) -> tuple[str, ...]:
+    """The heads a task decides: scheduling decides priorities, joint all three."""
+    return TASK_HEADS[task]
 
 
 def as_action(heads: Mapping[str, np.ndarray], task: str):

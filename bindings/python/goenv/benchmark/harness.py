@@ -50,10 +50,11 @@ def evaluate(method: Any, benchmark: str | catalog.Benchmark, *, budget: int | N
                           invalid_steps=found.invalid_steps)
             if found.simulator_calls > budget:
                 raise InvalidArgument(f"spent {found.simulator_calls} simulator calls, more than the budget of {budget}")
-            measured = None if found.heads is None else \
-                measure(measuring.setdefault(case.id, case.make()), found.heads, case.task, seed)
-            if measured is not None:
-                record["decisions"], runtime = decisions.encode(found.heads), measured
+            env = measuring.setdefault(case.id, case.make())
+            measured = None if found.heads is None else measure(env, found.heads, case.task, seed)
+            if measured is not None:  # recorded as the env holds it, so validate can simulate it alone
+                in_force = decisions.in_force(env.unwrapped.core, case.task)
+                record["decisions"], runtime = decisions.encode(in_force), measured
         except Exception as problem:  # the case fails, the benchmark goes on
             record.update(failed=f"{type(problem).__name__}: {problem}"[:500], decisions=None,
                           simulator_calls=min(record["simulator_calls"], budget),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv.benchmark import catalog, decisions, references, scores
 from goenv.files import new_output_path, read_json_file, write_atomic
@@ -97,17 +98,18 @@ def validate(results: Results | str | os.PathLike) -> Results:
     if results.budget not in benchmark.budgets:
         raise InvalidArgument(f"{where}: budget {results.budget} is not one of {benchmark.name}'s {benchmark.budgets}")
     expected = {(case.id, seed) for case in benchmark.cases for seed in benchmark.seeds}
-    seen = set()
-    envs = {}
+    seen, by_case = set(), {}
     for record in results.records:
         key = _key(record, where)
         if key not in expected or key in seen:
             raise InvalidArgument(f"{where}: {key[0]} seed {key[1]}: {'repeated' if key in seen else 'not a run of ' + benchmark.name}")
         seen.add(key)
-        _check_record(record, benchmark.case(key[0]), results.budget, envs, f"{where}: {key[0]} seed {key[1]}")
+        by_case.setdefault(key[0], []).append(record)
     if seen != expected:
         missing = sorted(expected - seen)[0]
         raise InvalidArgument(f"{where}: {missing[0]} seed {missing[1]}: missing ({len(expected - seen)} runs missing)")
+    for case_id, records in by_case.items():
+        _check_case(benchmark.case(case_id), records, results.budget, where)
     results.summary = summarize(benchmark, results.records)
     return results
 
@@ -118,29 +120,48 @@ def _key(record, where: str) -> tuple[str, int]:
     return record["case"], record["seed"]
 
 
-def _check_record(record: dict, case: catalog.Case, budget: int, envs: dict, where: str) -> None:
-    calls = record.get("simulator_calls")
-    if type(calls) is not int or not 0 <= calls <= budget:
-        raise InvalidArgument(f"{where}: simulator_calls {calls!r} is not within the budget of {budget}")
-    runtime = record.get("runtime")
-    if not isinstance(runtime, (int, float)) or not math.isfinite(runtime):
-        raise InvalidArgument(f"{where}: runtime {runtime!r} is not a number")
+def _check_case(case: catalog.Case, records: list[dict], budget: int, where: str) -> None:
+    """Every record of one case: its calls, its decision re-simulated (all in one batch), its score."""
     anchors = references.of(case)
-    if record.get("decisions") is None:  # nothing feasible, or failed: the default stands
-        replayed = anchors["default"]
-    else:
-        if case.id not in envs:
-            envs[case.id] = case.make()
-        env = envs[case.id]
-        heads = decisions.decode(record["decisions"], env.unwrapped.graph.num_nodes, where)
-        replayed = measure(env, heads, case.task, record["seed"])
-        if replayed is None:
-            raise InvalidArgument(f"{where}: the decision is infeasible when simulated")
-    if not math.isclose(runtime, replayed, rel_tol=TOLERANCE):
-        raise InvalidArgument(f"{where}: runtime {runtime!r} s, but its decision simulates to {replayed!r} s")
-    score = scores.normalized(replayed, anchors["default"], anchors["best"]["runtime"])
-    if not math.isclose(record.get("score", math.nan), score, rel_tol=1e-9, abs_tol=1e-12):
-        raise InvalidArgument(f"{where}: score {record.get('score')!r}, but the runtime scores {score!r}")
+    env = case.make()
+    env.reset(seed=0)
+    core = env.unwrapped.core
+    fixed = {head: np.asarray(getattr(core, head)) for head in decisions.HEADS}  # what the task does not decide
+    decided, replayed = [], {}
+    for index, record in enumerate(records):
+        at = f"{where}: {record['case']} seed {record['seed']}"
+        calls, runtime = record.get("simulator_calls"), record.get("runtime")
+        if type(calls) is not int or not 0 <= calls <= budget:
+            raise InvalidArgument(f"{at}: simulator_calls {calls!r} is not within the budget of {budget}")
+        if not isinstance(runtime, (int, float)) or not math.isfinite(runtime):
+            raise InvalidArgument(f"{at}: runtime {runtime!r} is not a number")
+        if record.get("decisions") is None:  # nothing feasible, or failed: the default stands
+            replayed[index] = anchors["default"]
+        else:
+            heads = decisions.decode(record["decisions"], core.num_nodes, at)
+            if set(heads) != set(decisions.heads_of(case.task)):
+                raise InvalidArgument(f"{at}: decisions of {sorted(heads)}, but {case.task} decides "
+                                      f"{list(decisions.heads_of(case.task))}")
+            decided.append((index, {**fixed, **heads}))
+    if decided:
+        stacked = {head: np.stack([d[head] for _, d in decided]) for head in decisions.HEADS}
+        out = _core.simulate_batch(env.unwrapped.graph, env.unwrapped.cluster, stacked["placement"],
+                                   stacked["priority"] if stacked["priority"].any() else None,
+                                   stacked["fusion"] if stacked["fusion"].any() else None,
+                                   int(core.config["max_fusion_size"]))
+        for row, (index, _) in enumerate(decided):
+            if out["oom"][row] or out["invalid"][row]:
+                raise InvalidArgument(f"{where}: {records[index]['case']} seed {records[index]['seed']}: "
+                                      f"the decision is infeasible when simulated")
+            replayed[index] = float(out["runtime"][row])
+    for index, record in enumerate(records):
+        at = f"{where}: {record['case']} seed {record['seed']}"
+        if not math.isclose(record["runtime"], replayed[index], rel_tol=TOLERANCE):
+            raise InvalidArgument(f"{at}: runtime {record['runtime']!r} s, but its decision simulates to "
+                                  f"{replayed[index]!r} s")
+        score = scores.normalized(replayed[index], anchors["default"], anchors["best"]["runtime"])
+        if not math.isclose(record.get("score", math.nan), score, rel_tol=1e-9, abs_tol=1e-12):
+            raise InvalidArgument(f"{at}: score {record.get('score')!r}, but the runtime scores {score!r}")
 
 
 def measure(env, heads: dict, task: str, seed: int) -> float | None:

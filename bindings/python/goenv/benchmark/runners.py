@@ -49,7 +49,7 @@ class PolicyRunner:
                 invalid += 1
             elif info["runtime"] < best:
                 best = info["runtime"]
-                heads = _in_force(env.unwrapped.core, case.task)
+                heads = decisions.in_force(env.unwrapped.core, case.task)
             if terminated or truncated:
                 break
         return Found(heads, calls, thinking, invalid)
@@ -88,7 +88,7 @@ class _Charged:
                 if info["invalid"] or info["oom"]:
                     outer.invalid += 1
                 elif info["runtime"] < outer.best:
-                    outer.best, outer.heads = info["runtime"], _in_force(self.env.unwrapped.core, task)
+                    outer.best, outer.heads = info["runtime"], decisions.in_force(self.env.unwrapped.core, task)
                 return result
 
         self.calls, self.invalid, self.best, self.heads = 0, 0, np.inf, None
@@ -107,12 +107,6 @@ class SearchRunner:
         except BudgetSpent:
             pass  # stopped at the budget, as promised
         return Found(charged.heads, charged.calls, time.perf_counter() - started, charged.invalid)
-
-
-def _in_force(core, task: str) -> dict:
-    """The decisions the env holds now (a wrapper's action, colocation moves applied)."""
-    heads = ("placement", "priority", "fusion") if task == "joint" else (task,)
-    return decisions.as_heads({head: np.asarray(getattr(core, head)) for head in heads}, task)
 
 
 class BaselineRunner:
