@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 
 MAX_DEPTH = 64  # nesting of lists, dicts, tuples and modules; a checkpoint nests about 10 deep
-MAX_VALUES = 200_000  # values the pickle may place (a checkpoint places about 6,000)
+MAX_VALUES = 100_000  # values and memo entries the pickle may make (a checkpoint makes about 6,000)
 MAX_PICKLE_BYTES = 64 << 20  # data.pkl, inflated
 MAX_MEMBER_BYTES = 1 << 31
 MAX_DIRECTORY_BYTES = 1 << 20  # the zip's central directory (about 80 bytes a member)
@@ -261,10 +261,13 @@ class _PickleReader:
     def depth(self, value) -> int:
         return self.depths.get(id(value), 0)
 
-    def push(self, value) -> None:
+    def count(self) -> None:
         self.values += 1
         if self.values > MAX_VALUES:
             self.fail(f"more than {MAX_VALUES} values")
+
+    def push(self, value) -> None:
+        self.count()
         self.stack.append(value)
 
     def container(self, value, items) -> object:
@@ -360,6 +363,7 @@ def _global(reader: _PickleReader) -> None:
 def _put(reader: _PickleReader, index: int) -> None:
     if not reader.stack:
         reader.fail("memo of an empty stack")
+    reader.count()
     reader.memo[index] = reader.stack[-1]
 
 
