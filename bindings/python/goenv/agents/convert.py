@@ -4,9 +4,11 @@ in a TorchScript archive) to the current format, without running them.
     python -m goenv.agents.convert OLD.agent NEW.agent
 
 Loading a TorchScript archive with torch can run code the file names. This
-reads its pickle with an unpickler that builds plain stand-ins only: modules
-become their attribute dicts, tensors numpy arrays over the archive's raw
-storage bytes; any other global is refused, so nothing from the file executes.
+reads its pickle with goenv.agents.legacy_archive, which interprets it opcode by
+opcode into plain stand-ins only: modules become their attribute dicts, tensors
+read-only numpy views of the archive's storage bytes; any other name is refused,
+so nothing from the file executes, and every size is bounded by the file's
+(docs/limits.md).
 Everything carries over: options, spec, counters, parameters, Adam's moments,
 both generators and the teachers. The result is checked by loading it.
 """
