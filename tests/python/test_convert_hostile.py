@@ -239,6 +239,15 @@ def test_deep_nesting_is_refused_not_a_recursion_error(name, body, tmp_path):
     assert "archive/data.pkl at byte" in message
 
 
+def test_a_module_shared_by_two_parents_is_refused():
+    # 30 levels, each naming the one below twice: 2^30 parameter names from a few hundred bytes.
+    body = module([("w", tensor(storage("0", 1), 0, [1], [1]))])
+    for level in range(1, 31):
+        memo = bytes([level])
+        body = module([("a", body + b"q" + memo), ("b", b"h" + memo)])
+    refused(legacy_file(whole(body), {"0": floats(1)}), "is also a submodule elsewhere")
+
+
 def test_a_container_filled_after_it_was_placed_is_refused():
     # Filling a list already inside another would make the depth recorded for the outer one stale.
     body = b"]q\x00" + b"(h\x00t" + b"h\x00]a" + b"0" + b"N"

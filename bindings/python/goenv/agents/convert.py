@@ -20,6 +20,7 @@ import pickle
 import struct
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -28,14 +29,19 @@ from goenv.agents.legacy_archive import TENSOR_RATIO, Module, read_module_tree
 LEGACY_MAGIC = b"GOENVAGT"
 
 
-def _flatten(module: Module, prefix: str = "") -> dict:
-    """A module's arrays by dotted name, depth first: the order of LibTorch's named_parameters()."""
+def _flatten(module: Module, prefix: str = "", seen: set | None = None) -> dict:
+    """A module's arrays by dotted name, depth first: the order of LibTorch's named_parameters().
+    A submodule reached twice is refused: shared ones would multiply the names, 2^depth of them."""
+    seen = set() if seen is None else seen
+    if id(module) in seen:
+        raise ValueError(f"module {prefix[:-1] or 'policy'} is also a submodule elsewhere")
+    seen.add(id(module))
     out = {}
     for key, value in module.state.items():
         if isinstance(value, np.ndarray):
             out[prefix + key] = value
         elif isinstance(value, Module):
-            out.update(_flatten(value, f"{prefix}{key}."))
+            out.update(_flatten(value, f"{prefix}{key}.", seen))
     return out
 
 
@@ -140,7 +146,7 @@ def convert_bytes(data: bytes) -> bytes:
         metadata, arrays = legacy_contents(data)
     except (ValueError, KeyError, UnicodeDecodeError, struct.error, zipfile.BadZipFile, zipfile.LargeZipFile,
             pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, OverflowError,
-            NotImplementedError) as error:
+            NotImplementedError, zlib.error) as error:
         raise InvalidArgument(f"cannot convert: {error}") from error
     except RecursionError as error:  # the reader does not recurse; a last guard all the same
         raise InvalidArgument("cannot convert: the archive nests too deep") from error
