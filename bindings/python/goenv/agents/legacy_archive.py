@@ -108,7 +108,8 @@ def _directory_size(view: memoryview) -> int:
         raise ArchiveError("the payload is not a zip archive (no end of central directory)")
     size = struct.unpack_from("<L", tail, end + 12)[0]
     record = end - 20 - 56  # zipfile reads a ZIP64 record right before its locator
-    if end >= 20 and tail[end - 20:end - 16] == b"PK\x06\x07" and record >= 0 and tail[record:record + 4] == b"PK\x06\x06":
+    zip64 = end >= 20 and tail[end - 20:end - 16] == b"PK\x06\x07"
+    if zip64 and record >= 0 and tail[record:record + 4] == b"PK\x06\x06":
         size = max(size, struct.unpack_from("<Q", tail, record + 40)[0])
     return size
 
