@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -69,6 +70,7 @@ Batch batch_of(std::int64_t b, std::int64_t n, const float* node_state, std::int
 
 ThreadScope::ThreadScope(int threads) {
   if (threads <= 0) return;
+  threads = std::min(threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const int current = torch::get_num_threads();
   if (current == threads) return;
   previous_ = current;

@@ -49,7 +49,9 @@ Batch batch_of(std::int64_t batch, std::int64_t num_nodes, const float* node_sta
                const torch::Device& device);
 
 // Sets torch's intra-op threads for one call, then restores the process-wide
-// setting (other torch users keep theirs); 0 leaves torch's setting.
+// setting (other torch users keep theirs); 0 leaves torch's setting. A count
+// comes from a checkpoint's config, so it is capped by the machine's hardware
+// threads: a file never starts more threads than there are cores.
 class ThreadScope {
  public:
   explicit ThreadScope(int threads);

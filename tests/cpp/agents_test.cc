@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "agents/agent.h"
+#include "agents/model.h"
 #include "agents/policy.h"
 #include "agents/search.h"
 #include "core/error.h"
@@ -97,6 +99,16 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ForwardShapes,
                            return std::get<1>(info.param) + "_" + std::get<2>(info.param) + "_" +
                                   std::to_string(std::get<0>(info.param)) + "_nodes";
                          });
+
+TEST(ThreadScope, ACheckpointsThreadCountIsCappedByTheMachineAndRestored) {
+  const int before = torch::get_num_threads();
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    const ThreadScope scope(1024);
+    EXPECT_LE(torch::get_num_threads(), machine);
+  }
+  EXPECT_EQ(torch::get_num_threads(), before);
+}
 
 TEST(GoPolicy, GradientsReachEveryLayerThroughSegments) {
   auto env = env_on("placement", 700, 8);
