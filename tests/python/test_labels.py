@@ -885,3 +885,15 @@ def test_fusion_labels_name_their_rules_so_a_resume_never_mixes_old_ones(graphs,
     (tmp_path / "f" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(goenv.InvalidArgument, match="made otherwise"):
         _label(graphs, tmp_path / "f", task="fusion", decisions_per_graph=2)
+
+
+def test_a_manifest_that_claims_a_huge_count_or_lacks_num_shards_is_refused_cheaply(graphs, tmp_path):
+    root = tmp_path / "l"
+    _label(graphs, root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    for change, message in (({"count": 10**15}, "count|shards|graphs"), ({"num_shards": 7}, "num_shards")):
+        (root / "manifest.json").write_text(json.dumps({**manifest, **change}))
+        with pytest.raises(goenv.InvalidGraph, match=message):
+            goenv.datasets.open_labels(root)
+    (root / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "num_shards"}))
+    assert goenv.datasets.open_labels(root).decisions(0)["runtime"].shape == (24,)  # derived, not required

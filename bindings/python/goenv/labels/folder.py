@@ -216,21 +216,28 @@ def read_manifest(root: str) -> dict:
         raise bad("'config' or 'source' is not a map")
     if not is_count(manifest["count"], 1) or not is_count(manifest["shard_size"], 1):
         raise bad("'count' or 'shard_size' is not an integer >= 1")
-    plan = _plan(manifest["count"], manifest["shard_size"])
-    if not isinstance(manifest["shards"], list) or len(manifest["shards"]) > len(plan):
-        raise bad(f"'shards' is not a list of at most {len(plan)} records")
+    # The plan's length and entries are computed, not built: a manifest's count is not trusted
+    # with memory (10**15 graphs would be as many records).
+    size, count = manifest["shard_size"], manifest["count"]
+    planned = -(-count // size)
+    if manifest.get("num_shards", planned) != planned:
+        raise bad(f"'num_shards' is {manifest['num_shards']!r}, but {count} graphs in shards of {size} make {planned}")
+    manifest["num_shards"] = planned  # derived from count and shard_size wherever it is read
+    if not isinstance(manifest["shards"], list) or len(manifest["shards"]) > planned:
+        raise bad(f"'shards' is not a list of at most {planned} records")
     seen = set()
     for record in manifest["shards"]:
         if not isinstance(record, dict) or not all(is_count(record.get(k)) for k in ("index", "first", "count",
                                                                                      "rows")):
             raise bad(f"shard record {str(record)[:100]} lacks an integer index, first, count or rows")
         index = record["index"]
-        if index >= len(plan) or index in seen:
-            raise bad(f"shard record {index} is outside the {len(plan)} shards or repeated")
+        if index >= planned or index in seen:
+            raise bad(f"shard record {index} is outside the {planned} shards or repeated")
         seen.add(index)
-        if (record["first"], record["count"]) != (plan[index]["first"], plan[index]["count"]):
+        first = index * size
+        if (record["first"], record["count"]) != (first, min(size, count - first)):
             raise bad(f"shard record {index} covers graphs {record['first']}..+{record['count']}, the plan has "
-                      f"{plan[index]['first']}..+{plan[index]['count']}")
+                      f"{first}..+{min(size, count - first)}")
         files = record.get("files")
         for kind in KINDS:
             entry = files.get(kind) if isinstance(files, dict) else None
