@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 RESAMPLES = 2000
 
@@ -24,11 +23,15 @@ def normalized(runtime: float, default: float, best: float) -> float:
 
 def iqm(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     """The interquartile mean: the mean of the middle half."""
+    from scipy import stats  # here, not at import: `goenv` commands that score nothing never load scipy
+
     return stats.trim_mean(scores, 0.25, axis=axis)
 
 
 def aggregate(scores: np.ndarray, seed: int = 0) -> dict:
     """scores: (cases, seeds). {iqm, iqm_ci, mean, mean_ci}; an interval is [low, high], 95%."""
+    from scipy import stats
+
     scores = np.asarray(scores, dtype=np.float64)
     out = {"iqm": float(iqm(scores.ravel())), "mean": float(scores.mean())}
     for name, statistic in (("iqm", iqm), ("mean", np.mean)):
