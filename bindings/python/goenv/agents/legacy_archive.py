@@ -273,13 +273,7 @@ class _PickleReader:
 
     def container(self, value, items) -> object:
         """Records a new container holding `items`, which are thereby placed."""
-        depth = 1 + max((self.depth(item) for item in items), default=0)
-        if depth > MAX_DEPTH:
-            self.fail(f"nested more than {MAX_DEPTH} deep")
-        for item in items:
-            if id(item) in self.depths:
-                self.placed.add(id(item))
-        self.depths[id(value)] = depth
+        self.place(value, 1 + max((self.depth(item) for item in items), default=0), items)
         self.kept.append(value)
         return value
 
@@ -287,13 +281,16 @@ class _PickleReader:
         """Checks that `target` may still be filled with `items` and records its new depth."""
         if id(target) in self.placed:
             self.fail("a container filled after it was placed in another")
-        depth = max(self.depth(target), 1 + max((self.depth(item) for item in items), default=0))
+        self.place(target, max(self.depth(target), 1 + max((self.depth(item) for item in items), default=0)), items)
+
+    def place(self, holder, depth: int, items) -> None:
+        """Records `holder` at `depth` (within the limit) and its containers among `items` as placed."""
         if depth > MAX_DEPTH:
             self.fail(f"nested more than {MAX_DEPTH} deep")
         for item in items:
             if id(item) in self.depths:
                 self.placed.add(id(item))
-        self.depths[id(target)] = depth
+        self.depths[id(holder)] = depth
 
     def pop(self):
         if not self.stack or (self.marks and len(self.stack) <= self.marks[-1]):
