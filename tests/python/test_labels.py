@@ -897,3 +897,90 @@ def test_a_manifest_that_claims_a_huge_count_or_lacks_num_shards_is_refused_chea
             goenv.datasets.open_labels(root)
     (root / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "num_shards"}))
     assert goenv.datasets.open_labels(root).decisions(0)["runtime"].shape == (24,)  # derived, not required
+
+
+def _reseal(root, index: int, kind: str, table, **record_changes) -> None:
+    """Writes `table` as shard `index`'s `kind` file and seals it in the manifest as goenv would
+    (size and SHA-256): only the rows checks can then catch what the table holds."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    path = root / folder.shard_file(kind, index)
+    pq.write_table(table, path)
+    data = path.read_bytes()
+    manifest = json.loads((root / "manifest.json").read_text())
+    record = manifest["shards"][index]
+    record["files"][kind].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    record.update(record_changes)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _shard_table(root, index: int, kind: str):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(root / folder.shard_file(kind, index))
+
+
+def test_a_resealed_shard_of_many_constant_rows_is_refused_before_it_is_decoded(graphs, tmp_path):
+    import pyarrow as pa
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    rows = 20_000_000  # a few hundred KB of file, 160 MB of decoded graph ids
+    constant = pa.table({"graph_id": pa.array(np.zeros(rows, np.int64))})
+    _reseal(root, 0, "labels", constant)
+    labels = goenv.datasets.open_labels(root)
+    with pytest.raises(goenv.InvalidGraph, match="20000000 rows, the manifest says 48"):
+        labels.decisions(0)
+    with pytest.raises(goenv.InvalidGraph, match="rows"):
+        labels.verify()
+    # The manifest claiming them too: its rows are not 2 graphs x 24 decisions.
+    _reseal(root, 0, "labels", constant, rows=rows)
+    with pytest.raises(goenv.InvalidGraph, match="20000000 rows, not 2 graphs x 24 decisions"):
+        goenv.datasets.open_labels(root)
+
+
+def test_a_shard_that_declares_more_decoded_bytes_than_it_may_is_refused(graphs, tmp_path, monkeypatch):
+    from goenv.labels import tables
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    monkeypatch.setattr(tables, "MAX_EXPANSION", 0)
+    monkeypatch.setattr(tables, "EXPANSION_ALLOWANCE", 100)
+    with pytest.raises(goenv.InvalidGraph, match="decoded bytes for a .*-byte file"):
+        goenv.datasets.open_labels(root).decisions(0)
+
+
+@pytest.mark.parametrize("kind, column, change, message", [
+    ("labels", "placement", lambda v: v + 99, "a device the cluster does not have"),
+    ("labels", "runtime", lambda v: np.where(np.arange(len(v)) == 3, np.nan, v), "runtime is not a finite"),
+    ("labels", "runtime", lambda v: -v, "runtime is not a finite"),
+    ("labels", "decision", lambda v: v[::-1].copy(), "decisions 0..K-1 in order"),
+    ("labels", "start", lambda v: v[:, :-1], "'start' list does not have its graph's length"),
+    ("labels", "device_busy", lambda v: v[:, :1], "'device_busy' list does not have its graph's length"),
+    ("graphs", "graph_id", lambda v: v + 1, "graph ids are not 0..1 in order"),
+    ("graphs", "edge_src", lambda v: [row * 0 + 10**6 for row in v], "'edge_src' is not a node of its graph"),
+    ("graphs", "flops", lambda v: [row[:-1] for row in v], "'flops' list does not have its graph's length"),
+])
+def test_rows_that_disagree_with_their_graph_are_refused_on_read_and_by_verify(graphs, tmp_path, kind, column,
+                                                                               change, message):
+    import pyarrow as pa
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    table = _shard_table(root, 0, kind)
+    values = table.column(column).to_numpy(zero_copy_only=False)
+    if pa.types.is_list(table.schema.field(column).type):
+        values = np.stack(values) if len({len(row) for row in values}) == 1 else values
+        changed = change(values)
+        array = pa.array([np.asarray(row) for row in changed], table.schema.field(column).type)
+    else:
+        array = pa.array(change(values), table.schema.field(column).type)
+    _reseal(root, 0, kind, table.set_column(table.column_names.index(column), column, array))
+    labels = goenv.datasets.open_labels(root)
+    assert labels.decisions(2)["runtime"].shape == (24,)  # another shard is fine
+    with pytest.raises(goenv.InvalidGraph, match=message):
+        labels.decisions(0)
+    with pytest.raises(goenv.InvalidGraph, match=message):
+        labels.verify()

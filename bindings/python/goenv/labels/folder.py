@@ -225,6 +225,9 @@ def read_manifest(root: str) -> dict:
     manifest["num_shards"] = planned  # derived from count and shard_size wherever it is read
     if not isinstance(manifest["shards"], list) or len(manifest["shards"]) > planned:
         raise bad(f"'shards' is not a list of at most {planned} records")
+    k = manifest["config"].get("decisions_per_graph")
+    if not is_count(k, 1):
+        raise bad("config's 'decisions_per_graph' is not an integer >= 1")
     seen = set()
     for record in manifest["shards"]:
         if not isinstance(record, dict) or not all(is_count(record.get(k)) for k in ("index", "first", "count",
@@ -238,6 +241,8 @@ def read_manifest(root: str) -> dict:
         if (record["first"], record["count"]) != (first, min(size, count - first)):
             raise bad(f"shard record {index} covers graphs {record['first']}..+{record['count']}, the plan has "
                       f"{first}..+{min(size, count - first)}")
+        if record["rows"] != record["count"] * k:
+            raise bad(f"shard record {index} has {record['rows']} rows, not {record['count']} graphs x {k} decisions")
         files = record.get("files")
         for kind in KINDS:
             entry = files.get(kind) if isinstance(files, dict) else None
@@ -505,9 +510,19 @@ class Labels:
     def _shard(self, k: int) -> dict:
         cached = self._cached  # one read: another thread may cache another shard meanwhile
         if cached is None or cached[0] != k:
-            cached = (k, {kind: tables.from_parquet(self.shard_bytes(k, kind)) for kind in KINDS})
+            cached = (k, self._read_shard(k))
             self._cached = cached
         return cached[1]
+
+    def _read_shard(self, k: int) -> dict:
+        """Shard k's two tables, their rows checked against the manifest and each other."""
+        record, k_decisions = self.shards[k], self.manifest["config"]["decisions_per_graph"]
+        path = {kind: os.path.join(self.root, record["files"][kind]["file"]) for kind in KINDS}
+        graphs = tables.from_parquet(self.shard_bytes(k, "graphs"), record["count"], path["graphs"])
+        tables.check_graphs(graphs, record["first"], path["graphs"])
+        labels = tables.from_parquet(self.shard_bytes(k, "labels"), record["rows"], path["labels"])
+        tables.check_labels(labels, graphs, record["first"], k_decisions, path["labels"])
+        return {"graphs": graphs, "labels": labels}
 
     def _locate(self, index: int) -> tuple[int, int]:
         n = len(self)
@@ -568,7 +583,7 @@ class Labels:
         """Every shard's rows of `kind` ("labels" or "graphs") as one pyarrow Table (checked)."""
         _check_kind(kind)
         pa = tables.pyarrow()
-        return pa.concat_tables([tables.from_parquet(self.shard_bytes(k, kind)) for k in range(len(self.shards))])
+        return pa.concat_tables([self._read_shard(k)[kind] for k in range(len(self.shards))])
 
     def files(self, kind: str = "labels") -> list[str]:
         """The Parquet files of `kind`, in order (for pyarrow.dataset or Hugging Face `datasets`)."""
@@ -576,7 +591,8 @@ class Labels:
         return [os.path.join(self.root, record["files"][kind]["file"]) for record in self.shards]
 
     def verify(self) -> None:
-        """Checks every shard file's checksum and that it reads as Parquet; InvalidGraph on the first bad one."""
+        """Checks every shard file's checksum, that it reads as Parquet and that its rows agree with
+        the manifest and their graphs (Labels._read_shard); InvalidGraph on the first bad one."""
         for k in range(len(self.shards)):
             self._cached = None
             self._shard(k)

@@ -38,6 +38,7 @@ import json
 import numpy as np
 
 import goenv._core as _core
+from goenv._core import InvalidGraph
 from goenv.extras import import_extra
 from goenv.labels.decisions import HEADS
 
@@ -57,6 +58,13 @@ CODECS = {head: "zstd" for head in HEADS}
 # 2.5-4x fewer bytes (16 graphs of 1,000 nodes, 64 joint decisions each: placement 11.5 -> 6.8 ms,
 # 367 -> 96 KB; priority 7.1 -> 5.7 ms; fusion 12.4 -> 7.1 ms, 403 -> 163 KB).
 ENCODINGS = {name: "BYTE_STREAM_SPLIT" for name in ("start", "finish", *HEADS)}
+# What the readers check of a row (every version has these columns; older ones lack default_*).
+NODE_COLUMNS = ("op_type", "flops", "output_bytes", "param_bytes", "colocation", "node_features",
+                *(f"default_{head}" for head in HEADS))
+EDGE_COLUMNS = ("edge_src", "edge_dst", "edge_bytes")
+GRAPH_COLUMNS = ("graph_id", "num_nodes", "num_edges", "num_devices", *EDGE_COLUMNS)
+LABEL_COLUMNS = ("graph_id", "decision", "runtime", "oom", "invalid", "peak_memory", "device_busy", *HEADS,
+                 "start", "finish")
 
 
 def _compression(schema) -> dict[str, str]:
@@ -251,9 +259,107 @@ class _LeftOpen:
         pass
 
 
-def from_parquet(data: bytes):
-    # Read on this thread only: Arrow's worker threads may otherwise drop the last reference to
-    # `data` (a Python object) while the interpreter shuts down, which aborts the process.
+# A shard may declare at most this many decoded bytes per byte of file, plus a fixed allowance
+# (goenv's own shards declare under 4): Parquet's sizes are checked before anything is decoded.
+MAX_EXPANSION, EXPANSION_ALLOWANCE = 8, 64 << 20
+
+
+def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard"):
+    """A shard's table, after its footer is checked: `rows` rows if given, and no more decoded
+    bytes than MAX_EXPANSION times the file's plus EXPANSION_ALLOWANCE. InvalidGraph naming
+    `what` otherwise, as for any file pyarrow cannot read."""
     pa = pyarrow()
-    with pa.parquet.ParquetFile(pa.BufferReader(data)) as parquet:
-        return parquet.read(use_threads=False)
+    try:
+        with pa.parquet.ParquetFile(pa.BufferReader(data)) as parquet:
+            meta = parquet.metadata
+            if rows is not None and meta.num_rows != rows:
+                raise InvalidGraph(f"{what}: {meta.num_rows} rows, the manifest says {rows}")
+            declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            if declared > MAX_EXPANSION * len(data) + EXPANSION_ALLOWANCE:
+                raise InvalidGraph(f"{what}: declares {declared} decoded bytes for a {len(data)}-byte file (at most "
+                                   f"{MAX_EXPANSION}x plus {EXPANSION_ALLOWANCE >> 20} MiB)")
+            # Read on this thread only: Arrow's worker threads may otherwise drop the last reference
+            # to `data` (a Python object) while the interpreter shuts down, which aborts the process.
+            return parquet.read(use_threads=False)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise InvalidGraph(f"{what}: not a readable Parquet file ({error})") from error
+
+
+def check_graphs(table, first: int, what: str) -> None:
+    """The graphs table's rows against themselves: graph ids first, first+1, ...; every per-node
+    list num_nodes long, every per-edge list num_edges long, edges inside the graph."""
+    def bad(message: str) -> InvalidGraph:
+        return InvalidGraph(f"{what}: {message}")
+
+    columns = set(table.column_names)
+    missing = [name for name in GRAPH_COLUMNS if name not in columns]
+    if missing:
+        raise bad(f"no column {missing[0]!r}")
+    ids = _values(table, "graph_id")
+    if not np.array_equal(ids, np.arange(first, first + len(ids))):
+        raise bad(f"graph ids are not {first}..{first + len(ids) - 1} in order")
+    nodes, edges, devices = _values(table, "num_nodes"), _values(table, "num_edges"), _values(table, "num_devices")
+    if (nodes < 1).any() or (edges < 0).any() or (devices < 1).any():
+        raise bad("a graph has no nodes, no devices or a negative edge count")
+    for names, expected in ((NODE_COLUMNS, nodes), (EDGE_COLUMNS, edges)):
+        for name in names:
+            if name in columns and not np.array_equal(_lengths(table, name), expected):
+                raise bad(f"a row's {name!r} list does not have its graph's length")
+    for name in ("edge_src", "edge_dst"):
+        if not _within(table, name, 0, np.repeat(nodes, edges)):
+            raise bad(f"an edge's {name!r} is not a node of its graph")
+
+
+def check_labels(table, graphs, first: int, k: int, what: str) -> None:
+    """The labels table's rows against their graphs' rows: K decisions per graph in order,
+    per-node lists of the graph's length, per-device lists of its device count, devices in
+    range, levels >= 0, runtimes finite and >= 0 but where the decision ran out of memory or
+    is invalid."""
+    def bad(message: str) -> InvalidGraph:
+        return InvalidGraph(f"{what}: {message}")
+
+    columns = set(table.column_names)
+    missing = [name for name in LABEL_COLUMNS if name not in columns]
+    if missing:
+        raise bad(f"no column {missing[0]!r}")
+    count = graphs.num_rows
+    if table.num_rows != count * k:
+        raise bad(f"{table.num_rows} rows for {count} graphs of {k} decisions")
+    if not np.array_equal(_values(table, "graph_id"), np.repeat(np.arange(first, first + count), k)) or \
+            not np.array_equal(_values(table, "decision"), np.tile(np.arange(k), count)):
+        raise bad("rows are not each graph's decisions 0..K-1 in order")
+    nodes, devices = np.repeat(_values(graphs, "num_nodes"), k), np.repeat(_values(graphs, "num_devices"), k)
+    for names, expected in ((("start", "finish", *HEADS), nodes), (("peak_memory", "device_busy"), devices)):
+        for name in names:
+            if table.column(name).null_count == 0 and not np.array_equal(_lengths(table, name), expected):
+                raise bad(f"a row's {name!r} list does not have its graph's length")
+    if table.column("placement").null_count == 0 and not _within(table, "placement", 0, devices, per_row=nodes):
+        raise bad("a placement names a device the cluster does not have")
+    for name in ("priority", "fusion"):
+        if table.column(name).null_count == 0 and (_flat(table, name) < 0).any():
+            raise bad(f"a negative {name} level")
+    runtime = _values(table, "runtime")
+    failed = _values(table, "oom") | _values(table, "invalid")
+    if np.isnan(runtime).any() or (runtime < 0).any() or (np.isinf(runtime) & ~failed).any():
+        raise bad("a runtime is not a finite number of seconds >= 0 (where the decision did not fail)")
+
+
+def _values(table, name: str) -> np.ndarray:
+    return table.column(name).combine_chunks().to_numpy(zero_copy_only=False)
+
+
+def _flat(table, name: str) -> np.ndarray:
+    return table.column(name).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+
+
+def _lengths(table, name: str) -> np.ndarray:
+    pc = pyarrow().compute
+    return pc.list_value_length(table.column(name)).combine_chunks().to_numpy(zero_copy_only=False)
+
+
+def _within(table, name: str, low: int, high: np.ndarray, per_row: np.ndarray | None = None) -> bool:
+    """Every value of list column `name` in [low, high of its row); high holds one bound per
+    row, repeated per value by `per_row` (the rows' lengths) when given, else already per value."""
+    values = _flat(table, name)
+    bound = np.repeat(high, per_row) if per_row is not None else high
+    return len(values) == len(bound) and bool(((values >= low) & (values < bound)).all())
