@@ -984,3 +984,14 @@ def test_rows_that_disagree_with_their_graph_are_refused_on_read_and_by_verify(g
         labels.decisions(0)
     with pytest.raises(goenv.InvalidGraph, match=message):
         labels.verify()
+
+
+def test_tpugraphs_export_refuses_what_its_arrays_cannot_hold_before_writing(graphs, tmp_path):
+    labels = _label(graphs, tmp_path / "l", task="scheduling")
+    levels = int(max(labels.decisions(i)["priority"].max() for i in range(len(labels))))
+    out = tmp_path / "npz"
+    with pytest.raises(goenv.InvalidArgument, match=f"priority level of {levels}, but priority_levels is 2.*"
+                                                    "Nothing was written"):
+        goenv.datasets.export_tpugraphs(labels, out, priority_levels=2)
+    assert not out.exists() or not os.listdir(out)
+    assert len(goenv.datasets.export_tpugraphs(labels, out, priority_levels=levels + 1)) == 5

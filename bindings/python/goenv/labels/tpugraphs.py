@@ -33,17 +33,42 @@ CONFIG_FEATURES = 18
 MAX_DEVICES = 16
 
 
-def config_features(decisions: dict, num_devices: int, priority_levels: int, fusion_levels: int) -> np.ndarray:
+def config_features(decisions: dict, priority_levels: int, fusion_levels: int) -> np.ndarray:
     """(C, N, 18) float32: the one-hot device, priority and fusion levels of each decision."""
-    if num_devices > MAX_DEVICES:
-        raise InvalidArgument(f"TpuGraphs' 18 configuration features hold at most {MAX_DEVICES} devices, the "
-                              f"cluster has {num_devices}")
     placement = decisions["placement"]
     features = np.zeros(placement.shape + (CONFIG_FEATURES,), dtype=np.float32)
     np.put_along_axis(features, placement[..., None].astype(np.int64), 1.0, axis=2)
     features[..., 16] = decisions["priority"] / max(priority_levels - 1, 1)
     features[..., 17] = decisions["fusion"] / max(fusion_levels - 1, 1)
     return features
+
+
+def _kept(decisions: dict, keep_infeasible: bool) -> np.ndarray:
+    """Which decisions an export writes: the feasible ones, or all of them."""
+    return np.ones(len(decisions["runtime"]), bool) if keep_infeasible else ~(decisions["oom"] | decisions["invalid"])
+
+
+def _check_representable(labels, keep_infeasible: bool, priority_levels: int, fusion_levels: int) -> None:
+    """InvalidArgument, before anything is written, for what TpuGraphs' arrays cannot hold:
+    more than 16 devices, op ids beyond uint8, levels beyond the given counts (features above
+    1), runtimes that are no int64 count of nanoseconds (an infeasible decision's, kept)."""
+    for i in range(len(labels)):
+        graph, decisions = labels.graph(i), labels.decisions(i)
+        where = f"graph {i} ({graph['name']})"
+        if graph["num_devices"] > MAX_DEVICES:
+            raise InvalidArgument(f"{where}: TpuGraphs' 18 configuration features hold at most {MAX_DEVICES} "
+                                  f"devices, its cluster has {graph['num_devices']}; nothing was written")
+        if graph["op_type"].size and graph["op_type"].max() > np.iinfo(np.uint8).max:
+            raise InvalidArgument(f"{where}: an op type id above 255 does not fit node_opcode (uint8); nothing "
+                                  f"was written")
+        for head, levels in (("priority", priority_levels), ("fusion", fusion_levels)):
+            if decisions[head].size and decisions[head].max() >= levels:
+                raise InvalidArgument(f"{where}: a {head} level of {decisions[head].max()}, but {head}_levels is "
+                                      f"{levels}; pass the env's number of levels. Nothing was written")
+        runtime = decisions["runtime"][_kept(decisions, keep_infeasible)]
+        if not (np.isfinite(runtime) & (runtime * 1e9 < 2.0**63)).all():
+            raise InvalidArgument(f"{where}: a kept decision's runtime is no int64 count of nanoseconds (an infeasible "
+                                  f"decision's, with keep_infeasible=True); nothing was written")
 
 
 # The files an export writes: NNNNN-NAME.npz, listed in RECORD (what overwrite=True replaces).
@@ -68,13 +93,16 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     """Writes one TpuGraphs-layout .npz per graph of `labels` (a Labels or its folder) into
     `out_dir`; returns the paths. Files are written atomically, only over regular files. A folder
     that already holds an export (NNNNN-*.npz files) is refused unless overwrite=True, which
-    replaces those files (and only those): an export never mixes with another one."""
+    replaces those files (and only those): an export never mixes with another one. What the
+    layout cannot hold (more than 16 devices, levels beyond the given counts, a kept runtime
+    that is not a finite count of nanoseconds) is refused before anything is written."""
     from goenv.labels.folder import Labels
 
     keep_infeasible, overwrite = checked_flag("keep_infeasible", keep_infeasible), checked_flag("overwrite", overwrite)
     for name, levels in (("priority_levels", priority_levels), ("fusion_levels", fusion_levels)):
         checked_int(f"{name} (the env's number of levels)", levels, low=1)
     labels = labels if isinstance(labels, Labels) else Labels(labels)
+    _check_representable(labels, keep_infeasible, priority_levels, fusion_levels)
     root = output_folder(out_dir, "export folder")
     earlier = sorted(name for name in os.listdir(root) if EXPORTED.match(name))
     if (earlier or os.path.lexists(os.path.join(root, RECORD))) and not overwrite:
@@ -96,15 +124,14 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     paths = []
     for i in range(len(labels)):
         graph, decisions = labels.graph(i), labels.decisions(i)
-        keep = np.ones(len(decisions["runtime"]), bool) if keep_infeasible else \
-            ~(decisions["oom"] | decisions["invalid"])
+        keep = _kept(decisions, keep_infeasible)
         chosen = {key: value[keep] for key, value in decisions.items()}
         arrays = {
             "node_feat": graph["node_features"].astype(np.float32),
             "node_opcode": graph["op_type"].astype(np.uint8),
             "edge_index": np.stack([graph["edge_dst"], graph["edge_src"]], axis=1).astype(np.int64),
             "node_config_ids": np.arange(graph["num_nodes"], dtype=np.int64),
-            "node_config_feat": config_features(chosen, graph["num_devices"], priority_levels, fusion_levels),
+            "node_config_feat": config_features(chosen, priority_levels, fusion_levels),
             "config_runtime": np.round(chosen["runtime"] * 1e9).astype(np.int64),
             "node_splits": np.zeros((1, 1), dtype=np.int64),
         }
