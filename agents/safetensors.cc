@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/json_scan.h"
 
 namespace goenv::agents::safetensors {
 
@@ -22,6 +23,11 @@ namespace {
 constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;  // safetensors itself caps it at 100 MB
 constexpr std::uint64_t kMaxDimension = 1ull << 40;
 constexpr std::size_t kMaxRank = 8;
+// The format nests three deep ({name: {"shape": [...]}}); a checkpoint's header holds a few
+// thousand values (one record per tensor, one string per metadata key). These bound what
+// parsing a header may cost to a few times its bytes.
+constexpr int kHeaderDepth = 3;
+constexpr std::size_t kMaxHeaderValues = 1u << 20;
 
 struct DType {
   const char* name;
@@ -106,6 +112,10 @@ File read(const std::string& bytes, const std::string& what) {
               "not a " << what << ": its header size " << header_size << " does not fit "
                                                                << bytes.size() << " bytes (at most " << kMaxHeaderBytes
                                                                << ")");
+  const JsonScan scan = scan_json(std::string_view(bytes.data() + 8, header_size), kHeaderDepth);
+  GOENV_CHECK(!scan.too_deep && scan.values <= kMaxHeaderValues, InvalidArgument,
+              "not a " << what << ": its header nests deeper than " << kHeaderDepth << " levels or holds more than "
+                       << kMaxHeaderValues << " values");
   rapidjson::Document document;
   // Iterative: nesting depth costs heap, not stack; strings must be valid UTF-8 (they reach Python).
   document.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(bytes.data() + 8, header_size);

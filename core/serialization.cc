@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/json_scan.h"
 
 namespace goenv {
 
@@ -323,22 +324,9 @@ std::uint64_t checksum64(std::string_view bytes) {
 }
 
 void check_json_depth(std::string_view json, const std::string& what) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') ++i;  // skip the escaped character
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      GOENV_CHECK(++depth <= kMaxJsonDepth, InvalidGraph,
-                  what << ": JSON nested deeper than " << kMaxJsonDepth << " levels (at byte " << i << ")");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  const JsonScan scan = scan_json(json, kMaxJsonDepth);
+  GOENV_CHECK(!scan.too_deep, InvalidGraph,
+              what << ": JSON nested deeper than " << kMaxJsonDepth << " levels (at byte " << scan.at << ")");
 }
 
 namespace {

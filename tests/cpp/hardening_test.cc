@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/fusion.h"
+#include "core/json_scan.h"
 #include "core/serialization.h"
 #include "envs/registry.h"
 #include "tests/cpp/test_util.h"
@@ -61,6 +62,16 @@ TEST(Hardening, DeeplyNestedJsonIsRefusedNotACrash) {
   EXPECT_HAS(error_message<InvalidGraph>([&] { graph_from_json(deep_object); }), "nested deeper");
   // Brackets inside strings do not count; a normal file still loads.
   EXPECT_EQ(graph_from_json(graph_to_json(*chain(3)))->num_nodes(), 3);
+}
+
+TEST(Hardening, JsonScanCountsValuesAndStopsAtTheFirstTooDeepBracket) {
+  const JsonScan flat = scan_json(R"({"a": [1, 2, 3], "b": "x,y:[{\"z"})", 2);
+  EXPECT_FALSE(flat.too_deep);
+  EXPECT_EQ(flat.values, 5u);  // two ':' and three ',' outside strings; those in the string do not count
+  const JsonScan deep = scan_json("[[[[1]]]]", 3);
+  EXPECT_TRUE(deep.too_deep);
+  EXPECT_EQ(deep.at, 3u);
+  EXPECT_FALSE(scan_json("[[[1]]]", 3).too_deep);
 }
 
 TEST(Hardening, ClusterParseErrorsAreInvalidArgumentNotInvalidGraph) {

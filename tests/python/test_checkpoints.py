@@ -167,6 +167,18 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("header", [
+    b"[" * (8 << 20),                                               # 8 MiB of nesting: 16 bytes of DOM each
+    b'{"__metadata__": {}, "a": {"shape": [' + b"0," * (2 << 20) + b'0]}}',  # millions of values, 3 deep
+    b'{"a": {"b": {"c": {}}}}',                                     # deeper than the format ever nests
+])
+def test_a_header_is_refused_before_parsing_when_its_parse_would_cost_more_than_its_bytes(header, tmp_path):
+    path = tmp_path / "crafted.agent"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(goenv.InvalidArgument, match="header nests deeper than 3 levels or holds more than 1048576"):
+        agents.load(path)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_crafted_checkpoints_raise_a_clear_error_and_change_nothing(saved, tmp_path, case):
     env, agent, data = saved
