@@ -243,17 +243,14 @@ Checkpoint parse(const std::string& bytes) {
 Model read(const Checkpoint& c, const std::string& bytes) {
   Model fresh(c.config);
   if (!c.has_policy) return fresh;
-  // The policy the options ask for must fit in the bytes the file holds (at
-  // least its GraphSAGE and attention matrices, policy.cc): a small file cannot
-  // make the reader build a huge policy.
+  // The policy the options and spec ask for is exactly the float32 tensors the file holds:
+  // checked before it is built, so a small file cannot make the reader build a huge policy.
   std::uint64_t declared = 0;
   for (const auto& [name, t] : c.file.tensors)
     if (name.rfind("policy.", 0) == 0) declared += t.end - t.begin;
-  const double hidden = c.config.hidden;
-  const double least = 4.0 * hidden * hidden *
-                       (3.0 * c.config.sage_layers + (c.config.algorithm == "go" ? 8.0 * c.config.attention_layers : 0.0));
-  GOENV_CHECK(static_cast<double>(declared) >= least, InvalidArgument,
-              "corrupt agent checkpoint: its options need a policy of at least " << least << " bytes, the file holds "
+  const std::uint64_t needed = 4 * policy_parameters(c.config, c.spec);
+  GOENV_CHECK(declared == needed, InvalidArgument,
+              "corrupt agent checkpoint: its options and spec need a policy of " << needed << " bytes, the file holds "
                                                                                   << declared);
   fresh.build(c.spec);
   // Every tensor the model takes, with its destination; checked before any value is copied.

@@ -115,6 +115,15 @@ void shrink(nn::Linear& layer, double scale) {
   layer->bias.zero_();
 }
 
+// Parameter counts, each beside the constructor it mirrors (policy_parameters sums them; a
+// test checks the sum against every built policy's).
+std::uint64_t linear(std::uint64_t in, std::uint64_t out, bool bias = true) { return in * out + (bias ? out : 0); }
+std::uint64_t layer_norm(std::uint64_t width) { return 2 * width; }
+
+std::uint64_t graph_sage_parameters(std::uint64_t input_dim, std::uint64_t hidden, std::uint64_t layers) {
+  return linear(input_dim, hidden) + layers * (linear(3 * hidden, hidden) + layer_norm(hidden));
+}
+
 }  // namespace
 
 GraphSageImpl::GraphSageImpl(int input_dim, int hidden, int layers) {
@@ -181,6 +190,18 @@ void set_devices(GraphTensors& g, int num_devices, const float* features, int fe
                                        torch::TensorOptions().dtype(torch::kFloat32))
                           .to(device, false, true);
 }
+
+namespace {
+
+std::uint64_t segment_attention_parameters(std::uint64_t h) {
+  return linear(h, h) + linear(h, 2 * h) + linear(h, h) + linear(h, 2 * h) + linear(2 * h, h) + 2 * layer_norm(h);
+}
+
+std::uint64_t pair_head_parameters(std::uint64_t h, std::uint64_t device_feature_dim) {
+  return linear(device_feature_dim, h) + linear(2 * h + 1, h) + 2 * linear(h, h) + linear(h, 1) + linear(3, 1, false);
+}
+
+}  // namespace
 
 PairHeadImpl::PairHeadImpl(int hidden, int device_feature_dim) : hidden_(hidden) {
   device_in_ = register_module("device_in", nn::Linear(device_feature_dim, hidden));
@@ -319,6 +340,27 @@ PolicyOutput PpoPolicyImpl::forward(const GraphTensors& g, const torch::Tensor& 
   for (auto& head : heads_) result.logits.push_back(head->forward(nodes));
   result.value = value_->forward(torch::cat({nodes.mean(1), globals}, -1)).squeeze(-1);
   return result;
+}
+
+std::uint64_t policy_parameters(const AgentConfig& config, const PolicySpec& spec) {
+  const std::uint64_t h = static_cast<std::uint64_t>(config.hidden);
+  const std::uint64_t global = static_cast<std::uint64_t>(spec.global_dim);
+  std::uint64_t total = graph_sage_parameters(
+      static_cast<std::uint64_t>(spec.node_feature_dim + spec.node_state_dim), h,
+      static_cast<std::uint64_t>(config.sage_layers));
+  if (config.algorithm == "go") {
+    const std::uint64_t layers = static_cast<std::uint64_t>(config.attention_layers);
+    total += linear(h + global, h) + linear(h, std::max<std::uint64_t>(1, 2 * h * layers)) +
+             layers * segment_attention_parameters(h) + linear(h, h) + linear(h, 1);
+    for (std::size_t i = 0; i < spec.heads.size(); ++i)
+      total += spec.any_devices() && spec.heads[i] == Head::kPlacement
+                   ? pair_head_parameters(h, device_feature_names().size())
+                   : linear(h, static_cast<std::uint64_t>(spec.choices[i]));
+    return total;
+  }
+  for (std::size_t i = 0; i < spec.heads.size(); ++i)
+    total += linear(h, h) + linear(h, static_cast<std::uint64_t>(spec.choices[i]));
+  return total + linear(h + global, h) + linear(h, 1);
 }
 
 Policy make_policy(const AgentConfig& config, const PolicySpec& spec) {

@@ -149,6 +149,9 @@ class PpoPolicyImpl : public PolicyImpl {
 
 // Seeds torch's global generator with config.seed and builds the config's policy.
 Policy make_policy(const AgentConfig& config, const PolicySpec& spec);
+// The number of values in make_policy(config, spec)'s parameters, computed without building
+// it: a checkpoint's tensors are checked against it before any memory is committed.
+std::uint64_t policy_parameters(const AgentConfig& config, const PolicySpec& spec);
 
 // Masked distribution over whole-graph actions. `mask` (B, N, choices) bool or
 // int8, nonzero = allowed.

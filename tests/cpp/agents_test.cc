@@ -100,6 +100,32 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ForwardShapes,
                                   std::to_string(std::get<0>(info.param)) + "_nodes";
                          });
 
+// policy_parameters is what a checkpoint is checked against before its policy is built: it
+// must equal the built policy's count for every algorithm, task, head kind and width.
+TEST(PolicyParameters, EqualTheBuiltPolicysCountWithoutBuildingIt) {
+  auto env = env_on("joint", 12, 3);
+  auto placement = env_on("placement", 12, 3);
+  for (const std::string algorithm : {"go", "ppo"})
+    for (const std::string device_head : {"absolute", "pairs"})
+      for (const auto& [hidden, sage, attention] : {std::tuple{8, 0, 0}, std::tuple{16, 2, 1}, std::tuple{12, 3, 2}}) {
+        if (algorithm == "ppo" && device_head == "pairs") continue;
+        AgentConfig config;
+        config.algorithm = algorithm;
+        config.device_head = device_head;
+        config.hidden = hidden;
+        config.attention_heads = 2;
+        config.sage_layers = sage;
+        config.attention_layers = attention;
+        for (const Env* e : {env.get(), placement.get()}) {
+          const PolicySpec spec = PolicySpec::of(*e, config);
+          std::uint64_t built = 0;
+          for (const auto& p : make_policy(config, spec)->parameters()) built += static_cast<std::uint64_t>(p.numel());
+          EXPECT_EQ(policy_parameters(config, spec), built)
+              << algorithm << " " << device_head << " hidden=" << hidden << " " << spec.describe();
+        }
+      }
+}
+
 TEST(ThreadScope, ACheckpointsThreadCountIsCappedByTheMachineAndRestored) {
   const int before = torch::get_num_threads();
   const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

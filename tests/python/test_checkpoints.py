@@ -158,6 +158,9 @@ CASES = {
     "not goenv's": lambda h, b: h["__metadata__"].__setitem__("format", "other"),
     "future format": lambda h, b: h["__metadata__"].__setitem__("format_version", "9"),
     "huge policy in a small file": lambda h, b: h["__metadata__"].__setitem__("config.hidden", "4096"),
+    "wide spec, no layers": lambda h, b: h["__metadata__"].update(  # 512 MB of input layer, no layer counts
+        {"spec.node_feature_dim": "65536", "config.hidden": "2048", "config.sage_layers": "0",
+         "config.attention_layers": "0"}),
     "huge spec": lambda h, b: h["__metadata__"].__setitem__("spec.node_feature_dim", str(1 << 40)),
     "non-finite teacher runtime": lambda h, b: h["__metadata__"].__setitem__(
         first(h["__metadata__"], "teacher."), "best-heuristic;nan;0;1"),
