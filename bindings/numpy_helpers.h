@@ -63,20 +63,32 @@ inline std::int64_t integral_value(double x, const std::string& what, std::int64
 }
 
 // Any integer or integral-float numpy array as int64, checked value by value.
+// `array` as a C-contiguous array of T (a copy when it is not one already); a conversion numpy
+// cannot make (out of memory) is InvalidArgument naming `what`, never an empty array.
+template <class T>
+py::array_t<T> converted(const py::array& array, const std::string& what) {
+  auto out = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!out) {
+    PyErr_Clear();
+    GOENV_FAIL(InvalidArgument, what << ": numpy could not convert its " << array.size() << " values");
+  }
+  return out;
+}
+
 inline py::array_t<std::int64_t> integer_values(py::handle value, const std::string& what) {
   py::array array = py::array::ensure(value);
   GOENV_CHECK(array, InvalidArgument, what << " must be an array of integers");
   const char kind = array.dtype().kind();
   GOENV_CHECK(kind == 'i' || kind == 'u' || kind == 'f', InvalidArgument,
               what << " must have an integer dtype, got " << std::string(py::str(array.dtype())));
-  if (kind == 'i') return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
-  auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (kind == 'i') return converted<std::int64_t>(array, what);
+  auto doubles = converted<double>(array, what);
   if (kind == 'u') {  // uint64 beyond int64 would wrap: check in the unsigned domain
-    auto unsigned_values = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    auto unsigned_values = converted<std::uint64_t>(array, what);
     for (py::ssize_t i = 0; i < unsigned_values.size(); ++i)
       GOENV_CHECK(unsigned_values.data()[i] <= static_cast<std::uint64_t>(INT64_MAX), InvalidArgument,
                   what << "[" << i << "] is " << unsigned_values.data()[i] << ", outside int64");
-    return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    return converted<std::int64_t>(array, what);
   }
   py::array_t<std::int64_t> out(std::vector<py::ssize_t>(array.shape(), array.shape() + array.ndim()));
   for (py::ssize_t i = 0; i < doubles.size(); ++i) out.mutable_data()[i] = integral_value(doubles.data()[i], what, i);

@@ -772,3 +772,21 @@ def test_decisions_beyond_int32_are_refused_with_their_value_not_wrapped():
     with pytest.raises(goenv.InvalidArgument, match=r"placement\[0\] is 4294967297"):
         goenv.make("placement-transformer-xl-2", placement=np.full(n, big, np.int64))
     assert env.reset(seed=0)[1]["runtime"] > 0  # the env is usable after the refusals
+
+
+def test_broadcast_arrays_that_claim_too_many_nodes_or_edges_cost_nothing_to_refuse():
+    """A stride-0 view claims millions of entries in a few bytes: its size is refused from its
+    shape, before any conversion copies it."""
+    before = max_rss_mb()
+    huge = np.broadcast_to(np.float64(1e9), (200_000_000,))
+    with pytest.raises(goenv.InvalidGraph, match=r"too many nodes \(flops\): 200000000 \(at most 2097152\)"):
+        goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=huge)
+    edges = np.broadcast_to(np.int64(0), (2, 100_000_000))
+    with pytest.raises(goenv.InvalidGraph, match=r"too many edges \(edge_index\): 100000000"):
+        goenv.Graph.from_arrays(edges, flops=np.ones(4))
+    with pytest.raises(goenv.InvalidGraph, match="too many nodes"):  # one over the limit, before any node is made
+        goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.broadcast_to(1.0, (2_097_153,)))
+    assert max_rss_mb() - before < 64
+    # A small broadcast array is a graph like any other.
+    graph = goenv.Graph.from_arrays(np.broadcast_to(np.int64(0), (2, 0)), flops=np.broadcast_to(1e9, (4,)))
+    assert graph.num_nodes == 4 and graph.num_edges == 0
