@@ -17,6 +17,9 @@ namespace {
 
 constexpr char kFormatName[] = "goenv-agent";
 constexpr char kLegacyMagic[8] = {'G', 'O', 'E', 'N', 'V', 'A', 'G', 'T'};  // formats 1 and 2
+// Trained weights stay within a few units; this bound leaves room for any training yet keeps
+// every forward pass finite in float32.
+constexpr double kMaxWeight = 1e6;
 constexpr int kMaxSpecWidth = 1 << 16;  // feature, state and global widths; choices per head
 
 std::string teacher_name(std::uint64_t key, std::size_t head) {
@@ -299,17 +302,27 @@ Model read(const Checkpoint& c, const std::string& bytes) {
   }
   // Copies: every check has passed.
   auto load = [&](const std::string& name) { return safetensors::copy(c.file, bytes, name); };
+  // Values, not only bytes: a weight or Adam moment that is not finite, or beyond kMaxWeight,
+  // would overflow a forward pass (or the next update) far from the file that caused it.
+  auto values = [&](const std::string& name) {
+    torch::Tensor t = load(name);
+    GOENV_CHECK(t.numel() == 0 || (t.isfinite().all().item<bool>() && t.abs().max().item<double>() <= kMaxWeight),
+                InvalidArgument,
+                "corrupt agent checkpoint: tensor '" << name << "' holds a value that is not finite or beyond "
+                                                     << kMaxWeight << " in magnitude");
+    return t;
+  };
   {
     torch::NoGradGuard no_grad;
-    for (auto& p : parameters) p.value().copy_(load("policy." + p.key()));
-    for (auto& b : fresh.policy->named_buffers()) b.value().copy_(load("policy_buffer." + b.key()));
+    for (auto& p : parameters) p.value().copy_(values("policy." + p.key()));
+    for (auto& b : fresh.policy->named_buffers()) b.value().copy_(values("policy_buffer." + b.key()));
   }
   for (const auto& p : parameters) {
     if (!c.file.tensors.count("adam." + p.key() + ".step")) continue;
     auto state = std::make_unique<torch::optim::AdamParamState>();
     state->step(load("adam." + p.key() + ".step").item<std::int64_t>());
-    state->exp_avg(load("adam." + p.key() + ".exp_avg").to(fresh.device));
-    state->exp_avg_sq(load("adam." + p.key() + ".exp_avg_sq").to(fresh.device));
+    state->exp_avg(values("adam." + p.key() + ".exp_avg").to(fresh.device));
+    state->exp_avg_sq(values("adam." + p.key() + ".exp_avg_sq").to(fresh.device));
     fresh.optimizer->state()[p.value().unsafeGetTensorImpl()] = std::move(state);
   }
   if (c.file.tensors.count("generator.sampling")) fresh.sampling.set_state(load("generator.sampling"));

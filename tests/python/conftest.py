@@ -2,8 +2,9 @@
 
 Tests marked `slow` (the full gymnasium check_env with rendering on every
 registered env id, and rollouts on the largest graphs) are skipped unless
-`--run-slow` is given or GOENV_RUN_SLOW=1 is set; the default run stays under a
-minute on two cores. Shared helpers live in helpers.py and reference_simulator.py.
+`--run-slow` is given or GOENV_RUN_SLOW=1 is set. `make test` runs the suite on two
+pytest-xdist workers, whole files each; every test must hold whatever runs beside it.
+Shared helpers live in helpers.py and reference_simulator.py.
 """
 
 from __future__ import annotations

@@ -245,3 +245,20 @@ def test_an_agent_saved_on_a_gpu_loads_on_the_cpu_with_device_cpu(saved, tmp_pat
     with pytest.raises(goenv.InvalidArgument, match="device must be"):
         agents.load(path, device=0)
     np.testing.assert_array_equal(agent.weights, before)
+
+
+@pytest.mark.parametrize("value", [1e30, -2e6])  # finite: set_weights refuses NaN and inf itself
+def test_weights_that_would_overflow_a_forward_pass_are_refused_on_load(saved, tmp_path, value):
+    env, agent, data = saved
+    crafted = agents.load_bytes(data)
+    weights = np.array(crafted.weights)
+    weights[len(weights) // 2] = value
+    crafted.set_weights(weights, crafted.weights_version)
+    path = tmp_path / "overflowing.agent"
+    crafted.save(path)  # a well-formed file: only its values are wrong
+    with pytest.raises(goenv.InvalidArgument, match="not finite or beyond 1e.06 in magnitude"):
+        agents.load(path)
+    before = np.array(agent.weights)
+    with pytest.raises(goenv.InvalidArgument, match="not finite or beyond"):
+        agent.load(path)
+    np.testing.assert_array_equal(agent.weights, before)
