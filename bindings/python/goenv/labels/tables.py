@@ -288,13 +288,8 @@ def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard
 def check_graphs(table, first: int, what: str) -> None:
     """The graphs table's rows against themselves: graph ids first, first+1, ...; every per-node
     list num_nodes long, every per-edge list num_edges long, edges inside the graph."""
-    def bad(message: str) -> InvalidGraph:
-        return InvalidGraph(f"{what}: {message}")
-
-    columns = set(table.column_names)
-    missing = [name for name in GRAPH_COLUMNS if name not in columns]
-    if missing:
-        raise bad(f"no column {missing[0]!r}")
+    bad = _refusal(what)
+    columns = _columns(table, GRAPH_COLUMNS, what)
     ids = _values(table, "graph_id")
     if not np.array_equal(ids, np.arange(first, first + len(ids))):
         raise bad(f"graph ids are not {first}..{first + len(ids) - 1} in order")
@@ -315,13 +310,8 @@ def check_labels(table, graphs, first: int, k: int, what: str) -> None:
     per-node lists of the graph's length, per-device lists of its device count, devices in
     range, levels >= 0, runtimes finite and >= 0 but where the decision ran out of memory or
     is invalid."""
-    def bad(message: str) -> InvalidGraph:
-        return InvalidGraph(f"{what}: {message}")
-
-    columns = set(table.column_names)
-    missing = [name for name in LABEL_COLUMNS if name not in columns]
-    if missing:
-        raise bad(f"no column {missing[0]!r}")
+    bad = _refusal(what)
+    _columns(table, LABEL_COLUMNS, what)
     count = graphs.num_rows
     if table.num_rows != count * k:
         raise bad(f"{table.num_rows} rows for {count} graphs of {k} decisions")
@@ -342,6 +332,20 @@ def check_labels(table, graphs, first: int, k: int, what: str) -> None:
     failed = _values(table, "oom") | _values(table, "invalid")
     if np.isnan(runtime).any() or (runtime < 0).any() or (np.isinf(runtime) & ~failed).any():
         raise bad("a runtime is not a finite number of seconds >= 0 (where the decision did not fail)")
+
+
+def _refusal(what: str):
+    """bad(message): the InvalidGraph that names the file."""
+    return lambda message: InvalidGraph(f"{what}: {message}")
+
+
+def _columns(table, required: tuple[str, ...], what: str) -> set[str]:
+    """The table's column names, after checking it has every required one."""
+    columns = set(table.column_names)
+    missing = [name for name in required if name not in columns]
+    if missing:
+        raise _refusal(what)(f"no column {missing[0]!r}")
+    return columns
 
 
 def _values(table, name: str) -> np.ndarray:
