@@ -931,8 +931,9 @@ def test_a_resealed_shard_of_many_constant_rows_is_refused_before_it_is_decoded(
     constant = pa.table({"graph_id": pa.array(np.zeros(rows, np.int64))})
     _reseal(root, 0, "labels", constant)
     labels = goenv.datasets.open_labels(root)
-    with pytest.raises(goenv.InvalidGraph, match="20000000 rows, the manifest says 48"):
+    with pytest.raises(goenv.InvalidGraph, match="20000000 rows, the manifest says 48") as refused:
         labels.decisions(0)
+    assert "not a readable Parquet file" not in str(refused.value)  # our own refusal, not rewrapped
     with pytest.raises(goenv.InvalidGraph, match="rows"):
         labels.verify()
     # The manifest claiming them too: its rows are not 2 graphs x 24 decisions.

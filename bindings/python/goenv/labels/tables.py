@@ -281,6 +281,8 @@ def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard
             # Read on this thread only: Arrow's worker threads may otherwise drop the last reference
             # to `data` (a Python object) while the interpreter shuts down, which aborts the process.
             return parquet.read(use_threads=False)
+    except InvalidGraph:  # the checks above (a ValueError too): already named
+        raise
     except (pa.ArrowException, OSError, ValueError) as error:
         raise InvalidGraph(f"{what}: not a readable Parquet file ({error})") from error
 
