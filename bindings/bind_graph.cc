@@ -92,23 +92,26 @@ GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_
                      py::handle op_type, py::handle edge_bytes, py::handle cost_us, py::handle names,
                      py::handle group, py::handle colocation, const std::string& name) {
   // The sizes first, from the arrays' shapes: a broadcast (stride-0) array may claim millions
-  // of entries in a few bytes, and must cost nothing to refuse (a list is already its caller's memory).
+  // of entries in a few bytes, and must cost nothing to refuse (a list is already its caller's
+  // memory: it is counted after conversion, still before any node is made).
+  const auto check_count = [](std::int64_t count, std::int64_t limit, const char* what) {
+    GOENV_CHECK(count <= limit, InvalidGraph, "too many " << what << ": " << count << " (at most " << limit << ")");
+  };
   for (const auto& [values, axis, limit, what] : {std::tuple{flops, 0, kMaxNodes, "nodes (flops)"},
                                                   std::tuple{edge_index, 1, kMaxEdges, "edges (edge_index)"}}) {
     if (!py::isinstance<py::array>(values)) continue;
     const auto array = py::reinterpret_borrow<py::array>(values);
-    GOENV_CHECK(array.ndim() <= axis || array.shape(axis) <= limit, InvalidGraph,
-                "too many " << what << ": " << array.shape(axis) << " (at most " << limit << ")");
+    if (array.ndim() > axis) check_count(array.shape(axis), limit, what);
   }
   refuse_complex(flops, "flops");
   auto flops_column = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(flops);
   GOENV_CHECK(flops_column && flops_column.ndim() == 1, InvalidArgument, "flops must be a 1-D array of numbers");
   const std::int64_t n = flops_column.shape(0);
-  GOENV_CHECK(n <= kMaxNodes, InvalidGraph, "too many nodes (flops): " << n << " (at most " << kMaxNodes << ")");
+  check_count(n, kMaxNodes, "nodes (flops)");
   const auto edges = integer_values(edge_index, "edge_index");
   GOENV_CHECK(edges.ndim() == 2 && edges.shape(0) == 2, InvalidArgument, "edge_index must have shape (2, E)");
   const std::int64_t m = edges.shape(1);
-  GOENV_CHECK(m <= kMaxEdges, InvalidGraph, "too many edges (edge_index): " << m << " (at most " << kMaxEdges << ")");
+  check_count(m, kMaxEdges, "edges (edge_index)");
   std::vector<NodeSpec> nodes(static_cast<std::size_t>(n));
   const auto ops = op_type_column(op_type, n);
   const auto out_bytes = byte_column(output_bytes, n, "output_bytes");

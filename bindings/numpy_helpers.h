@@ -62,7 +62,6 @@ inline std::int64_t integral_value(double x, const std::string& what, std::int64
   return static_cast<std::int64_t>(x);
 }
 
-// Any integer or integral-float numpy array as int64, checked value by value.
 // `array` as a C-contiguous array of T (a copy when it is not one already); a conversion numpy
 // cannot make (out of memory) is InvalidArgument naming `what`, never an empty array.
 template <class T>
@@ -75,6 +74,7 @@ py::array_t<T> converted(const py::array& array, const std::string& what) {
   return out;
 }
 
+// Any integer or integral-float numpy array as int64, checked value by value.
 inline py::array_t<std::int64_t> integer_values(py::handle value, const std::string& what) {
   py::array array = py::array::ensure(value);
   GOENV_CHECK(array, InvalidArgument, what << " must be an array of integers");
