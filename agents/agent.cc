@@ -146,9 +146,11 @@ EvaluationResult Agent::evaluate(const Env& env, int episodes, bool deterministi
   return unbuilt_on_error([&] { return search::evaluate(impl_->model, env, episodes, deterministic); });
 }
 OptimizeResult Agent::optimize(const Env& env, std::int64_t budget, const std::string& start,
-                               std::int64_t local_search_budget, std::int64_t seed, std::int64_t start_budget) {
-  return unbuilt_on_error(
-      [&] { return search::optimize(impl_->model, env, budget, start, local_search_budget, seed, start_budget); });
+                               std::int64_t local_search_budget, std::int64_t seed, std::int64_t start_budget,
+                               Proposals proposals) {
+  return unbuilt_on_error([&] {
+    return search::optimize(impl_->model, env, budget, start, local_search_budget, seed, start_budget, proposals);
+  });
 }
 
 ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_t steps, const std::string& teacher,

@@ -129,6 +129,16 @@ struct ImitationMetrics {
   double seconds = 0;
 };
 
+// Where policy-guided search reads the policy its proposals follow: the agent's trained
+// weights; the same network freshly initialised (config.seed: what training started from);
+// or no network, every allowed choice equally likely. The last two are the ablations that
+// measure what training adds at the same calls and the same moves; neither starts from the
+// best decisions training kept.
+enum class Proposals { kLearned, kUntrained, kUniform };
+// The names optimize() takes ("learned", "untrained", "uniform"); InvalidArgument otherwise.
+Proposals proposals_named(const std::string& name);
+const char* name_of(Proposals proposals);
+
 // optimize(): the best decisions found with the policy.
 struct OptimizeResult {
   std::string env_id;
@@ -142,6 +152,7 @@ struct OptimizeResult {
   std::int64_t start_calls = 0;      // simulations to find and measure the start
   std::int64_t simulator_calls = 0;  // every simulation made: start, budget, local search
   std::int64_t policy_reads = 0;     // forwards of the policy: at most 1 + 16 per search
+  std::string proposals = "learned";  // name_of() the reading the proposals followed
   std::vector<double> curve;   // best runtime after each of the budget's calls
 };
 
@@ -255,7 +266,7 @@ class Agent {
   // named as `start` may make to find it (outside `budget`, counted in start_calls).
   OptimizeResult optimize(const Env& env, std::int64_t budget, const std::string& start = "",
                           std::int64_t local_search_budget = 0, std::int64_t seed = -1,
-                          std::int64_t start_budget = kStartBudget);
+                          std::int64_t start_budget = kStartBudget, Proposals proposals = Proposals::kLearned);
 
   // Checkpoints: magic, format version, config, spec, checksummed parameters.
   std::string to_bytes() const;

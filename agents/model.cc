@@ -143,15 +143,27 @@ GraphTensors Model::tensors_of(const Env& env) const {
 
 std::pair<std::vector<torch::Tensor>, torch::Tensor> Model::run(const GraphTensors& graph, const Batch& batch) {
   PolicyOutput out = policy->forward(graph, batch.node_state, batch.globals);
+  return {masked(graph, std::move(out.logits), batch), std::move(out.value)};
+}
+
+std::vector<torch::Tensor> Model::uniform_logits(const GraphTensors& graph, const Batch& batch) const {
+  const ObservationDims dims = dims_of(graph);
+  std::vector<torch::Tensor> logits;
+  for (std::size_t h = 0; h < spec.heads.size(); ++h)
+    logits.push_back(batch.node_state.new_zeros({batch.node_state.size(0), graph.num_nodes, dims.choices[h]}));
+  return masked(graph, std::move(logits), batch);
+}
+
+std::vector<torch::Tensor> Model::masked(const GraphTensors& graph, std::vector<torch::Tensor> logits,
+                                         const Batch& batch) const {
   const ObservationDims dims = dims_of(graph);
   std::int64_t offset = 0;
-  for (std::size_t h = 0; h < out.logits.size(); ++h) {
+  for (std::size_t h = 0; h < logits.size(); ++h) {
     const torch::Tensor mask = batch.mask.narrow(-1, offset, dims.choices[h]);
-    out.logits[h] = spec.heads[h] == Head::kPlacement ? unit_logits(graph, out.logits[h], mask)
-                                                      : mask_logits(out.logits[h], mask);
+    logits[h] = spec.heads[h] == Head::kPlacement ? unit_logits(graph, logits[h], mask) : mask_logits(logits[h], mask);
     offset += dims.choices[h];
   }
-  return {std::move(out.logits), std::move(out.value)};
+  return logits;
 }
 
 torch::Tensor Model::env_actions(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions) const {

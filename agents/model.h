@@ -111,6 +111,12 @@ struct Model {
   // Masked logits per head and values for a batch; placement logits are per
   // decision unit (colocation groups as one), see unit_logits.
   std::pair<std::vector<torch::Tensor>, torch::Tensor> run(const GraphTensors& graph, const Batch& batch);
+  // Logits of zeros masked as run() masks the policy's: every allowed choice equally likely,
+  // with no forward pass (the "uniform" proposals of policy-guided search).
+  std::vector<torch::Tensor> uniform_logits(const GraphTensors& graph, const Batch& batch) const;
+  // Per head (B, N, C) logits masked by the batch's action mask (placement: per decision unit).
+  std::vector<torch::Tensor> masked(const GraphTensors& graph, std::vector<torch::Tensor> logits,
+                                    const Batch& batch) const;
   // A head's actions as per-node values on the CPU (placement: units expanded).
   torch::Tensor env_actions(const GraphTensors& graph, std::size_t head, const torch::Tensor& actions) const;
   // The same for one decision ((1, U) or (U,) values), written into `out` (N values) by a loop:

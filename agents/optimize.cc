@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +63,7 @@ struct Started {
 // observation version, from `start` (or the env's own start, or the best decisions training
 // kept for this graph where they are better); fills the result's start fields and calls.
 Started start_search(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
-                     std::int64_t start_budget, OptimizeResult& result) {
+                     std::int64_t start_budget, bool use_kept, OptimizeResult& result) {
   EnvConfig config = prototype.config();
   config.observation_version = kPolicyObservationVersion;
   config.horizon = static_cast<int>(budget);
@@ -85,6 +86,8 @@ Started start_search(Model& model, const Env& prototype, std::int64_t budget, co
   result.source = "start";
   // The best decisions training found on this graph (a kept teacher, measured then) start the
   // search instead when they are better: measuring them here is one more start call.
+  result.actions = decisions_of(env);
+  if (!use_kept) return s;
   const std::uint64_t key = env_key(env);
   if (model.teacher_of(key) != nullptr) imitation::verify_teacher(model, env, key);
   if (const TeacherEntry* kept = model.teacher_of(key); kept != nullptr && kept->teacher.runtime < result.runtime) {
@@ -110,16 +113,17 @@ Started start_search(Model& model, const Env& prototype, std::int64_t budget, co
 // at once (cheap), the reading only every policy_read_gap(budget) calls (see search.h).
 class BestView {
  public:
-  BestView(const GraphTensors& graph, const ObservationDims& dims, std::int64_t budget)
-      : graph_(graph), dims_(dims), read_gap_(policy_read_gap(budget)), read_at_(-read_gap_) {}
+  BestView(const GraphTensors& graph, const ObservationDims& dims, std::int64_t budget, bool uniform)
+      : graph_(graph), dims_(dims), read_gap_(policy_read_gap(budget)), read_at_(-read_gap_), uniform_(uniform) {}
   // Brings the view up to the best decisions (result.actions, observed as best_obs) before call k.
   void update(Model& model, const DynamicObservation& best_obs, std::int64_t k, OptimizeResult& result) {
     const int n = static_cast<int>(graph_.num_nodes);
     if (reading_stale_ && k - read_at_ >= read_gap_) {
-      policy_ = proposals::read(model.run(graph_, stack({view_of(best_obs, dims_, n)}, dims_, n, model.device)).first);
+      const Batch batch = stack({view_of(best_obs, dims_, n)}, dims_, n, model.device);
+      policy_ = proposals::read(uniform_ ? model.uniform_logits(graph_, batch) : model.run(graph_, batch).first);
       read_at_ = k;
       reading_stale_ = false;
-      ++result.policy_reads;
+      if (!uniform_) ++result.policy_reads;
     }
     if (stale_) {
       Teacher as_units;
@@ -142,6 +146,7 @@ class BestView {
   std::int64_t read_at_;        // the call count at the last forward
   bool stale_ = true;           // the units and focus belong to an older best
   bool reading_stale_ = true;   // the reading does
+  const bool uniform_;          // every allowed choice equally likely: masks, no forward
   proposals::Reading policy_;
   std::vector<torch::Tensor> units_;
   proposals::Focus focus_;
@@ -206,24 +211,42 @@ std::int64_t placement_head_of(const std::vector<Head>& heads) {
   return placement == heads.end() ? -1 : placement - heads.begin();
 }
 
+// The trained model's network as training started it: the same config and spec, weights
+// drawn from config.seed. The process's torch generator, which drawing them reseeds, is
+// restored: an ablation leaves its caller's random state as it found it.
+Model initialised_like(const Model& trained) {
+  at::Generator global = at::detail::getDefaultCPUGenerator();
+  const at::Tensor state = global.get_state();
+  Model fresh(trained.config);
+  fresh.build(trained.spec);
+  global.set_state(state);
+  return fresh;
+}
+
 }  // namespace
 
-OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
-                        std::int64_t local_search_budget, std::int64_t seed_of_run, std::int64_t start_budget) {
+OptimizeResult optimize(Model& trained, const Env& prototype, std::int64_t budget, const std::string& start,
+                        std::int64_t local_search_budget, std::int64_t seed_of_run, std::int64_t start_budget,
+                        Proposals proposals) {
   GOENV_CHECK(budget >= 1 && budget <= std::numeric_limits<int>::max(), InvalidArgument,
               "budget must be in [1, " << std::numeric_limits<int>::max() << "] simulator calls, got " << budget);
   GOENV_CHECK(local_search_budget >= 0, InvalidArgument, "local_search_budget must be >= 0, got " << local_search_budget);
   GOENV_CHECK(start_budget >= 0, InvalidArgument, "start_budget must be >= 0, got " << start_budget);
-  model.check_env(prototype);
+  trained.check_env(prototype);
+  std::optional<Model> untrained;
+  if (proposals == Proposals::kUntrained) untrained.emplace(initialised_like(trained));
+  Model& model = untrained ? *untrained : trained;
   const ThreadScope threads(model.config.num_threads);
   OptimizeResult result;
-  Started started = start_search(model, prototype, budget, start, start_budget, result);
+  result.proposals = name_of(proposals);
+  Started started =
+      start_search(model, prototype, budget, start, start_budget, proposals == Proposals::kLearned, result);
   Env& env = *started.env;
   const GraphTensors graph = model.tensors_of(env);
   torch::NoGradGuard no_grad;
   const proposals::BudgetPlan plan(budget);  // what each proposal is: once per search
-  BestView best(graph, model.dims_of(graph), budget);
-  torch::Generator generator = generator_of(model, seed_of_run);
+  BestView best(graph, model.dims_of(graph), budget, proposals == Proposals::kUniform);
+  torch::Generator generator = generator_of(trained, seed_of_run);  // the agent's, whatever the reading
   const std::int64_t placement_head = placement_head_of(model.spec.heads);
   std::vector<std::vector<std::int64_t>> actions(model.spec.heads.size());  // a proposal's, per node: reused
   // A proposal equal to the best decisions costs no call: the next one is drawn (the greedy
@@ -251,3 +274,26 @@ OptimizeResult optimize(Model& model, const Env& prototype, std::int64_t budget,
 }
 
 }  // namespace goenv::agents::search
+
+namespace goenv::agents {
+
+namespace {
+constexpr std::pair<Proposals, const char*> kProposalNames[] = {
+    {Proposals::kLearned, "learned"}, {Proposals::kUntrained, "untrained"}, {Proposals::kUniform, "uniform"}};
+}  // namespace
+
+Proposals proposals_named(const std::string& name) {
+  const auto* found = std::find_if(std::begin(kProposalNames), std::end(kProposalNames),
+                                   [&](const auto& entry) { return name == entry.second; });
+  GOENV_CHECK(found != std::end(kProposalNames), InvalidArgument,
+              "proposals must be 'learned', 'untrained' or 'uniform', got '" << name << "'");
+  return found->first;
+}
+
+const char* name_of(Proposals proposals) {
+  for (const auto& [p, named] : kProposalNames)
+    if (p == proposals) return named;
+  return "learned";
+}
+
+}  // namespace goenv::agents

@@ -34,9 +34,11 @@ EvaluationResult evaluate(Model& model, const Env& env, int episodes, bool deter
 // reproducible runs that leave the agent's sampling generator alone; -1: the
 // agent's generator. `start_budget`: the most calls a baseline named as `start`
 // may make to find it (outside `budget`, counted in start_calls).
+// `proposals`: the reading the proposals follow (Proposals in agents/agent.h); the ablations
+// use the same budget, moves and generator.
 OptimizeResult optimize(Model& model, const Env& env, std::int64_t budget, const std::string& start,
                         std::int64_t local_search_budget, std::int64_t seed = -1,
-                        std::int64_t start_budget = kStartBudget);
+                        std::int64_t start_budget = kStartBudget, Proposals proposals = Proposals::kLearned);
 
 // After a new best the policy is read again at most once per policy_read_gap(budget)
 // calls: after every improvement up to kShortSearch calls (the zero-shot searches), beyond

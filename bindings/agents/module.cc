@@ -481,10 +481,13 @@ PYBIND11_MODULE(_agents, m) {
         return d;
       }, py::arg("env"))
       .def("optimize", [](agents::Agent& a, py::handle env, std::int64_t budget, const std::string& start,
-                          std::int64_t local_search_budget, std::int64_t seed, std::int64_t start_budget) {
+                          std::int64_t local_search_budget, std::int64_t seed, std::int64_t start_budget,
+                          const std::string& proposals) {
+        const agents::Proposals reading = agents::proposals_named(proposals);  // refused before the env is read
         std::unique_ptr<Env> e = env_argument(env);
-        agents::OptimizeResult r = guarded(
-            a.guard(), [&] { return a.optimize(*e, budget, start, local_search_budget, seed, start_budget); });
+        agents::OptimizeResult r = guarded(a.guard(), [&] {
+          return a.optimize(*e, budget, start, local_search_budget, seed, start_budget, reading);
+        });
         py::dict d;
         d["env_id"] = r.env_id;
         d["decisions"] = decisions_dict(e->heads(), r.actions);
@@ -497,11 +500,12 @@ PYBIND11_MODULE(_agents, m) {
         d["source"] = r.source;
         d["simulator_calls"] = r.simulator_calls;
         d["policy_reads"] = r.policy_reads;
+        d["proposals"] = r.proposals;
         const auto k = static_cast<py::ssize_t>(r.curve.size());
         d["curve"] = to_numpy(std::move(r.curve), {k});
         return d;
       }, py::arg("env"), py::arg("budget") = 16, py::arg("start") = "", py::arg("local_search_budget") = 0,
-         py::arg("seed") = -1, py::arg("start_budget") = kStartBudget)
+         py::arg("seed") = -1, py::arg("start_budget") = kStartBudget, py::arg("proposals") = "learned")
       .def("set_envs", [](agents::Agent& a, const py::list& envs, const std::vector<int>& sampled, std::uint64_t stream) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);

@@ -455,6 +455,32 @@ TEST(Search, ThePolicyIsReadAfterEveryNewBestOnShortSearchesAndAtMostFourTimesMo
   }
 }
 
+// The proposals ablation (docs/agents.md): "untrained" is the search of the same network as
+// training started it, "uniform" reads no network; both spend exactly the learned search's
+// calls.
+TEST(Search, TheProposalsAblationsSpendTheSameCallsAndUntrainedIsTheFreshNetwork) {
+  auto env = env_on("placement", 120, 8);
+  Agent trained(small_config("go"));
+  trained.train({env.get()}, 8);
+  Agent fresh(small_config("go"));
+  const OptimizeResult learned = trained.optimize(*env, 24, "default", 0, 3);
+  const OptimizeResult untrained = trained.optimize(*env, 24, "default", 0, 3, kStartBudget, Proposals::kUntrained);
+  const OptimizeResult uniform = trained.optimize(*env, 24, "default", 0, 3, kStartBudget, Proposals::kUniform);
+  const OptimizeResult reference = fresh.optimize(*env, 24, "default", 0, 3);
+  for (const OptimizeResult* r : {&learned, &untrained, &uniform}) {
+    EXPECT_EQ(r->curve.size(), 24u);
+    EXPECT_EQ(r->simulator_calls, 24 + r->start_calls);
+  }
+  EXPECT_EQ(untrained.proposals, "untrained");
+  EXPECT_EQ(uniform.proposals, "uniform");
+  EXPECT_EQ(uniform.policy_reads, 0);
+  EXPECT_EQ(untrained.curve, reference.curve);
+  EXPECT_EQ(untrained.actions, reference.actions);
+  EXPECT_EQ(trained.optimize(*env, 24, "default", 0, 3).curve, learned.curve);  // the ablations left it as it was
+  for (const char* name : {"learned", "untrained", "uniform"}) EXPECT_STREQ(name_of(proposals_named(name)), name);
+  EXPECT_THROW(proposals_named("random"), InvalidArgument);
+}
+
 // docs/distributed.md: train() is collect() then update(); a sampler and a learner that
 // exchange the flat weight buffer reproduce it bit for bit (GO, with a horizon of 2).
 TEST(Agent, TrainEqualsCollectOnOneAgentAndUpdateOnAnother) {

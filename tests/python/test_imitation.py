@@ -152,6 +152,32 @@ def test_optimize_is_never_worse_than_its_start_and_counts_every_call(branchy_en
         agent.optimize(branchy_env, budget=0)
 
 
+def test_the_proposals_ablation_spends_the_same_calls_with_the_same_moves(branchy_env):
+    agent = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
+    agent.imitate(branchy_env, steps=40, progress=False)
+    runs = {p: agent.optimize(branchy_env, budget=12, seed=2, proposals=p) for p in ("learned", "untrained", "uniform")}
+    for name, run in runs.items():
+        assert run["proposals"] == name and len(run["curve"]) == 12
+        assert run["simulator_calls"] == 12 + run["start_calls"]
+    # Only the learned search starts from the decisions training kept (measured: one more start call).
+    assert runs["learned"]["start_calls"] == 2
+    assert runs["untrained"]["start_calls"] == runs["uniform"]["start_calls"] == 1
+    assert runs["uniform"]["policy_reads"] == 0 < runs["untrained"]["policy_reads"]
+    # "untrained" is exactly the search of the network as training started it.
+    fresh = agents.GO(**agent.config).optimize(branchy_env, budget=12, seed=2)
+    assert runs["untrained"]["curve"].tolist() == fresh["curve"].tolist()
+    np.testing.assert_array_equal(runs["untrained"]["decisions"]["placement"], fresh["decisions"]["placement"])
+    # Drawing the fresh weights leaves the process's torch generator as it was.
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    agent.optimize(branchy_env, budget=4, seed=0, proposals="untrained")
+    assert torch.equal(torch.rand(3), expected)
+    for bad in ("random", "", None, 1):
+        with pytest.raises(goenv.InvalidArgument, match="'learned', 'untrained' or 'uniform'"):
+            agent.optimize(branchy_env, budget=4, proposals=bad)
+
+
 def test_optimize_start_budget_bounds_the_calls_a_named_start_spends(branchy_env):
     """A search baseline named as the start spent a fixed 1,000 calls the caller could not set:
     start_budget sets it, outside budget, and start_calls reports it."""

@@ -152,7 +152,8 @@ class Agent(metaclass=DocumentedOptions):
         return self._agent.teacher(env_argument(env))
 
     def optimize(self, env: Any, budget: int | None = None, start: Any = None, local_search_budget: int = 0, *,
-                 seed: int | None = None, samples: int | None = None, start_budget: int | None = None) -> dict:
+                 seed: int | None = None, samples: int | None = None, start_budget: int | None = None,
+                 proposals: str = "learned") -> dict:
         """Policy-guided search on a copy of `env`: an improvement episode of exactly
         `budget` simulator calls from `start` ("default", "best-heuristic", any baseline's
         name, or given decisions as reset's options take them: {head: (N,) values}, an array
@@ -183,7 +184,13 @@ class Agent(metaclass=DocumentedOptions):
         proposals from their own generator (the agent's seed and this one): the same seed
         gives the same run, and the agent's own generator is left as it is;
         None draws from the agent's generator. `budget` defaults to 16; `samples` is its old
-        name (one of the two, not both)."""
+        name (one of the two, not both).
+        `proposals`: the policy the proposals follow: "learned" (this agent's weights),
+        "untrained" (the same network as training started it: the same config, freshly
+        initialised) or "uniform" (every allowed choice equally likely, no network). The two
+        ablations make the same calls with the same moves and the same generator, and do not
+        start from the decisions training kept: what training adds is the difference
+        (result["proposals"] names the reading)."""
         # None, not 16, marks "not given": budget=16 with samples= is a conflict too.
         if samples is not None:  # the old name: one of the two, not both
             if budget is not None:
@@ -211,8 +218,9 @@ class Agent(metaclass=DocumentedOptions):
         if seed is not None:
             _check_count("seed", seed, low=0)
         given = {} if start_budget is None else {"start_budget": int(start_budget)}  # else the native default
+        reading = proposals if isinstance(proposals, str) else repr(proposals)  # refused, named, natively
         return self._agent.optimize(described, int(budget), start or "", int(local_search_budget),
-                                    -1 if seed is None else int(seed), **given)
+                                    -1 if seed is None else int(seed), proposals=reading, **given)
 
     # -- the trainer's two halves (docs/distributed.md) ---------------------------------
     def set_envs(self, envs: Any, sampled: Iterable[int] | None = None, stream: int = 0) -> None:
