@@ -10,6 +10,7 @@ extra). The committed structural hashes are regenerated with
 from __future__ import annotations
 
 import hashlib
+import collections
 import json
 import os
 import shutil
@@ -191,12 +192,17 @@ def test_open_reads_a_zoo_folder_with_provenance(tmp_path):
     ds.verify()
     with pytest.raises(IndexError):
         ds.provenance(len(ds))
+    # `goenv dataset info` says what the zoo holds: builds, types imported, duplicates, failures.
+    statuses = collections.Counter(r["status"] for r in ds.records)
+    line = ds.summary()
+    assert f"{len(ds)} graphs from {len(ds.records)} builds" in line and "coverage.md" in line
+    assert f"{statuses['duplicate']} duplicates, {statuses['failed']} failed" in line
 
 
 def test_an_unfinished_zoo_is_not_opened(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         _build(tmp_path / "zoo", FakeZoo(interrupt_after=5))
-    with pytest.raises(goenv.InvalidGraph, match="incomplete dataset"):
+    with pytest.raises(goenv.InvalidGraph, match=r"incomplete zoo \(\d+ of \d+ builds.*goenv dataset zoo command"):
         goenv.datasets.open(tmp_path / "zoo")
 
 

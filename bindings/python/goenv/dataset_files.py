@@ -487,9 +487,7 @@ class Dataset:
         shards = sorted(self.manifest["shards"], key=lambda record: record["index"])
         count = int(self.manifest["count"])
         if not self.manifest.get("complete") or sum(r["count"] for r in shards) != count:
-            have = sum(r["count"] for r in shards)
-            raise InvalidGraph(f"{self.root}: incomplete dataset ({have} of {count} graphs in finished shards); run "
-                               f"the same generate command again to finish it")
+            raise InvalidGraph(f"{self.root}: {self._unfinished(shards)}")
         first = 0
         for record in shards:
             if record["first"] != first:
@@ -525,6 +523,22 @@ class Dataset:
     def __repr__(self) -> str:
         return (f"<goenv.datasets.Dataset '{self.family}': {len(self)} graphs in {len(self.shards)} shards "
                 f"at {self.root}>")
+
+    def summary(self) -> str:
+        """One line on what the folder holds, from its manifest (`goenv dataset info` prints it)."""
+        params = ", ".join(f"{k}={v[0]:g}:{v[1]:g}" if isinstance(v, list) else f"{k}={v:g}"
+                           for k, v in self.params.items()) or "-"
+        return (f"{self.root}: {len(self)} graphs of {self.family} ({params}), first seed {self.seed}, "
+                f"{len(self.shards)} shards, {self._bytes() / 2**20:.1f} MiB")
+
+    def _bytes(self) -> int:
+        return sum(shard["bytes"] for shard in self.shards)
+
+    def _unfinished(self, shards: list[dict]) -> str:
+        """Why a folder whose manifest is not complete cannot be read yet, and how to finish it."""
+        have = sum(r["count"] for r in shards)
+        return (f"incomplete dataset ({have} of {self.manifest['count']} graphs in finished shards); run the same "
+                f"generate command again to finish it")
 
     def _shard_graph_bytes(self, k: int) -> list[bytes]:
         cached = self._cached  # one read: another thread may cache another shard meanwhile (labelling reads on two)
@@ -589,12 +603,15 @@ class Dataset:
 def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
     """The dataset generated under `path` (lazy; shards are checksummed when read); a zoo folder
     (goenv dataset zoo) is a goenv.datasets.zoo.dataset.ZooDataset."""
-    dataset = Dataset(path)
-    if dataset.family == "zoo":
+    try:
+        family = _read_manifest(os.fspath(path)).get("family")
+    except (OSError, ValueError):  # no folder, no manifest, a bad one: the constructor says which
+        family = None
+    if family == "zoo":
         from goenv.datasets.zoo.dataset import ZooDataset
 
         return ZooDataset(path)
-    return dataset
+    return Dataset(path)
 
 
 # ---------------------------------------------------------------------------
@@ -676,12 +693,7 @@ def run_generate(args: argparse.Namespace) -> None:
 
 def run_info(args: argparse.Namespace) -> None:
     """`goenv dataset info DIR`: what a dataset holds, from its manifest (nothing is read but it)."""
-    dataset = open(args.path)
-    params = ", ".join(f"{k}={v[0]:g}:{v[1]:g}" if isinstance(v, list) else f"{k}={v:g}"
-                       for k, v in dataset.params.items()) or "-"
-    total = sum(shard["bytes"] for shard in dataset.shards)
-    print(f"{dataset.root}: {len(dataset)} graphs of {dataset.family} ({params}), first seed {dataset.seed}, "
-          f"{len(dataset.shards)} shards, {total / 2**20:.1f} MiB")
+    print(open(args.path).summary())
 
 
 def run_verify(args: argparse.Namespace) -> None:

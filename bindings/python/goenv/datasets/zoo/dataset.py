@@ -486,6 +486,21 @@ class ZooDataset(Dataset):
         return (f"<goenv.datasets.zoo.ZooDataset {zoo['library']} {zoo['library_version']}: {len(self)} graphs of "
                 f"{zoo['num_builds']} builds in {len(self.shards)} shards at {self.root}>")
 
+    def summary(self) -> str:
+        zoo, records = self.manifest["zoo"], self.records
+        imported = {r["model_type"] for r in records if r["status"] in ("imported", "duplicate")}
+        duplicates = sum(r["status"] == "duplicate" for r in records)
+        return (f"{self.root}: a zoo of {zoo['library']} {zoo['library_version']}: {len(self)} graphs from "
+                f"{len(records)} builds (sizes {', '.join(zoo['sizes'])}; {len(imported)} of "
+                f"{len(zoo['model_types'])} model types imported, {duplicates} duplicates, "
+                f"{len(records) - len(self._imported) - duplicates} failed), {len(self.shards)} shards, "
+                f"{self._bytes() / 2**20:.1f} MiB; coverage report: {os.path.join(self.root, 'coverage.md')}")
+
+    def _unfinished(self, shards: list[dict]) -> str:
+        built = sum(len(record["builds"]) for record in shards)
+        return (f"incomplete zoo ({built} of {self.manifest['zoo']['num_builds']} builds in finished shards); run "
+                f"the same goenv dataset zoo command again to finish it")
+
     def _index(self, index) -> int:
         i = int(index)
         if i < 0:
