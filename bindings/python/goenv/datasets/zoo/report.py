@@ -150,7 +150,8 @@ def summary_markdown(report: dict) -> str:
         f"{totals['types_imported']} of {totals['types_tried']} model types tried imported "
         f"({report['types_planned']} in the plan); {totals['graphs']:,} distinct graphs, "
         f"{totals['duplicates']} duplicates."
-        + (f" Nodes per graph: {nodes['min']:,} to {nodes['max']:,} (median {nodes['median']:,.0f})." if nodes else ""),
+        + (f" Nodes per graph: {nodes['min']:,} to {nodes['max']:,} (median {nodes['median']:,.0f})." if nodes else "")
+        + _timing(report),
         "",
         "| modality | types tried | types imported | share | graphs |",
         "|---|---:|---:|---:|---:|",
@@ -166,6 +167,17 @@ def summary_markdown(report: dict) -> str:
         lines += ["", "| failure stage | builds |", "|---|---:|"]
         lines += [f"| {stage} | {count} |" for stage, count in totals["failed_by_stage"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _timing(report: dict) -> str:
+    """The builds' own seconds (children, summed), and what the last run of the command did:
+    a resumed folder's last run built only what was left."""
+    run, seconds = report["run"], report["totals"]["build_seconds"]
+    text = f" The builds took {seconds / 3600:.2f} h of child-process time in all"
+    if run.get("builds"):
+        text += (f"; the last run of the command built {run['builds']:,} of them in {run['wall_seconds'] / 60:.1f} min "
+                 f"with {run['workers']} worker(s){' on Ray' if run.get('ray') else ''}")
+    return text + "."
 
 
 def markdown(report: dict) -> str:
