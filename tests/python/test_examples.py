@@ -220,3 +220,47 @@ def test_cost_model_example_quick(tmp_path):
     refused = subprocess.run([sys.executable, str(EXAMPLES / "cost_model.py"), "--from-json",
                               str(tmp_path / "old.json"), "--readme", str(readme)], capture_output=True, text=True)
     assert refused.returncode != 0 and "make it again" in refused.stderr and readme.read_text() == text
+
+
+def test_transfer_results_on_the_zoos_unseen_lineages(tmp_path):
+    """The transfer protocol on one validation and one test graph at tiny budgets: every method's
+    runs per seed, the summary, the section; the test split runs once unless told again, and a
+    placer that trained on a case's graph is refused."""
+    require_agents()
+    from goenv.datasets.zoo.dataset import build_dataset
+
+    zoo = tmp_path / "zoo"
+    build_dataset(zoo, model_types=["opt", "vit"], sizes=["tiny"], workers=2, progress=False)  # validation, test
+    page = tmp_path / "page.md"
+    page.write_text("<!-- transfer-validation:begin -->\n<!-- transfer-validation:end -->\n"
+                    "<!-- transfer-test:begin -->\n<!-- transfer-test:end -->\n")
+
+    def run(split, *extra):
+        return subprocess.run([sys.executable, str(EXAMPLES / "transfer_results.py"), "--zoo", str(zoo), "--split",
+                               split, "--clusters", "2xgpu-nvlink", "--budgets", "4,8", "--seeds", "3", "--workers",
+                               "1", "--out", str(tmp_path / f"{split}.json"), "--page", str(page), *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    done = run("validation")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "validation.json").read_text())
+    assert [g["model_type"] for g in results["graphs"]] == ["opt"] and len(results["made_by"]["commit"]) == 40
+    row = results["rows"][0]
+    for budget in ("4", "8"):
+        assert sorted(row["search"][budget]) == ["genetic", "learned", "local-search", "uniform", "untrained"]
+        for runs in row["search"][budget].values():
+            assert len(runs) == 3 and max(runs) <= row["best_heuristic"] * (1 + 1e-9)
+    assert row["one_shot"]["learned"] > 0 and results["summary"]["cases"] == 1
+    assert "| 8 |" in page.read_text() and "transfer_results.py --zoo" in page.read_text()
+    assert run("test").returncode == 0
+    again = run("test")
+    assert again.returncode != 0 and "run once" in again.stderr
+    assert run("test", "--overwrite").returncode == 0
+    assert json.loads((tmp_path / "test.json").read_text())["test_runs"] == 2
+    # A placer that kept decisions for a case's graph trained on it: refused.
+    opt = goenv.datasets.open(str(zoo))[0]
+    agent = goenv.agents.GO(seed=0, num_threads=1)
+    agent.imitate(goenv.make("placement", graph=opt, cluster="2xgpu-nvlink"), steps=2, progress=False)
+    agent.save(tmp_path / "trained.agent")
+    refused = run("validation", "--checkpoint", str(tmp_path / "trained.agent"))
+    assert refused.returncode != 0 and "trained on it" in refused.stderr
