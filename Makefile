@@ -111,7 +111,7 @@ clean:
 #                                 and every fuzz target briefly, against the sanitizer-built goenv._core
 FUZZ_SECONDS ?= 300
 FUZZ_RUNS ?= -1
-FUZZ_TARGETS := graph_load cluster_json env_state env_actions dataset onnx_import checkpoint
+FUZZ_TARGETS := graph_load cluster_json env_state env_actions dataset labels onnx_import checkpoint
 # The sanitizer build has no goenv._agents (LibTorch is not instrumented): its run leaves checkpoint out.
 SANITIZE_FUZZ_TARGETS := $(filter-out checkpoint,$(FUZZ_TARGETS))
 ATHERIS := atheris==3.0.0

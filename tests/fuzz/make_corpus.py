@@ -71,7 +71,24 @@ def main() -> None:
     write("onnx_import", "model-unsorted", b"\x00" + model.SerializeToString())
     for i in range(3):
         write("onnx_import", f"structured-{i}", bytes([2 * i + 1]) + rng.bytes(48 * (i + 1)))
+    labels()
     checkpoints()
+
+
+def labels() -> None:
+    """The labels target's template: its manifest, and shard 1's labels and graphs files."""
+    import json
+
+    from fuzz_labels import TEMPLATE
+    from goenv.labels.folder import MANIFEST
+
+    with open(os.path.join(TEMPLATE, MANIFEST), "rb") as f:
+        manifest = f.read()
+    write("labels", "manifest", b"\x00" + manifest)
+    files = json.loads(manifest)["shards"][1]["files"]
+    for mode, kind in ((1, "labels"), (2, "graphs")):
+        with open(os.path.join(TEMPLATE, files[kind]["file"]), "rb") as f:
+            write("labels", f"shard-{kind}", bytes([mode]) + f.read())
 
 
 def checkpoints() -> None:

@@ -987,6 +987,26 @@ def test_rows_that_disagree_with_their_graph_are_refused_on_read_and_by_verify(g
         labels.verify()
 
 
+def test_shards_whose_columns_differ_are_refused_when_read_as_one_table(graphs, tmp_path):
+    """Each shard reads alone, but labels.table() is one table: a resealed shard whose
+    node_features are nested lists instead of fixed-size ones is refused, naming it."""
+    import pyarrow as pa
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    table = _shard_table(root, 1, "graphs")
+    column = table.column("node_features").combine_chunks()
+    nested = pa.ListArray.from_arrays(column.offsets, pa.ListArray.from_arrays(
+        pa.array(np.arange(0, len(column.values) * column.type.value_type.list_size + 1,
+                           column.type.value_type.list_size, dtype=np.int32)), column.values.flatten()))
+    _reseal(root, 1, "graphs", table.set_column(table.column_names.index("node_features"), "node_features", nested))
+    labels = goenv.datasets.open_labels(root)
+    assert labels.graph(len(labels) - 1)["node_features"].ndim == 2  # alone, the shard reads
+    with pytest.raises(goenv.InvalidGraph, match=r"graphs-00001\.parquet: not the columns of shard 0: 'node_features'"):
+        labels.table("graphs")
+    assert labels.table("labels").num_rows == labels.num_decisions
+
+
 def test_tpugraphs_export_refuses_what_its_arrays_cannot_hold_before_writing(graphs, tmp_path):
     labels = _label(graphs, tmp_path / "l", task="scheduling")
     levels = int(max(labels.decisions(i)["priority"].max() for i in range(len(labels))))

@@ -583,7 +583,16 @@ class Labels:
         """Every shard's rows of `kind` ("labels" or "graphs") as one pyarrow Table (checked)."""
         _check_kind(kind)
         pa = tables.pyarrow()
-        return pa.concat_tables([self._read_shard(k)[kind] for k in range(len(self.shards))])
+        shards = [self._read_shard(k)[kind] for k in range(len(self.shards))]
+        for k, shard in enumerate(shards[1:], 1):  # each reads alone; one table needs one schema
+            if not shard.schema.equals(shards[0].schema, check_metadata=False):
+                differs = next((f"{field.name!r} is {field.type}, shard 0's {shards[0].schema.field(field.name).type}"
+                                for field in shard.schema if field.name in shards[0].schema.names
+                                and not field.equals(shards[0].schema.field(field.name))),
+                               f"its columns are {shard.schema.names}, shard 0's {shards[0].schema.names}")
+                raise InvalidGraph(f"{os.path.join(self.root, self.shards[k]['files'][kind]['file'])}: not the "
+                                   f"columns of shard 0: {differs}")
+        return pa.concat_tables(shards)
 
     def files(self, kind: str = "labels") -> list[str]:
         """The Parquet files of `kind`, in order (for pyarrow.dataset or Hugging Face `datasets`)."""
