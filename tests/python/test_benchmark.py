@@ -36,13 +36,19 @@ def local_search():
 
 
 def test_every_benchmark_is_versioned_and_its_test_lineages_are_not_in_the_training_split():
+    from goenv.datasets.zoo.lineages import ZooEntry, split
+
     train = {goenv.datasets.lineage(e.graph) for e in goenv.datasets.suite("transfer")["train"]}
     for name in goenv.benchmark.names():
         benchmark = goenv.benchmark.get(name)
         assert name.endswith(f"-v{benchmark.version}") and benchmark.default_budget in benchmark.budgets
         ids = [case.id for case in benchmark.cases]
         assert len(ids) == len(set(ids)) and len(benchmark.seeds) >= 3
-        assert not {goenv.datasets.lineage(case.entry.graph) for case in benchmark.cases} & train
+        zoo = [case.entry for case in benchmark.cases if isinstance(case.entry, ZooEntry)]
+        assert all(entry.split == split(entry.model_type) == "test" for entry in zoo)
+        assert len({entry.lineage for entry in zoo}) == len(zoo)  # one case per test lineage
+        assert not {goenv.datasets.lineage(case.entry.graph) for case in benchmark.cases
+                    if not isinstance(case.entry, ZooEntry)} & train
         for case in benchmark.cases:  # every case has its anchors, the best below the default
             anchors = references.of(case)
             assert anchors["best"]["runtime"] < anchors["default"]
@@ -278,3 +284,24 @@ def test_a_search_steps_the_case_env_and_is_stopped_at_the_budget():
         goenv.benchmark.Search("local-search")
     with pytest.raises(goenv.InvalidArgument, match="evaluate\\(\\) takes"):
         goenv.benchmark.evaluate(42, QUICK)
+
+
+def test_a_zoo_case_is_built_once_and_refused_when_its_graph_is_not_the_pinned_one(monkeypatch):
+    from goenv.datasets.zoo.dataset import structural_hash
+
+    benchmark = goenv.benchmark.get("placement-zoo-v0")
+    assert len(benchmark.cases) == len(catalog.ZOO_CASES) and benchmark.train_on.startswith("the zoo's train split")
+    case = next(c for c in benchmark.cases if c.entry.model_type == "vit")
+    builds = []
+    chain = goenv.Graph.from_arrays(np.array([[0, 1], [1, 2]]), flops=np.full(3, 1e9), output_bytes=np.full(3, 1e6),
+                                    op_type=["MatMul"] * 3, name="not-vit")
+    monkeypatch.setattr(type(case.entry), "load", lambda entry, **limits: builds.append(entry) or chain)
+    catalog._pinned_zoo_graph.cache_clear()
+    try:
+        with pytest.raises(goenv.InvalidGraph, match="the benchmark pins 89df4cb9f52590bd"):
+            case.make()
+        monkeypatch.setattr(catalog, "ZOO_CASES", {"vit": structural_hash(chain)})
+        assert case.make().unwrapped.graph.num_nodes == case.make().unwrapped.graph.num_nodes == 3
+        assert len(builds) == 2  # the refused build, then one build for every later make()
+    finally:
+        catalog._pinned_zoo_graph.cache_clear()

@@ -5,12 +5,14 @@ budget, a seed) makes a new version of the name, as Gymnasium ids do (docs/bench
 from __future__ import annotations
 
 import builtins
+import functools
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from goenv._core import NotFound
+from goenv._core import InvalidGraph, NotFound
 from goenv.datasets import SuiteEntry, suite
+from goenv.datasets.zoo.lineages import ZooEntry, lineage, split
 
 # Env options every case is made with, written down so that a change of a library default
 # cannot move a published score.
@@ -31,7 +33,42 @@ class Case:
 
     def make(self, **options: Any):
         """A fresh env of the case with the benchmark's env options (and `options`, e.g. horizon)."""
+        if isinstance(self.entry, ZooEntry):  # built once per process, and checked against its pinned hash
+            from goenv.envs import make
+
+            return make(self.task, graph=_pinned_zoo_graph(self.entry), cluster=self.entry.cluster,
+                        **{**ENV_OPTIONS, **options})
         return self.entry.make(self.task, **{**ENV_OPTIONS, **options})
+
+
+# The zoo's test split, one model type per lineage (the lineage's own type where it imports,
+# else the first by name), each pinned to the structural hash of the graph the pinned
+# transformers release gives it (its first 16 hex digits): a different graph is refused, never
+# scored under the same name.
+ZOO_CASES = MappingProxyType({
+    "codegen": "c01c3bb7fc9b00ce", "ctrl": "c968c8fb0ac966c3", "deberta": "4beaa6cd68ed3ce1",
+    "dinov3_convnext": "06bd7f0c43533e8c", "efficientnet": "808561106ac546fb", "falcon": "0c84c6df1d00da36",
+    "flava": "db8c8701d973e608", "gpt_bigcode": "03a91295f8c7bc7a", "gpt-sw3": "076de2fddef71ce7",
+    "ibert": "69e208f393329a64", "aya_vision": "87aaa09c7e2f9937", "luke": "aaf66d40b01fb1dc",
+    "m2m_100": "d7001052094cd6cf", "nemotron_h": "a9140cde661b8c7b", "nllb-moe": "383a3a4e9028de5f",
+    "openai-gpt": "e5eec5788c85f5bb", "lasr_encoder": "31ac2d291a125525", "pvt": "89ae8265b38c0643",
+    "speech_to_text": "6316eba6bf53ed71", "splinter": "08f09ad3cc903111", "visual_bert": "354e10d7ba7937a8",
+    "vit": "89df4cb9f52590bd", "xlnet": "cd55ccea0da7eeee", "zamba": "76d5ee9bddf48e5a",
+})
+ZOO_BENCHMARK_CLUSTER = "4xgpu-nvlink"
+
+
+@functools.lru_cache(maxsize=None)
+def _pinned_zoo_graph(entry: ZooEntry):
+    from goenv.datasets.zoo.dataset import structural_hash
+
+    graph = entry.load()
+    pinned = ZOO_CASES.get(entry.model_type)
+    if pinned is not None and not structural_hash(graph).startswith(pinned):
+        raise InvalidGraph(f"zoo model {entry.graph} ({entry.size}) builds a graph of structural hash "
+                           f"{structural_hash(graph)[:16]}, the benchmark pins {pinned}: another transformers, torch "
+                           f"or goenv version than the benchmark was made with")
+    return graph
 
 
 @dataclass(frozen=True)
@@ -80,10 +117,26 @@ def _quick() -> Benchmark:
         train_on="as placement-transfer-v0, whose cases these are")
 
 
+def _zoo() -> Benchmark:
+    def entry(model_type: str) -> ZooEntry:  # from the committed split: listing needs no transformers
+        if split(model_type) != "test":
+            raise InvalidGraph(f"placement-zoo-v0: {model_type} is in the zoo's {split(model_type)} split, not test")
+        return ZooEntry(model_type, lineage(model_type), "test", cluster=ZOO_BENCHMARK_CLUSTER)
+
+    return Benchmark(
+        name="placement-zoo-v0",
+        description=f"placement of {len(ZOO_CASES)} transformers architectures of the zoo's test split (one per "
+                    f"lineage: text, vision, speech and vision-language models) on {ZOO_BENCHMARK_CLUSTER}",
+        cases=tuple(Case("placement", entry(model_type)) for model_type in ZOO_CASES),
+        budgets=(1, 16, 256), default_budget=16, seeds=(0, 1, 2, 3, 4),
+        train_on="the zoo's train split (goenv.datasets.suite('zoo')['train']) and the graph builders' families; "
+                 "choices on its validation split; never a model type of a test lineage")
+
+
 def _catalog() -> dict[str, Benchmark]:
     # No fusion benchmark yet: on these graphs no search finds anything better than the XLA-style
     # default (docs/benchmark.md#benchmarks), so every score would divide by nothing.
-    benchmarks = [_transfer(task) for task in ("placement", "scheduling", "joint")] + [_quick()]
+    benchmarks = [_transfer(task) for task in ("placement", "scheduling", "joint")] + [_quick(), _zoo()]
     return {benchmark.name: benchmark for benchmark in benchmarks}
 
 

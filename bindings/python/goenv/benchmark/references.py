@@ -2,6 +2,7 @@
 heuristic's, and the best decision known (with how it was found), from which scores are made.
 
     python -m goenv.benchmark.references --write     # regenerate (minutes on 2 cores)
+    python -m goenv.benchmark.references --write --benchmark placement-zoo-v0   # one benchmark's cases
 
 Regenerating runs long local searches and a genetic run per case and keeps, case by case, the
 better of what it finds and the committed best, so a reference never gets worse; `--fresh`
@@ -69,12 +70,15 @@ def _cases() -> dict[str, catalog.Case]:
     return {case.id: case for name in catalog.names() for case in catalog.get(name).cases}
 
 
-def regenerate(fresh: bool = False, progress: bool = True, task: str | None = None) -> dict:
-    """The references of every case (of `task`'s only, when given), never worse than the committed."""
+def regenerate(fresh: bool = False, progress: bool = True, task: str | None = None,
+               benchmark: str | None = None) -> dict:
+    """The references of every case (of `task`'s, or of `benchmark`'s, only, when given), never
+    worse than the committed."""
     old = {} if fresh or not PATH.exists() else load()
+    chosen = None if benchmark is None else {case.id for case in catalog.get(benchmark).cases}
     cases = {}
     for case_id, case in _cases().items():
-        if task is not None and case.task != task:
+        if (task is not None and case.task != task) or (chosen is not None and case_id not in chosen):
             continue
         made = _search(case, progress)
         if case_id in old and old[case_id]["best"]["runtime"] < made["best"]["runtime"]:
@@ -109,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m goenv.benchmark.references", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="regenerate every case's references and write them")
     parser.add_argument("--fresh", action="store_true", help="forget the committed best decisions")
+    parser.add_argument("--benchmark", metavar="NAME", help="only this benchmark's cases (the others stay as committed)")
     parser.add_argument("--add", metavar="FILE", help="take the better decisions of a results file (validated first)")
     args = parser.parse_args(argv)
     if args.add:
@@ -121,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.write:
         parser.error("say --write (regenerate) or --add FILE")
-    save(regenerate(fresh=args.fresh))
+    kept = {} if args.benchmark is None or not PATH.exists() else dict(load())
+    save({**kept, **regenerate(fresh=args.fresh, benchmark=args.benchmark)})
     print(f"wrote {PATH}")
     return 0
 
