@@ -65,6 +65,10 @@ const std::vector<Field>& fields() {
        &AgentConfig::teacher_baseline},
       {{"teacher_update", 'b', "PPO: a sampled decision better than the teacher becomes the teacher (self-imitation)"},
        &AgentConfig::teacher_update},
+      {{"canonical_teacher", 'b', "imitation: a teacher's interchangeable devices (equal static features) are "
+                                  "renumbered in order of first use along the topological order, so that its labels "
+                                  "say which part of the graph stays where the default put it"},
+       &AgentConfig::canonical_teacher},
       {{"seed", 'i', "seeds parameters, sampling and env resets"}, &AgentConfig::seed},
       {{"num_threads", 'i', "torch intra-op threads inside train/act/evaluate, restored after (0 = torch's setting)"}, &AgentConfig::num_threads},
       {{"device", 's', "'auto', 'cpu' or 'cuda'"}, &AgentConfig::device},

@@ -50,6 +50,7 @@ struct AgentConfig {
   std::int64_t teacher_decay_steps = 1024;  // env steps after imitate() over which it decays to 0 (0 = never decays)
   bool teacher_baseline = false;    // one-shot advantages against the teacher's reward (else centred per graph)
   bool teacher_update = true;       // a sampled decision better than the teacher becomes the teacher (self-imitation)
+  bool canonical_teacher = false;   // a teacher's interchangeable devices renumbered by first use in topological order
   // Runtime.
   std::int64_t seed = 0;
   int num_threads = 0;          // torch intra-op threads inside train/act/evaluate (restored after); 0 = torch's

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
+#include "envs/observation.h"
 #include "envs/registry.h"
 
 namespace goenv::agents {
@@ -74,6 +75,48 @@ double accuracy(const std::vector<torch::Tensor>& logits, const std::vector<torc
   return sum / static_cast<double>(logits.size());
 }
 
+// AgentConfig::canonical_teacher: the teacher's interchangeable devices (equal static features)
+// renumbered in order of first use along the topological order, then simulated again. Which of
+// two identical GPUs a teacher calls 0 is arbitrary, and a policy that scores (unit, device)
+// pairs from features cannot tell them apart; renumbered, the label says which part of the graph
+// stays on the device the default uses and which parts leave it.
+void renumber_devices(const Env& prototype, Teacher& t) {
+  const std::vector<Head>& heads = prototype.heads();
+  const auto placement_head = std::find(heads.begin(), heads.end(), Head::kPlacement);
+  if (placement_head == heads.end()) return;
+  std::vector<std::vector<std::int64_t>> actions = t.actions;
+  std::vector<std::int64_t>& placement = actions[static_cast<std::size_t>(placement_head - heads.begin())];
+  const std::vector<float> features = device_features(prototype.cluster());
+  const std::size_t d = static_cast<std::size_t>(prototype.cluster().num_devices()), width = features.size() / d;
+  std::vector<std::vector<std::int64_t>> members(d);  // per class (its first device), its devices in order
+  std::vector<std::size_t> class_of(d);
+  for (std::size_t i = 0; i < d; ++i) {
+    class_of[i] = i;
+    for (std::size_t j = 0; j < i; ++j)
+      if (std::equal(features.begin() + i * width, features.begin() + (i + 1) * width, features.begin() + j * width)) {
+        class_of[i] = class_of[j];
+        break;
+      }
+    members[class_of[i]].push_back(static_cast<std::int64_t>(i));
+  }
+  std::vector<std::int64_t> to(d, -1);
+  std::vector<std::size_t> used(d, 0);
+  auto number = [&](std::size_t device) {
+    if (to[device] < 0) to[device] = members[class_of[device]][used[class_of[device]]++];
+  };
+  for (const NodeId v : prototype.graph().topological_order()) number(static_cast<std::size_t>(placement[v]));
+  for (std::size_t device = 0; device < d; ++device) number(device);
+  for (std::int64_t& device : placement) device = to[static_cast<std::size_t>(device)];
+  auto env = copy_env(prototype);
+  env->reset(0);
+  const StepResult r = step_actions(*env, actions);
+  ++t.simulator_calls;
+  if (r.info.oom || r.info.invalid) return;  // not interchangeable after all: the teacher as it was
+  t.actions = std::move(actions);
+  t.runtime = r.info.runtime;
+  t.reward = r.reward;
+}
+
 // Makes sure the graph `key` of `env` has a teacher `method` with targets: the
 // kept one, or one solved into `fresh` (the simulations it ran added to `calls`).
 void prepare_teacher(Model& model, const Env& env, std::uint64_t key, const GraphTensors& graph,
@@ -85,6 +128,7 @@ void prepare_teacher(Model& model, const Env& env, std::uint64_t key, const Grap
     it = fresh.find(key);
     if (it == fresh.end()) {
       Teacher t = solve_teacher(env, method, static_cast<std::uint64_t>(model.config.seed));
+      if (model.config.canonical_teacher) renumber_devices(env, t);
       calls += t.simulator_calls;
       it = fresh.emplace(key, TeacherEntry{std::move(t), {}}).first;
     }

@@ -158,7 +158,8 @@ def table(results: dict) -> str:
                   f"{o['better_than_default']} of {s['cases']} cases, the default itself on {o['equal_to_default']}; "
                   f"geometric mean {o['vs_best_heuristic']:.3f}x the best heuristic's runtime (untrained network: "
                   f"{o['untrained_vs_best_heuristic']:.3f}x).",
-              "", f"Made at commit `{(results['made_by'].get('commit') or 'unknown')[:10]}` by "
+              "", f"Made at commit `{(results['made_by'].get('commit') or 'unknown')[:10]}`"
+                  f"{' with local changes' if results['made_by'].get('dirty') else ''} by "
                   f"`python examples/transfer_results.py {' '.join(results['arguments'])}`"
                   + (f"; the test split has been run {results['test_runs']} time(s)." if split == "test" else ".")]
     return "\n".join(lines)
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = list(range(args.seeds))
     cases = [(t, i, c, budgets, seeds) for t, i in graphs for c in clusters]
     check_held_out(args.zoo, args.checkpoint, cases)
+    made = made_by()  # the code this run measures: taken at its start, not after an hour of other commits
     began = time.perf_counter()
     with multiprocessing.get_context("forkserver").Pool(args.workers, _start_worker, (args.zoo, args.checkpoint)) as pool:
         rows = []
@@ -208,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
                "budgets": budgets, "seeds": seeds, "arguments": list(argv if argv is not None else sys.argv[1:]),
                "graphs": [{"model_type": t, "lineage": lineage(t)} for t, _ in graphs], "rows": rows,
                "summary": summarize(rows, budgets), "wall_seconds": time.perf_counter() - began,
-               "made_by": made_by(), "test_runs": (earlier or {}).get("test_runs", 0) + 1}
+               "made_by": made, "test_runs": (earlier or {}).get("test_runs", 0) + 1}
     out.parent.mkdir(parents=True, exist_ok=True)
     goenv.files.write_atomic(out, json.dumps(results, indent=1).encode(), "results file")
     write_section(page, f"transfer-{args.split}", table(results))

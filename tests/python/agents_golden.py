@@ -56,12 +56,22 @@ def digest(*parts) -> str:
     return h.hexdigest()[:24]
 
 
+# Agent options added since the data was recorded, with their defaults: at its default a new
+# option changes nothing the agents do, so it is left out of a checkpoint's digest (the data of
+# every CPU stays valid); set otherwise, it is digested like any option.
+ADDED_OPTIONS = {"canonical_teacher": False}
+# Result keys added since the data was recorded: optimize()'s decisions and runtimes are what
+# must not change ("proposals" names the reading, tested in test_imitation.py).
+ADDED_RESULT_KEYS = ("proposals",)
+
+
 def checkpoint_digest(data: bytes, envs: list) -> str:
     """A checkpoint's content, whatever its byte format: what the loaded agent holds (options,
     spec, counters, weights, the kept teachers) and what it does next (one collect and update
     on `envs`: Adam's moments and the generators matter there)."""
     agent = goenv.agents.load_bytes(data)
-    held = (agent.config, agent.spec, agent.steps_trained, agent.weights_version, np.array(agent.weights),
+    config = {k: v for k, v in agent.config.items() if not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])}
+    held = (config, agent.spec, agent.steps_trained, agent.weights_version, np.array(agent.weights),
             [agent.teacher(env) for env in envs])
     agent.set_envs(envs)
     rollouts = agent.collect()
@@ -127,7 +137,7 @@ def agent_cases(out: dict) -> None:
             out[f"{tag}/imitate"] = digest([{k: v for k, v in m.items() if k != "seconds"} for m in steps],
                                            np.array(agent.weights))
             result = agent.optimize(envs["branchy"](), budget=4, local_search_budget=8)
-            out[f"{tag}/optimize"] = digest(result)
+            out[f"{tag}/optimize"] = digest({k: v for k, v in result.items() if k not in ADDED_RESULT_KEYS})
             obs, _ = envs["chain"]().reset(seed=0)
             out[f"{tag}/act"] = digest(agent.act(obs, deterministic=True), agent.act(obs))
             out[f"{tag}/evaluate"] = digest(agent.evaluate(envs["chain"](), episodes=2, deterministic=False))

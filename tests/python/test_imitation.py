@@ -178,6 +178,28 @@ def test_the_proposals_ablation_spends_the_same_calls_with_the_same_moves(branch
             agent.optimize(branchy_env, budget=4, proposals=bad)
 
 
+def test_a_canonical_teacher_renumbers_interchangeable_devices_by_first_use():
+    graph = branchy_graph(3)
+    for cluster in ("4xgpu-nvlink", "cpu+2xgpu"):
+        env = goenv.make("placement", graph=graph, cluster=cluster)
+        teachers = {}
+        for canonical in (False, True):
+            agent = agents.GO(seed=0, num_threads=1, canonical_teacher=canonical)
+            agent.imitate(env, steps=1, teacher="heft", progress=False)
+            teachers[canonical] = agent.teacher(env)
+        plain, renumbered = (teachers[c]["decisions"]["placement"] for c in (False, True))
+        # The same partition of the ops, as good, its devices renamed within each class of equal devices.
+        mapping = dict(zip(plain.tolist(), renumbered.tolist()))
+        assert len(set(mapping.values())) == len(mapping) and [mapping[d] for d in plain.tolist()] == renumbered.tolist()
+        assert teachers[True]["runtime"] == pytest.approx(teachers[False]["runtime"], rel=1e-9)
+        assert teachers[True]["simulator_calls"] == teachers[False]["simulator_calls"] + 1
+        if cluster == "4xgpu-nvlink":  # one class: devices numbered 0, 1, ... as the topological order meets them
+            seen = list(dict.fromkeys(renumbered[graph.topological_order].tolist()))
+            assert seen == list(range(len(seen)))
+        else:  # the CPU (device 0) has other features than the GPUs: never renamed
+            assert (plain == 0).tolist() == (renumbered == 0).tolist()
+
+
 def test_optimize_start_budget_bounds_the_calls_a_named_start_spends(branchy_env):
     """A search baseline named as the start spent a fixed 1,000 calls the caller could not set:
     start_budget sets it, outside budget, and start_calls reports it."""
