@@ -9,6 +9,7 @@ an OverflowError, a non-finite number where goenv promises finite ones) is a fin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import struct
@@ -86,6 +87,22 @@ def note(event: object) -> None:
         exec(f"def site_{len(_SITES)}():\n    return {len(_SITES)}\n", namespace)
         site = _SITES[key] = atheris.instrument_func(namespace[f"site_{len(_SITES)}"])
     site()
+
+
+@contextlib.contextmanager
+def goenv_errors_only(decoy: str):
+    """Runs a fuzzed folder's reads: a goenv error is noted by the check that raised it (not its
+    values), any other exception is a finding, and `decoy`, a file beside the folder where an entry
+    such as "../decoy" would reach, must stay unread and unchanged."""
+    before = os.stat(decoy)
+    try:
+        yield
+    except goenv.Error as error:
+        note(re.sub(r"['\"(\[{].*|\d+", "", str(error).split(": ", 1)[-1])[:48])
+    finally:
+        now = os.stat(decoy)
+        assert (now.st_atime_ns, now.st_mtime_ns, now.st_size) == (
+            before.st_atime_ns, before.st_mtime_ns, before.st_size), "a file outside the folder was used"
 
 
 def run(test_one_input) -> None:

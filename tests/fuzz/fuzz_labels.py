@@ -15,11 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 
-from fuzz_common import goenv, note, run
+from fuzz_common import goenv, goenv_errors_only, note, run
 
 from goenv.labels.folder import MANIFEST, Labels
 
@@ -37,7 +36,6 @@ ORIGINAL = {name: open(os.path.join(TEMPLATE, name), "rb").read() for name in FI
 DECOY = os.path.join(BASE, "decoy")  # what a manifest entry "../decoy" would reach
 with open(DECOY, "wb") as f:
     f.write(b"PAR1" + b"\0" * 8 + b"PAR1")
-DECOY_STAT = os.stat(DECOY)
 
 
 def read_all() -> None:
@@ -69,14 +67,8 @@ def test_one_input(data: bytes) -> None:
             f.write(content)
     with open(os.path.join(WORK, MANIFEST), "wb") as f:
         f.write(body)
-    try:
+    with goenv_errors_only(DECOY):
         read_all()
-    except goenv.Error as error:
-        note(re.sub(r"['\"(\[{].*|\d+", "", str(error).split(": ", 1)[-1])[:48])  # the check, not the values
-    finally:
-        now = os.stat(DECOY)
-        assert (now.st_atime_ns, now.st_mtime_ns, now.st_size) == (
-            DECOY_STAT.st_atime_ns, DECOY_STAT.st_mtime_ns, DECOY_STAT.st_size), "a file outside the folder was used"
 
 
 if __name__ == "__main__":
