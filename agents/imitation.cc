@@ -80,7 +80,7 @@ double accuracy(const std::vector<torch::Tensor>& logits, const std::vector<torc
 // two identical GPUs a teacher calls 0 is arbitrary, and a policy that scores (unit, device)
 // pairs from features cannot tell them apart; renumbered, the label says which part of the graph
 // stays on the device the default uses and which parts leave it.
-void renumber_devices(const Env& prototype, Teacher& t) {
+void renumber_devices(const Env& prototype, Teacher& t, std::uint64_t seed) {
   const std::vector<Head>& heads = prototype.heads();
   const auto placement_head = std::find(heads.begin(), heads.end(), Head::kPlacement);
   if (placement_head == heads.end()) return;
@@ -108,7 +108,7 @@ void renumber_devices(const Env& prototype, Teacher& t) {
   for (std::size_t device = 0; device < d; ++device) number(device);
   for (std::int64_t& device : placement) device = to[static_cast<std::size_t>(device)];
   auto env = copy_env(prototype);
-  env->reset(0);
+  env->reset(seed);  // as solve_teacher measured the teacher
   const StepResult r = step_actions(*env, actions);
   ++t.simulator_calls;
   if (r.info.oom || r.info.invalid) return;  // not interchangeable after all: the teacher as it was
@@ -128,7 +128,7 @@ void prepare_teacher(Model& model, const Env& env, std::uint64_t key, const Grap
     it = fresh.find(key);
     if (it == fresh.end()) {
       Teacher t = solve_teacher(env, method, static_cast<std::uint64_t>(model.config.seed));
-      if (model.config.canonical_teacher) renumber_devices(env, t);
+      if (model.config.canonical_teacher) renumber_devices(env, t, static_cast<std::uint64_t>(model.config.seed));
       calls += t.simulator_calls;
       it = fresh.emplace(key, TeacherEntry{std::move(t), {}}).first;
     }

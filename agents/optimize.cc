@@ -60,8 +60,9 @@ struct Started {
 };
 
 // An improvement episode of `budget` steps on a copy of `prototype`, read at the policy's
-// observation version, from `start` (or the env's own start, or the best decisions training
-// kept for this graph where they are better); fills the result's start fields and calls.
+// observation version, from `start` (or the env's own start, or, with `use_kept`, the best
+// decisions training kept for this graph where they are better); fills the result's start
+// fields and calls.
 Started start_search(Model& model, const Env& prototype, std::int64_t budget, const std::string& start,
                      std::int64_t start_budget, bool use_kept, OptimizeResult& result) {
   EnvConfig config = prototype.config();
@@ -86,11 +87,10 @@ Started start_search(Model& model, const Env& prototype, std::int64_t budget, co
   result.source = "start";
   // The best decisions training found on this graph (a kept teacher, measured then) start the
   // search instead when they are better: measuring them here is one more start call.
-  result.actions = decisions_of(env);
-  if (!use_kept) return s;
   const std::uint64_t key = env_key(env);
-  if (model.teacher_of(key) != nullptr) imitation::verify_teacher(model, env, key);
-  if (const TeacherEntry* kept = model.teacher_of(key); kept != nullptr && kept->teacher.runtime < result.runtime) {
+  if (use_kept && model.teacher_of(key) != nullptr) imitation::verify_teacher(model, env, key);
+  if (const TeacherEntry* kept = use_kept ? model.teacher_of(key) : nullptr;
+      kept != nullptr && kept->teacher.runtime < result.runtime) {
     const Solution trained = solution_of(env, kept->teacher.actions);
     StepInfo kept_info;
     DynamicObservation kept_obs = env.reset(s.seed, &kept_info, &trained);
