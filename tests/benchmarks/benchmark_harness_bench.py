@@ -103,7 +103,7 @@ def main() -> None:
              f"| evaluate() of a {BUDGET}-call policy on {BENCHMARK} / the bare loop of the same steps | "
              f"{ratio:.2f}x ({statistics.median(harness_times):.2f} s / {statistics.median(bare_times):.2f} s) "
              f"| <= 2x |\n"
-             f"| validate(), seconds per 1,000 decisions, beyond making each case's env once | {per_thousand:.2f} s "
+             f"| validate(), seconds per 1,000 decisions, beyond what a file costs once (each case's env, the summary) | {per_thousand:.2f} s "
              f"({decisions} decisions in {statistics.median(validate_times):.2f} s, of which the "
              f"{len(goenv.benchmark.get(BENCHMARK).cases)} envs {per_case:.2f} s and the summary's bootstrap "
              f"{per_file:.2f} s) | <= 1 s |")
