@@ -7,8 +7,8 @@ episodes against its last quarter's). `--json PATH` writes the same numbers, in 
      "seed", "flags", "commit", "dirty"}
 
 "flags" are the options the run changed from the example's defaults (besides --env, --seed and
---json), so runs of one configuration with several seeds are grouped (readme_tables.py turns
-these files into the library-results table of docs/rl-libraries.md: median and range over seeds).
+--json), so runs of one configuration with several seeds are grouped (experiments/readme_tables.py
+turns these files into the library-results table of docs/rl-libraries.md: median and range over seeds).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 
 import goenv
 from goenv.files import checked_output_path, write_atomic
+from goenv.provenance import source_commit
 
 
 def reference_runtimes(env_id: str, **options) -> dict[str, float]:
@@ -111,8 +112,7 @@ def report(title: str, env_id: str, runtimes: list[float], seconds: float, json_
     print(f"  mean runtime, first quarter {result['first_quarter_ms']:8.2f} ms -> last quarter "
           f"{result['last_quarter_ms']:8.2f} ms ({'learned' if learned else 'did not improve'})")
     if json_path is not None:
-        from readme_tables import results_commit  # the commit the run was made at
-
-        result.update(results_commit())
+        # The commit the run was made at, and whether the code differed from it (docs/ left out).
+        result.update(source_commit(Path(__file__).resolve().parent.parent, exclude=("docs",)))
         write_atomic(json_path, (json.dumps(result, indent=1) + "\n").encode())
     return result

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
 import torch
 
@@ -55,38 +53,36 @@ class TinyGPT(torch.nn.Module):
         return self.head(self.norm(self.blocks(x)))
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def make_parser(description: str = __doc__) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--devices", type=int, default=2, choices=[2, 4, 8])
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--finetune", type=int, default=256, help="fine-tuning simulator calls (0: skip)")
-    parser.add_argument("--readme", metavar="FILE", help="write the output and its reading between FILE's "
-                        "<!-- place-your-model:begin/end --> markers; README.md: the page of the README or docs/ "
-                        "that holds them (docs/your-model.md)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     for flag, value, low in (("--layers", args.layers, 1), ("--batch", args.batch, 1), ("--samples", args.samples, 1),
                              ("--finetune", args.finetune, 0)):
         if value < low:
             parser.error(f"{flag} must be >= {low}, got {value}")
-    if args.readme:  # checked before the work, not after it
-        sys.path.insert(0, str(Path(__file__).parent))
-        from doc_sections import section_file
 
-        args.readme = str(section_file("place-your-model", args.readme))
-    lines = []
 
-    def say(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
+def print_line(line: str) -> None:
+    print(line, flush=True)
 
+
+def place(args: argparse.Namespace, say=print_line) -> dict:
+    """Imports the model, places it with HEFT, the best heuristic and the shipped placer (zero-shot,
+    then fine-tuned); every line of output goes to `say`. Returns each method's runtime, seconds."""
     model = TinyGPT(layers=args.layers)
     graph = goenv.datasets.from_torch(model, torch.randint(0, 8192, (args.batch, 256)))
     env = goenv.make("placement", graph=graph, cluster=f"{args.devices}xgpu-nvlink")
     env.reset(seed=0)
     say(f"TinyGPT ({args.layers} layers), one training step: {graph.num_nodes} ops on "
-          f"{args.devices}xgpu-nvlink; default placement {env.unwrapped.core.initial_runtime * 1e3:.2f} ms")
+        f"{args.devices}xgpu-nvlink; default placement {env.unwrapped.core.initial_runtime * 1e3:.2f} ms")
     results = {"default": env.unwrapped.core.initial_runtime}
     for method in ("heft", "best-heuristic"):
         r = goenv.baselines.solve(env, method)
@@ -109,33 +105,14 @@ def main(argv: list[str] | None = None) -> dict:
         name = f"GO fine-tuned ({args.finetune} calls)"
         results[name] = r["runtime"]
         say(f"  {name:<34} {r['runtime'] * 1e3:8.2f} ms  (best found; source: {r['source']})")
-    if args.readme:
-        write_readme(args.readme, lines, results, args)
     return results
 
 
-def write_readme(readme: str, lines: list[str], results: dict, args) -> None:
-    """The run's output and what it says, against the best heuristic (the numbers are this run's)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from doc_sections import write_section
-    from readme_tables import results_commit
-
-    best = results["best-heuristic"]
-
-    def versus(value: float) -> str:
-        change = (value / best - 1) * 100
-        return "equal to" if abs(change) < 0.05 else f"{abs(change):.1f}% {'below' if change < 0 else 'above'}"
-
-    greedy, searched = results["GO zero-shot (greedy)"], results[f"GO zero-shot ({args.samples}-call search)"]
-    reading = (f"Zero-shot, the shipped placer's greedy decision from the default is "
-               f"{'the default itself' if greedy == results['default'] else versus(greedy) + ' the best heuristic'}; "
-               f"its {args.samples}-call search from the best heuristic ends {versus(searched)} it")
-    tuned = [v for k, v in results.items() if k.startswith("GO fine-tuned")]
-    if tuned:
-        reading += f"; fine-tuned for {args.finetune} simulator calls it ends {versus(tuned[0])} it"
-    body = "```\n" + "\n".join(lines) + "\n```\n\n" + reading + \
-        f" (`python examples/place_your_model.py --readme docs/your-model.md`, commit {results_commit()['commit'][:10]})."
-    write_section(Path(readme), "place-your-model", body)
+def main(argv: list[str] | None = None) -> dict:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    check_arguments(parser, args)
+    return place(args)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ import goenv
 import goenv.agents
 from plain_policy import PlainAgent
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
 from readme_tables import results_commit  # noqa: E402  (the results scripts' one implementation)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import goenv.benchmark
 from goenv.provenance import source_commit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
 from doc_sections import section_file, write_section  # noqa: E402  (the results scripts' one implementation)
 
 BENCHMARK, BUDGET = "placement-transfer-v0", 16

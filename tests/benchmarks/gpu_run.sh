@@ -77,8 +77,8 @@ stage "agents benchmark on $DEVICE"
 python3 tests/benchmarks/agents_bench.py --device "$DEVICE" --sizes 1000 10000 80000 \
   --json "$OUT/agents_bench_$DEVICE.json" || echo "FAILED: the benchmark on $DEVICE"
 
-stage "a short pretraining of the placer on $DEVICE (examples/pretrain_placer.py)"
-python3 examples/pretrain_placer.py --device "$DEVICE" --scale 0.25 --imitation-steps 300 --ppo-steps 256 --workers 0 \
+stage "a short pretraining of the placer on $DEVICE (experiments/pretrain_placer.py)"
+python3 experiments/pretrain_placer.py --device "$DEVICE" --scale 0.25 --imitation-steps 300 --ppo-steps 256 --workers 0 \
   --threads 4 --data /tmp/goenv-placer-data --out /tmp/goenv-placer --summary "$OUT/pretrain_$DEVICE.json" \
   --figure "$OUT/pretrain_$DEVICE.png" > "$OUT/pretrain.log" 2>&1 || echo "FAILED: the pretraining on $DEVICE"
 tail -4 "$OUT/pretrain.log"

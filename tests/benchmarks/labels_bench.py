@@ -40,7 +40,7 @@ import goenv
 import goenv._core as _core
 from goenv.labels.labeller import HEADS, simulate_all
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
 from doc_sections import section_file, write_section  # noqa: E402  (the results scripts' one implementation)
 from readme_tables import results_commit  # noqa: E402
 

@@ -39,7 +39,7 @@ from goenv.vector import make_vec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))  # doc_sections: the results scripts' helpers
+sys.path.insert(0, os.path.join(HERE, "..", "..", "experiments"))  # doc_sections: the results scripts' helpers
 from python_bench import layered_graph  # noqa: E402 - the same random layered DAGs as the other benchmarks
 
 TASKS = ("placement", "scheduling", "fusion", "joint")

@@ -38,7 +38,7 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
 from readme_tables import results_commit  # noqa: E402  (the results scripts' one implementation)
 GRAPHS = ["inception", "transformer-xl-8", "gnmt-8", "layered-1000", "layered-80000"]
 SIMULATORS = ["floor", "full", "fused"]

@@ -11,10 +11,10 @@
   (a later block uses an earlier one's names), each compiled with the page's own path and
   line numbers, so a traceback names the page and line.
 - shell_steps(): the commands of a console/bash/sh block, each classified as one the
-  test runs (goenv, python examples/..., .venv/bin/...), a `make` target to check, or a
-  setup step (pip install, apt-get, git clone, venv) that is only recognised.
-- workspace(): a temporary copy of what the commands read and write (examples/, the
-  benchmark scripts, the pages and docs/results/), so a script that rewrites its page's
+  test runs (goenv, python examples/... or experiments/..., .venv/bin/...), a `make` target
+  to check, or a setup step (pip install, apt-get, git clone, venv) that is only recognised.
+- workspace(): a temporary copy of what the commands read and write (examples/, experiments/,
+  the benchmark scripts, the pages and docs/results/), so a script that rewrites its page's
   section or a results file changes the copy, never the repository.
 """
 
@@ -156,7 +156,7 @@ class UnknownCommand(ValueError):
 SETUP_COMMANDS = (("pip", "install"), ("pip3", "install"), ("apt-get",), ("sudo", "apt-get"), ("git", "clone"),
                   ("cd",), (".",), ("source",), ("python", "-m", "venv"), ("python3", "-m", "venv"),
                   ("python", "-m", "build"), ("python", "-m", "pip", "install"), ("python3", "-m", "pip", "install"))
-RUNNABLE_SCRIPTS = ("examples/", "tests/benchmarks/")
+RUNNABLE_SCRIPTS = ("examples/", "experiments/", "tests/benchmarks/")
 
 
 def _classify(where: str, text: str, words: list[str]) -> Step:
@@ -180,7 +180,7 @@ def _classify(where: str, text: str, words: list[str]) -> Step:
     if any(tuple([program, *rest][:len(prefix)]) == prefix for prefix in SETUP_COMMANDS):
         return Step(where, text, "setup", tuple(words))
     raise UnknownCommand(f"{where}: the docs tests do not know how to run {text!r}; "
-                         "use goenv, python examples/..., make or an install step, "
+                         "use goenv, python examples/... or experiments/..., make or an install step, "
                          "or mark the block <!-- not-tested: reason -->")
 
 
@@ -257,9 +257,10 @@ def needed_library(text: str) -> str | None:
 
 
 def workspace(directory: Path, root: Path = ROOT) -> Path:
-    """Copy into `directory` what the pages' commands and code read and write: examples/, the
-    benchmark scripts, README.md, the pages and docs/results/. Returns `directory`."""
-    shutil.copytree(root / "examples", directory / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    """Copy into `directory` what the pages' commands and code read and write: examples/,
+    experiments/, the benchmark scripts, README.md, the pages and docs/results/. Returns `directory`."""
+    for scripts in ("examples", "experiments"):
+        shutil.copytree(root / scripts, directory / scripts, ignore=shutil.ignore_patterns("__pycache__"))
     (directory / "tests").mkdir(exist_ok=True)
     shutil.copytree(root / "tests" / "benchmarks", directory / "tests" / "benchmarks",
                     ignore=shutil.ignore_patterns("__pycache__", "*.cc", "*.h"))

@@ -1,4 +1,4 @@
-"""The generated sections of the docs (examples/doc_sections.py): each lives in exactly one
+"""The generated sections of the docs (experiments/doc_sections.py): each lives in exactly one
 page, README.md or docs/**/*.md, and the results scripts find it there by its markers."""
 
 import subprocess
@@ -7,18 +7,19 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENTS = ROOT / "experiments"
 # Every section a results script writes, and the script that writes it.
 SECTIONS = {"baselines": "readme_tables.py", "search": "readme_tables.py",
             "library-results": "readme_tables.py", "gpu": "readme_tables.py", "go-results": "go_results.py",
-            "pretrained-placer": "pretrain_placer.py", "place-your-model": "place_your_model.py",
+            "pretrained-placer": "pretrain_placer.py", "place-your-model": "place_your_model_section.py",
             "cost-model": "cost_model.py", "labels-bench": "tests/benchmarks/labels_bench.py",
             "ratios": "tests/benchmarks/ratio_bench.py"}
 
 
 @pytest.fixture
 def sections(monkeypatch):
-    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
     import doc_sections
 
     return doc_sections
@@ -82,7 +83,7 @@ def test_a_results_script_checks_its_page_before_measuring(tmp_path):
     """labels_bench.py --readme on a page without its markers: refused at once, before any run."""
     page = tmp_path / "notes.md"
     page.write_text("no markers\n")
-    done = subprocess.run([sys.executable, str(EXAMPLES.parent / "tests/benchmarks/labels_bench.py"), "--quick",
+    done = subprocess.run([sys.executable, str(ROOT / "tests/benchmarks/labels_bench.py"), "--quick",
                            "--readme", str(page)], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "has no <!-- labels-bench:begin/end --> markers" in done.stderr
     assert page.read_text() == "no markers\n" and sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]

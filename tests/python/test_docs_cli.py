@@ -1,11 +1,12 @@
 """Every command shown in a console/bash/sh block of README.md and the site's pages is checked.
 
 One test per block (its id is PAGE:LINE). A block's commands run in order, as a reader types
-them, in the block's own temporary copy of the examples, benchmark scripts and pages
+them, in the block's own temporary copy of the examples, experiments, benchmark scripts and pages
 (markdown_blocks.workspace), with budget flags (--steps, --budget, --total-steps ...) scaled
 down (markdown_blocks.scaled_argv):
 - `goenv ...` (also `.venv/bin/goenv`, `python -m goenv`) runs this interpreter's goenv;
-  `python examples/...` and `python tests/benchmarks/...` run with this interpreter;
+  `python examples/...`, `python experiments/...` and `python tests/benchmarks/...` run with
+  this interpreter;
 - `make X` is not run: X must be a target of the Makefile;
 - installs and builds (pip install, apt-get, git clone, python -m venv, python -m build,
   sourcing an activate script) are recognised and not run;

@@ -21,6 +21,7 @@ from goenv.wrappers import GroupedPlacement
 from helpers import with_allowed_kinds
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 SMALL = "placement-transformer-xl-2"
 
 
@@ -274,8 +275,8 @@ LIBRARY_EXAMPLES = {
 
 
 def readme_tables():
-    """examples/readme_tables.py, the script that writes the docs' tables from docs/results."""
-    spec = importlib.util.spec_from_file_location("readme_tables", EXAMPLES / "readme_tables.py")
+    """experiments/readme_tables.py, the script that writes the docs' tables from docs/results."""
+    spec = importlib.util.spec_from_file_location("readme_tables", EXPERIMENTS / "readme_tables.py")
     tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tables)
     return tables

@@ -91,10 +91,11 @@ def test_shell_blocks_split_into_steps():
             markdown_blocks.shell_steps(markdown_blocks.Block("page.md", 1, "bash", text, None))
     kinds = [(s.kind, s.argv[0]) for text in (".venv/bin/python examples/quickstart.py", ".venv/bin/goenv list",
                                              "python3 -m goenv list", ".venv/bin/pip install -e .",
-                                             "source .venv/bin/activate", "GOENV_THREADS=2 goenv list")
+                                             "source .venv/bin/activate", "GOENV_THREADS=2 goenv list",
+                                             "python experiments/readme_tables.py gpu")
              for s in markdown_blocks.shell_steps(markdown_blocks.Block("page.md", 1, "console", "$ " + text, None))]
     assert kinds == [("run", "python"), ("run", "goenv"), ("run", "goenv"), ("setup", ".venv/bin/pip"),
-                     ("setup", "source"), ("run", "goenv")]
+                     ("setup", "source"), ("run", "goenv"), ("run", "python")]
 
 
 def test_commands_run_and_a_failing_one_or_an_unknown_target_fails(tmp_path):

@@ -11,9 +11,9 @@ from the same decisions:
   - the decision's lower bound: max(busiest device's op costs, the critical path with those
     op costs and transfers), i.e. the simulator without contention and memory.
 
-    python examples/cost_model.py [--quick] [--seeds 0 1 2] [--json docs/results/cost_model.json]
+    python experiments/cost_model.py [--quick] [--seeds 0 1 2] [--json docs/results/cost_model.json]
                                   [--plot docs/cost_model.png] [--readme docs/datasets.md]
-    python examples/cost_model.py --from-json docs/results/cost_model.json --readme docs/datasets.md
+    python experiments/cost_model.py --from-json docs/results/cost_model.json --readme docs/datasets.md
 
 --readme FILE writes the table between FILE's <!-- cost-model:begin/end --> markers; with
 README.md, into whichever page of the README and docs/ holds them (docs/datasets.md).
@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 import goenv
-from doc_sections import section_file, write_section  # noqa: E402  (examples/ is the script's folder)
+from doc_sections import section_file, write_section  # noqa: E402  (experiments/ is the script's folder)
 from readme_tables import results_commit  # noqa: E402
 
 CLUSTER = "2xgpu-nvlink"
@@ -335,7 +335,7 @@ def plot(points, path: str) -> None:
 def table(results: dict) -> str:
     if "runs" not in results:
         raise SystemExit("this results file was made before cost_model.py ran several seeds; make it again: "
-                         "python examples/cost_model.py --json docs/results/cost_model.json --plot "
+                         "python experiments/cost_model.py --json docs/results/cost_model.json --plot "
                          "docs/cost_model.png --readme docs/datasets.md")
     a = results["args"]
     seeds = [run["seed"] for run in results["runs"]]
@@ -348,7 +348,7 @@ def table(results: dict) -> str:
             return f"{score['median']:.2f}"
         return f"{score['median']:.2f} [{score['min']:.2f}–{score['max']:.2f}]"
 
-    lines = [f"Made at commit `{commit}` by `python examples/cost_model.py --json docs/results/cost_model.json "
+    lines = [f"Made at commit `{commit}` by `python experiments/cost_model.py --json docs/results/cost_model.json "
              f"--plot docs/cost_model.png --readme docs/datasets.md` ({results['train_graphs']} training graphs of "
              f"{', '.join(results['train_families'])}; {a['k']} placements per graph on `{results['cluster']}`, "
              f"{a['epochs']} epochs; seeds {', '.join(map(str, seeds))}, each its own labels and initialization; "

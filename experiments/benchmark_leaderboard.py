@@ -2,10 +2,10 @@
 budgets, writes one results file per (method, budget) into docs/results/benchmark/, then the
 table between the <!-- leaderboard:begin/end --> markers and docs/benchmark/leaderboard.png.
 
-    python examples/benchmark_leaderboard.py              # everything (about 30 minutes on 2 cores)
-    python examples/benchmark_leaderboard.py --only sb3   # the entries whose name holds "sb3"
-    python examples/benchmark_leaderboard.py --table      # only the table and plot, from the files
-    python examples/benchmark_leaderboard.py --benchmark placement-zoo-v0   # the zoo's rows (files in a folder of their own)
+    python experiments/benchmark_leaderboard.py              # everything (about 30 minutes on 2 cores)
+    python experiments/benchmark_leaderboard.py --only sb3   # the entries whose name holds "sb3"
+    python experiments/benchmark_leaderboard.py --table      # only the table and plot, from the files
+    python experiments/benchmark_leaderboard.py --benchmark placement-zoo-v0   # the zoo's rows (files in a folder of their own)
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main() -> None:
     PLOT.parent.mkdir(parents=True, exist_ok=True)
     for benchmark in sorted({r.benchmark for r in results}):
         leaderboard.plot(results, plot_path(benchmark), benchmark)
-    made = "Written by `python examples/benchmark_leaderboard.py`; every row validated from its results file.\n\n"
+    made = "Written by `python experiments/benchmark_leaderboard.py`; every row validated from its results file.\n\n"
     write_section(page, "leaderboard", made + leaderboard.markdown(results))
 
 

@@ -1,7 +1,7 @@
 """Trains the placer that ships with goenv: goenv.agents.pretrained("go-placement").
 
-    python examples/pretrain_placer.py --overwrite --readme   # the shipped placer, replaced
-    python examples/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0 \
+    python experiments/pretrain_placer.py --overwrite --readme   # the shipped placer, replaced
+    python experiments/pretrain_placer.py --scale 0.1 --imitation-steps 40 --ppo-steps 64 --workers 0 \
         --out /tmp/placer --summary /tmp/placer/summary.json --figure /tmp/placer/curves.png  # a quick look
 
 One GO policy with device_head="pairs" (it scores (unit, device) pairs, so one set of
@@ -25,7 +25,7 @@ weights serves any device count and mixed clusters) learns from a training distr
 The checkpoint goes to bindings/python/goenv/agents/shipped/go-placement.agent, the
 summary to docs/results/pretrained_placer.json and the curves to docs/pretrained_placer.png;
 existing ones are replaced only with --overwrite (checked before any work).
-The held-out graphs are never seen; examples/go_results.py transfer measures them.
+The held-out graphs are never seen; experiments/go_results.py transfer measures them.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def readme_paragraph(summary: dict) -> str:
             f"held-out graphs are excluded. The {summary['graphs']} graphs of up to {summary['nodes'][2]:,} nodes "
             f"(median {summary['nodes'][1]:,}) are spread over {', '.join(f'`{c}`' for c in summary['clusters'])}. "
             f"It {teacher}, {seen}, by a curriculum of growing graphs ({stages}; final agreement with the teacher "
-            f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python examples/pretrain_placer.py --overwrite{flags}`, "
+            f"{summary['curriculum'][-1]['accuracy']:.2f}), {ppo}: `python experiments/pretrain_placer.py --overwrite{flags}`, "
             f"{summary['seconds'] / 60:.0f} minutes on this 2-core machine (commit {summary['commit'][:7]}; curves "
             f"below).")
 

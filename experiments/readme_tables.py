@@ -3,9 +3,9 @@
 The reference tables (graph families, clusters, spaces) are made by the site's build instead
 (docs/hooks/reference_tables.py), since they need no measurement.
 
-    python examples/readme_tables.py            # every table (a few minutes on 2 cores)
-    python examples/readme_tables.py search     # only the search-budget table (about a minute), also printed
-    python examples/readme_tables.py library-results   # the library examples' table, from their JSON
+    python experiments/readme_tables.py            # every table (a few minutes on 2 cores)
+    python experiments/readme_tables.py search     # only the search-budget table (about a minute), also printed
+    python experiments/readme_tables.py library-results   # the library examples' table, from their JSON
 
 The library-results table reads what the library examples wrote with `--json` into
 docs/results/library_<example>--<env>--seed<k>.json (the commands are on the docs' RL-libraries
@@ -105,7 +105,7 @@ def library_results_table() -> str:
                      median_and_range([run["best_ms"] for run in runs]), commits(runs)])
     intro = ("Each example at its default budget, runtimes in ms of one training step: median [min–max] over "
              "the seeds listed (runs two at a time on 2 shared CPU cores, one torch thread each; seconds: the "
-             "median run's wall time). Written by `examples/readme_tables.py library-results` from the examples' "
+             "median run's wall time). Written by `experiments/readme_tables.py library-results` from the examples' "
              "`--json` files:\n\n")
     return intro + markdown_table(["example", "model", "env (default / HEFT)", "options", "seeds", "episodes",
                                    "seconds", "mean runtime, first quarter → last quarter", "best found", "commit"],
@@ -171,7 +171,7 @@ def gpu_table() -> str:
             f"{runs['h100']['envs_per_graph']} envs per graph; torch {runs['h100']['torch']} there, "
             f"{runs['this_cpu']['torch']} here; commits {', '.join(commits)}).\n\n"
             + markdown_table(header, rows)
-            + f"\n\nA short pretraining, the same command on both (`examples/pretrain_placer.py --scale 0.25 "
+            + f"\n\nA short pretraining, the same command on both (`experiments/pretrain_placer.py --scale 0.25 "
               f"--imitation-steps 300 --ppo-steps 256 --workers 0 --threads 4`, {pretrain['h100']['graphs']} graphs): "
               f"{pretrain['this_cpu']['seconds']:.0f} s here, {pretrain['h100']['seconds']:.0f} s with the learner "
               f"on the GPU ({pretrain['this_cpu']['seconds'] / pretrain['h100']['seconds']:.1f}x).")

@@ -7,8 +7,8 @@ heuristic. Writes docs/results/transfer_<split>.json (every run, the commit) and
 <!-- transfer-<split>:begin/end --> section of docs/agents.md.
 
     goenv dataset zoo --out data/zoo --sizes tiny --workers 2            # the graphs, once
-    python examples/transfer_results.py --zoo data/zoo --split validation  # every choice is made here
-    python examples/transfer_results.py --zoo data/zoo --split test        # once, at the end
+    python experiments/transfer_results.py --zoo data/zoo --split validation  # every choice is made here
+    python experiments/transfer_results.py --zoo data/zoo --split test        # once, at the end
 
 The test split's results file is written once: running it again needs --overwrite, and the
 file says how many times it was run.
@@ -160,7 +160,7 @@ def table(results: dict) -> str:
                   f"{o['untrained_vs_best_heuristic']:.3f}x).",
               "", f"Made at commit `{(results['made_by'].get('commit') or 'unknown')[:10]}`"
                   f"{' with local changes' if results['made_by'].get('dirty') else ''} by "
-                  f"`python examples/transfer_results.py {' '.join(results['arguments'])}`"
+                  f"`python experiments/transfer_results.py {' '.join(results['arguments'])}`"
                   + (f"; the test split has been run {results['test_runs']} time(s)." if split == "test" else ".")]
     return "\n".join(lines)
 

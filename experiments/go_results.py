@@ -1,14 +1,14 @@
 """The GO agent's results on the go-placement suite, as on the docs' Reference agents page (GO paper,
 Table 1 style).
 
-    python examples/go_results.py per-graph    # GO per graph vs the heuristics and local search
-    python examples/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
-    python examples/go_results.py joint        # one joint policy vs the three tasks one after another
-    python examples/go_results.py search       # the honest protocol: searches at equal budget, 5 seeds
-    python examples/go_results.py search --reference-calls 200000   # ... and local search's long reference
-    python examples/go_results.py search --efficiency-budget 16384  # GO search's calls to reach it (added)
-    python examples/go_results.py readme       # tables + figures from the saved results into the docs page
-                                               # holding <!-- go-results:begin/end --> (docs/agents.md)
+    python experiments/go_results.py per-graph    # GO per graph vs the heuristics and local search
+    python experiments/go_results.py transfer     # the shipped pretrained placer: zero-shot, fine-tuned
+    python experiments/go_results.py joint        # one joint policy vs the three tasks one after another
+    python experiments/go_results.py search       # the honest protocol: searches at equal budget, 5 seeds
+    python experiments/go_results.py search --reference-calls 200000   # ... and local search's long reference
+    python experiments/go_results.py search --efficiency-budget 16384  # GO search's calls to reach it (added)
+    python experiments/go_results.py readme       # tables + figures from the saved results into the docs page
+                                                  # holding <!-- go-results:begin/end --> (docs/agents.md)
 
 Each experiment part writes docs/results/go_<part>.json (atomically) and can run in
 its own process (--graphs splits a part over processes; per-graph and joint also spread
@@ -42,11 +42,12 @@ import numpy as np
 import goenv
 import goenv.agents
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))  # place_your_model.py's model, measured in `transfer`
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doc_sections import section_file, write_section  # noqa: E402
 from readme_tables import markdown_table, results_commit  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 HEURISTICS = ["expert", "metis", "m-etf", "heft"]
 
 
@@ -236,7 +237,7 @@ def placer_of(args, num_devices: int | None = None):
 
 
 def transfer(args) -> None:
-    """The shipped placer (examples/pretrain_placer.py) on the transfer suite's held-out graphs and on
+    """The shipped placer (experiments/pretrain_placer.py) on the transfer suite's held-out graphs and on
     place_your_model.py's model."""
     path = ROOT / args.out / "go_transfer.json"
     test = [(label(e), e.make("placement"), e.num_devices, False) for e in goenv.datasets.suite("transfer")["test"]
@@ -460,10 +461,10 @@ def made_by(rows: list[dict], part: str) -> str:
     """Which code a table's rows were made with (rows older than the commit field say so)."""
     commits = sorted({commit_label(r) for r in rows})
     if commits == [""]:
-        return (f"Made by `python examples/go_results.py {part}` before results recorded their commit "
+        return (f"Made by `python experiments/go_results.py {part}` before results recorded their commit "
                 f"(an earlier placer and agents; not re-run since).")
     older = [f"`{r['label']}`" for r in rows if not commit_label(r)]
-    return (f"Made at commit {', '.join(f'`{c}`' for c in commits if c)} by `python examples/go_results.py {part}`"
+    return (f"Made at commit {', '.join(f'`{c}`' for c in commits if c)} by `python experiments/go_results.py {part}`"
             + (f"; the rows of {', '.join(older)} before results recorded their commit (an earlier placer and "
                f"agents; not re-run since)." if older else "."))
 
@@ -645,7 +646,7 @@ def search_table(results: dict) -> str:
             f"{counts['tie']}, is within noise on {counts['within noise']} and loses {counts['loss']} of "
             f"{len(verdicts)}. At equal wall time (local search with the calls that fit in GO search's seconds on "
             f"this CPU) GO search wins {at_wall.count('win')} and loses {at_wall.count('loss')} of "
-            f"{len(at_wall)}.{reference} Made at commit `{commit}` by `python examples/go_results.py search "
+            f"{len(at_wall)}.{reference} Made at commit `{commit}` by `python experiments/go_results.py search "
             f"readme`.\n")
 
 
