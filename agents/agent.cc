@@ -5,6 +5,7 @@
 #include "agents/checkpoint.h"
 #include "agents/imitation.h"
 #include "agents/model.h"
+#include "agents/move_gains.h"
 #include "agents/ppo.h"
 #include "agents/sampler.h"
 #include "agents/search.h"
@@ -157,6 +158,12 @@ ImitationMetrics Agent::imitate(const std::vector<const Env*>& envs, std::int64_
                                 const ImitationCallback& callback) {
   return running("imitate", [&] {
     return imitation::imitate(impl_->model, envs, steps, teacher, impl_->sampler.stream(), callback);
+  });
+}
+ImitationMetrics Agent::learn_moves(const std::vector<const Env*>& envs, std::int64_t steps, std::int64_t states,
+                                    double temperature, const ImitationCallback& callback) {
+  return running("learn_moves", [&] {
+    return move_gains::learn(impl_->model, envs, steps, states, temperature, impl_->sampler.stream(), callback);
   });
 }
 const Teacher* Agent::teacher(const Env& env) const {

@@ -227,6 +227,13 @@ class Agent {
                            const ImitationCallback& callback = {});
   // The kept teacher of `env`'s graph, or null.
   const Teacher* teacher(const Env& env) const;
+  // Move-gain supervision (agents/move_gains.h): `steps` Adam steps toward the runtime gained
+  // by moving one unit to another device, on `states` decisions per env (the best
+  // heuristic's and perturbations of it), a softmax whose margin and temperature are
+  // `temperature` (a share of the runtime). Trains the reading policy-guided search follows;
+  // keeps no teacher.
+  ImitationMetrics learn_moves(const std::vector<const Env*>& envs, std::int64_t steps, std::int64_t states,
+                               double temperature, const ImitationCallback& callback = {});
 
   // The graphs collect() samples and update() learns on (checked against the
   // policy's spec; builds the policy on first use). `sampled`: indices of the

@@ -155,6 +155,22 @@ std::int64_t dagger_states(Model& model, Env* env, const GraphTensors& graph, st
 
 }  // namespace
 
+std::size_t graphs_per_step(const Model& model, std::size_t count) {
+  return model.config.graphs_per_update > 0 ? std::min<std::size_t>(model.config.graphs_per_update, count) : count;
+}
+
+void finish_step(Model& model, std::int64_t step, double loss_sum, double accuracy_sum, std::size_t graphs,
+                 std::chrono::steady_clock::time_point start, ImitationMetrics& metrics) {
+  if (model.config.max_grad_norm > 0)
+    torch::nn::utils::clip_grad_norm_(model.policy->parameters(), model.config.max_grad_norm);
+  model.optimizer->step();
+  ++model.weights.version;
+  metrics.step = step;
+  metrics.loss = loss_sum / static_cast<double>(graphs);
+  metrics.accuracy = accuracy_sum / static_cast<double>(graphs);
+  metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::vector<torch::Tensor> targets(const GraphTensors& graph, const PolicySpec& spec, const Teacher& t,
                                    const torch::Device& device) {
   std::vector<torch::Tensor> out;
@@ -265,9 +281,7 @@ ImitationMetrics imitate(Model& model, const std::vector<const Env*>& prototypes
   for (auto& [key, entry] : fresh) model.teachers[key] = std::move(entry);  // every teacher was solved: keep them
   for (Item& item : items) item.teacher = &model.teachers.at(item.key);
   model.config.teacher = method;
-  const std::size_t per_step = model.config.graphs_per_update > 0
-                                   ? std::min<std::size_t>(model.config.graphs_per_update, items.size())
-                                   : items.size();
+  const std::size_t per_step = graphs_per_step(model, items.size());
   std::size_t next = 0;
   for (std::int64_t step = 1; step <= steps; ++step) {
     model.optimizer->zero_grad();
@@ -285,14 +299,7 @@ ImitationMetrics imitate(Model& model, const std::vector<const Env*>& prototypes
       accuracy_sum += accuracy(logits, item.teacher->targets);
     }
     next = (next + per_step) % items.size();
-    if (model.config.max_grad_norm > 0)
-      torch::nn::utils::clip_grad_norm_(model.policy->parameters(), model.config.max_grad_norm);
-    model.optimizer->step();
-    ++model.weights.version;
-    metrics.step = step;
-    metrics.loss = loss_sum / static_cast<double>(per_step);
-    metrics.accuracy = accuracy_sum / static_cast<double>(per_step);
-    metrics.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    finish_step(model, step, loss_sum, accuracy_sum, per_step, start, metrics);
     if (callback && !callback(metrics)) break;
   }
   model.schedule_origin = model.steps_trained;

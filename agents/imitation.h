@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,13 @@ torch::Tensor cross_entropy(const std::vector<torch::Tensor>& logits, const std:
                             double smoothing);
 // The label smoothing that leaves about `flips` decision units of a sampled decision off the teacher's.
 double smoothing_for(const std::vector<torch::Tensor>& targets, double flips);
+
+// How many graphs a supervised step learns on: config.graphs_per_update of `count` (0: all).
+std::size_t graphs_per_step(const Model& model, std::size_t count);
+// The end of a supervised step whose graphs' losses were backpropagated: clips and applies the
+// gradient, advances the weight version, and reports the step's means over its `graphs`.
+void finish_step(Model& model, std::int64_t step, double loss_sum, double accuracy_sum, std::size_t graphs,
+                 std::chrono::steady_clock::time_point start, ImitationMetrics& metrics);
 
 // A kept teacher read from a checkpoint, met with its graph: its decisions must
 // fit the env (InvalidArgument otherwise), and its runtime and reward become the

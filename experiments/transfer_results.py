@@ -64,8 +64,22 @@ def load_placer(checkpoint: str):
     return goenv.agents.load(checkpoint) if Path(checkpoint).exists() else goenv.agents.pretrained(checkpoint)
 
 
-def check_held_out(zoo: str, checkpoint: str, cases: list[tuple]) -> None:
-    """Refuses a case whose graph the placer trained on: it kept decisions (a teacher) for it."""
+# The training summaries of shipped placers trained on zoo graphs (they keep no teacher).
+TRAINED_ON = {"go-moves": ROOT / "docs" / "results" / "move_reading.json"}
+
+
+def check_held_out(zoo: str, checkpoint: str, cases: list[tuple], trained_on: str | None = None) -> None:
+    """Refuses a case whose graph the placer trained on: it kept decisions (a teacher) for it, or
+    its lineage is among those its training summary (`trained_on`, a JSON with "model_types")
+    lists."""
+    summary = trained_on or TRAINED_ON.get(checkpoint)
+    if summary is not None:
+        trained = goenv.files.read_json_file(summary, 2**26, "training summary")
+        seen = {lineage(t) for t in trained["model_types"]}
+        for model_type, *_ in cases:
+            if lineage(model_type) in seen:
+                raise SystemExit(f"{model_type}: {checkpoint} trained on its lineage {lineage(model_type)!r} "
+                                 f"({summary}); a held-out split cannot hold it")
     placer, dataset = load_placer(checkpoint), goenv.datasets.open(zoo)
     for model_type, index, cluster, *_ in cases:
         if placer.teacher(goenv.make("placement", graph=dataset[index], cluster=cluster)) is not None:
@@ -143,7 +157,7 @@ def summarize(rows: list[dict], budgets: list[int]) -> dict:
 def table(results: dict) -> str:
     s, split = results["summary"], results["split"]
     lines = [f"Split `{split}` of the zoo ({s['cases']} cases: {len(results['graphs'])} graphs of "
-             f"{len({g['lineage'] for g in results['graphs']})} lineages the placer never saw, on "
+             f"{len({g['lineage'] for g in results['graphs']})} lineages the placer `{results['checkpoint']}` never saw, on "
              f"{', '.join(results['clusters'])}); seeds {results['seeds']}; every search from the best heuristic "
              f"with the same calls. Ratios are the learned search's median over the other's: below 1, learning helps.",
              "", "| calls | learned / untrained | better, worse (of cases) | learned / uniform | better, worse | "
@@ -178,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="results file (default docs/results/transfer_<split>.json)")
     parser.add_argument("--page", default=None, help="the page with the section's markers (default: found in docs/)")
+    parser.add_argument("--trained-on", default=None,
+                        help="the placer's training summary (a JSON with model_types) when it keeps no teachers")
+    parser.add_argument("--section", default=None, help="the page's section to write (default transfer-<split>)")
     parser.add_argument("--overwrite", action="store_true", help="run the test split again over its results file")
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -187,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.seeds < 3 or args.workers < 1 or min(budgets) < 1 or (args.limit is not None and args.limit < 1):
         parser.error("--seeds must be >= 3, --workers, --budgets and --limit >= 1")
     out = Path(args.out or ROOT / "docs" / "results" / f"transfer_{args.split}.json")
-    page = section_file(f"transfer-{args.split}", args.page, "--page")  # checked before measuring
+    section = args.section or f"transfer-{args.split}"
+    page = section_file(section, args.page, "--page")  # checked before measuring
     earlier = goenv.files.read_json_file(out, 2**28, "results file") if out.exists() else None
     if args.split == "test" and earlier is not None and not args.overwrite:
         parser.error(f"{out}: the test split was run already ({earlier.get('test_runs', 1)} time(s)); it is run once, "
@@ -195,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     graphs = split_graphs(args.zoo, args.split, args.limit)
     seeds = list(range(args.seeds))
     cases = [(t, i, c, budgets, seeds) for t, i in graphs for c in clusters]
-    check_held_out(args.zoo, args.checkpoint, cases)
+    check_held_out(args.zoo, args.checkpoint, cases, args.trained_on)
     made = made_by()  # the code this run measures: taken at its start, not after an hour of other commits
     began = time.perf_counter()
     with multiprocessing.get_context("forkserver").Pool(args.workers, _start_worker, (args.zoo, args.checkpoint)) as pool:
@@ -213,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
                "made_by": made, "test_runs": (earlier or {}).get("test_runs", 0) + 1}
     out.parent.mkdir(parents=True, exist_ok=True)
     goenv.files.write_atomic(out, json.dumps(results, indent=1).encode(), "results file")
-    write_section(page, f"transfer-{args.split}", table(results))
+    write_section(page, section, table(results))
     print(table(results))
 
 

@@ -116,6 +116,17 @@ py::dict imitation_dict(const agents::ImitationMetrics& m) {
   return d;
 }
 
+// A Python callable (or None) called with imitation_dict() after each step; False stops.
+agents::Agent::ImitationCallback imitation_callback(const py::object& callback) {
+  return [&callback](const agents::ImitationMetrics& metrics) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (callback.is_none()) return true;
+    py::object result = callback(imitation_dict(metrics));
+    return result.is_none() || result.cast<bool>();
+  };
+}
+
 // Per-head (N,) decisions as {head name: int64 array}.
 py::dict decisions_dict(const std::vector<Head>& heads, const std::vector<std::vector<std::int64_t>>& actions) {
   py::dict d;
@@ -455,15 +466,18 @@ PYBIND11_MODULE(_agents, m) {
                          py::object callback) {
         std::vector<const Env*> pointers;
         auto owned = env_arguments(envs, pointers);
-        agents::Agent::ImitationCallback on_step = [&callback](const agents::ImitationMetrics& metrics) {
-          py::gil_scoped_acquire gil;
-          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-          if (callback.is_none()) return true;
-          py::object result = callback(imitation_dict(metrics));
-          return result.is_none() || result.cast<bool>();
-        };
+        const agents::Agent::ImitationCallback on_step = imitation_callback(callback);
         return imitation_dict(guarded(a.guard(), [&] { return a.imitate(pointers, steps, teacher, on_step); }));
       }, py::arg("envs"), py::arg("steps"), py::arg("teacher") = "", py::arg("callback") = py::none())
+      .def("learn_moves", [](agents::Agent& a, const py::list& envs, std::int64_t steps, std::int64_t states,
+                             double temperature, py::object callback) {
+        std::vector<const Env*> pointers;
+        auto owned = env_arguments(envs, pointers);
+        const agents::Agent::ImitationCallback on_step = imitation_callback(callback);
+        return imitation_dict(guarded(a.guard(), [&] {
+          return a.learn_moves(pointers, steps, states, temperature, on_step);
+        }));
+      }, py::arg("envs"), py::arg("steps"), py::arg("states"), py::arg("temperature"), py::arg("callback"))
       .def("teacher", [](const agents::Agent& a, py::handle env) -> py::object {
         std::unique_ptr<Env> e = env_argument(env);
         std::optional<agents::Teacher> kept;  // a copy: a later load may drop the agent's own

@@ -256,3 +256,11 @@ def test_transfer_results_on_the_zoos_unseen_lineages(tmp_path):
     agent.save(tmp_path / "trained.agent")
     refused = run("validation", "--checkpoint", str(tmp_path / "trained.agent"))
     assert refused.returncode != 0 and "trained on it" in refused.stderr
+    # A placer that keeps no teachers is checked against its training summary's lineages.
+    (tmp_path / "summary.json").write_text(json.dumps({"model_types": ["biogpt", "opt"]}))
+    refused = run("validation", "--trained-on", str(tmp_path / "summary.json"))
+    assert refused.returncode != 0 and "trained on its lineage 'opt'" in refused.stderr
+    # A section named apart from the split's.
+    page.write_text("<!-- transfer-validation-mine:begin -->\n<!-- transfer-validation-mine:end -->\n")
+    assert run("validation", "--section", "transfer-validation-mine").returncode == 0
+    assert "| 8 |" in page.read_text()

@@ -178,6 +178,39 @@ def test_the_proposals_ablation_spends_the_same_calls_with_the_same_moves(branch
             agent.optimize(branchy_env, budget=4, proposals=bad)
 
 
+def test_move_gains_label_every_single_move_and_teach_the_reading(branchy_env):
+    agent = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
+    history = agent.learn_moves(branchy_env, steps=80, states=1, progress=False)
+    # The best heuristic (4 heuristics + 1 step), its decision (1 step), then one call per unit
+    # and other device: 30 units on 2 devices.
+    assert [m["simulator_calls"] for m in history] == [5 + 1 + 30] * 80
+    assert history[-1]["loss"] < history[0]["loss"] and history[-1]["accuracy"] >= 0.9 > history[0]["accuracy"]
+    assert agent.teacher(branchy_env) is None  # no teacher kept: train() is not pulled toward one
+    again = agents.GO(seed=0, learning_rate=3e-3, num_threads=1)
+    again.learn_moves(branchy_env, steps=80, states=1, progress=False)
+    np.testing.assert_array_equal(np.array(again.weights), np.array(agent.weights))
+    # Perturbed decisions are labelled too: more calls, the same steps.
+    more = agents.GO(seed=0, num_threads=1).learn_moves(branchy_env, steps=1, states=3, progress=False)
+    assert more[-1]["simulator_calls"] > 5 + 1 + 30
+
+
+def test_bad_move_gain_arguments_raise_and_leave_the_agent_unchanged(branchy_env):
+    agent = agents.GO(seed=0, env=branchy_env, num_threads=1)
+    before = np.array(agent.weights)
+    for states in (0, 51):
+        with pytest.raises(goenv.InvalidArgument, match="states"):
+            agent.learn_moves(branchy_env, steps=2, states=states, progress=False)
+    for temperature in (0, -0.01, float("nan"), float("inf")):
+        with pytest.raises(goenv.InvalidArgument, match="temperature must be a finite number > 0"):
+            agent.learn_moves(branchy_env, steps=2, temperature=temperature, progress=False)
+    with pytest.raises(TypeError, match="temperature must be a number"):
+        agent.learn_moves(branchy_env, steps=2, temperature="warm", progress=False)
+    scheduling = agents.GO(seed=0, num_threads=1)
+    with pytest.raises(goenv.InvalidArgument, match="no placement head"):
+        scheduling.learn_moves("scheduling-transformer-xl-2", steps=2, progress=False)
+    np.testing.assert_array_equal(np.array(agent.weights), before)
+
+
 def test_a_canonical_teacher_renumbers_interchangeable_devices_by_first_use():
     graph = branchy_graph(3)
     for cluster in ("4xgpu-nvlink", "cpu+2xgpu"):
@@ -293,6 +326,16 @@ def test_the_shipped_pretrained_placer_loads_and_places_a_new_graph():
     for count in (0, 257, True, 2.0):  # a device count no cluster has
         with pytest.raises(goenv.InvalidArgument, match=r"num_devices \(a cluster's device count\) must be an integer in \[1, 256\]"):
             agents.pretrained("go-placement", num_devices=count)
+
+
+def test_the_shipped_move_gain_placer_moves_ops_in_one_shot_where_it_pays():
+    agent = agents.pretrained("go-moves")
+    assert isinstance(agent, agents.GO) and agent.spec["any_devices"]
+    env = goenv.make("placement-transformer-xl-2")  # a better placement than the default exists
+    _, info = env.reset(seed=0)
+    one_shot = agent.optimize(env, budget=1, start="default")  # the greedy decision from the default
+    assert one_shot["greedy_runtime"] < info["initial_runtime"] and one_shot["source"] == "greedy"
+    assert len(np.unique(one_shot["decisions"]["placement"])) > 1
 
 
 def test_the_cuda_path_or_a_clear_refusal_without_a_gpu(tmp_path, branchy_env):

@@ -131,8 +131,39 @@ class Agent(metaclass=DocumentedOptions):
         _check_count("steps", steps)
         if teacher is not None and not isinstance(teacher, str):
             raise TypeError(f"teacher must be a baseline name or 'best', got {type(teacher).__name__}")
+        return self._supervised("imitation", steps, callback, progress,
+                                lambda on_step: self._agent.imitate(env_arguments(envs), int(steps), teacher or "",
+                                                                    on_step))
+
+    def learn_moves(self, envs: Any, steps: int = 200, states: int = 4, temperature: float = 0.002,
+                    callback: Callable[[dict], Any] | None = None, progress: bool = True) -> list[dict]:
+        """Move-gain supervision: trains the reading that `optimize()` follows. On each
+        env, the best heuristic's placement and `states` - 1 perturbations of it are
+        labelled with the runtime gained by moving each decision unit alone to each other
+        allowed device (one simulation per move, all before the first step); then `steps`
+        Adam steps of cross-entropy toward, per unit, the softmax over its devices of
+        (gain - temperature) / temperature, a move's gain being the share of the runtime it
+        saves and staying scoring 0: a move is as likely as staying where it saves
+        `temperature` of the runtime. The search draws the units it moves by
+        1 - p(their current device) and sends them where p points, so a trained reading
+        proposes the moves that shorten the runtime.
+
+        Needs a placement head; keeps no teacher. Returns the metrics of every step: loss,
+        accuracy (share of units whose most likely device is the best single move's),
+        simulator_calls (the labelling's), seconds."""
+        _check_count("steps", steps)
+        _check_count("states", states, 1, 50)
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+            raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+        return self._supervised("move gains", steps, callback, progress,
+                                lambda on_step: self._agent.learn_moves(env_arguments(envs), int(steps), int(states),
+                                                                        float(temperature), on_step))
+
+    def _supervised(self, what: str, steps: int, callback: Callable[[dict], Any] | None, progress: bool,
+                    run: Callable[[Callable[[dict], bool]], Any]) -> list[dict]:
+        """Runs a supervised native call with a progress bar; returns every step's metrics."""
         history: list[dict] = []
-        bar = progress_bar(progress, total=int(steps), unit="step", desc=f"{type(self).__name__} imitation")
+        bar = progress_bar(progress, total=int(steps), unit="step", desc=f"{type(self).__name__} {what}")
 
         def on_step(metrics: dict) -> bool:
             history.append(metrics)
@@ -141,7 +172,7 @@ class Agent(metaclass=DocumentedOptions):
             return callback(metrics) is not False if callback is not None else True
 
         try:
-            self._agent.imitate(env_arguments(envs), int(steps), teacher or "", on_step)
+            run(on_step)
         finally:
             bar.close()
         return history
@@ -410,10 +441,12 @@ def load_bytes(data: bytes, device: str | None = None) -> Agent:
 # The most devices a goenv.Cluster has (core/cluster.h's kMaxDevices).
 MAX_DEVICES = 256
 
-# Checkpoints shipped in goenv/agents/shipped/, made by examples/pretrain_placer.py.
+# Checkpoints shipped in goenv/agents/shipped/: name -> (what it is, the script that makes it).
 PRETRAINED = {
-    "go-placement": "GO placer: imitation of the best heuristic, then PPO, on the transfer suite's training graphs "
-                    "(examples/pretrain_placer.py); one checkpoint for every device count",
+    "go-placement": ("GO placer: imitation of the best heuristic, then PPO, on the transfer suite's training graphs; "
+                     "one checkpoint for every device count", "experiments/pretrain_placer.py"),
+    "go-moves": ("GO placer trained by move-gain supervision (learn_moves) on the zoo's train split: the reading "
+                 "policy-guided search follows, and a one-shot decision that places", "experiments/train_move_reading.py"),
 }
 
 
@@ -432,7 +465,7 @@ def pretrained(name: str = "go-placement", num_devices: int | None = None) -> Ag
         checked_int("num_devices (a cluster's device count)", num_devices, 1, MAX_DEVICES)
     path = Path(__file__).resolve().parent / "shipped" / f"{name}.agent"
     if not path.is_file():
-        raise InvalidArgument(f"{name} is not in this installation (examples/pretrain_placer.py makes it)")
+        raise InvalidArgument(f"{name} is not in this installation ({PRETRAINED[name][1]} makes it)")
     return load(path)
 
 
