@@ -3,7 +3,6 @@
 // as 2 FLOPs) and parameter counts.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <string>
@@ -88,18 +87,13 @@ double params(const Graph& g) { return static_cast<double>(g.total_param_bytes()
 
 class ModelFamilies : public ::testing::TestWithParam<Family> {};
 
-TEST_P(ModelFamilies, RegisteredAndBuildsQuickly) {
+// How fast each builds is goenv_bench's BM_BuildGraph (a timed test fails under load).
+TEST_P(ModelFamilies, RegisteredAndBuilds) {
   const Family& f = GetParam();
   const GraphFamily& family = graph_family(f.name);
   EXPECT_EQ(family.default_cluster, f.cluster);
   EXPECT_TRUE(family.defaults.count("batch_size"));
-  const auto start = std::chrono::steady_clock::now();
   const GraphPtr g = build_graph(f.name);
-  [[maybe_unused]] const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-#ifdef NDEBUG  // release builds only (not under sanitizers); goenv_bench BM_BuildGraph measures it
-  EXPECT_LT(seconds, 1.0);
-#endif
   EXPECT_EQ(g->name(), f.name);
 }
 

@@ -1,7 +1,6 @@
 // Sequence model families (rnnlm-*, gnmt-*, wavenet-*) and the seeded random families.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -155,14 +154,10 @@ TEST(Gnmt, StructureCountsAndParams) {
   }
 }
 
-TEST(Gnmt, Gnmt8IsTheLargestGraphAndBuildsFast) {
-  const auto start = std::chrono::steady_clock::now();
+// How fast it builds is goenv_bench's BM_BuildGraph (a timed test fails under load).
+TEST(Gnmt, Gnmt8IsTheLargestGraph) {
   const GraphPtr g = build_graph("gnmt-8");
-  [[maybe_unused]] const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(g->num_nodes(), 80000);
-#ifdef NDEBUG
-  EXPECT_LT(seconds, 1.0);  // release builds; measured ~0.15 s
-#endif
   for (const std::string& name : graph_family_names()) {
     if (name != "gnmt-8") {
       EXPECT_LT(build_graph(name)->num_nodes(), g->num_nodes()) << name;
