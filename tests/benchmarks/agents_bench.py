@@ -14,7 +14,7 @@ env, a GO agent (segment_length 512, hidden 64). Reported, median of `--repeats`
   env      one env.step() (the simulator alone), for scale
   plain    the anchor (plain_policy.py): the same network at the same widths in plain PyTorch,
            its act and its update per env step; `plain / GO` is (act + update per env step) of
-           the anchor over GO's (issue 22's target: at least 2x on CPU); on CPU only
+           the anchor over GO's (the target: at least 2x on CPU); on CPU only
   train    env steps per second of PPO training: envs_per_graph / update (the env steps,
            the rollout forward pass and one gradient step)
 `--device cuda` runs GO on the GPU (tests/benchmarks/gpu_run.sh); `--json` also writes the rows

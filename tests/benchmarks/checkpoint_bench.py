@@ -1,4 +1,4 @@
-"""Loading the shipped placer (issue 23's target: under 50 ms, within 3x its file
+"""Loading the shipped placer (the target: under 50 ms, within 3x its file
 size in memory). Each file loads in a fresh process after torch and goenv are
 imported and torch's CPU kernels have started (a tiny agent's load), so the
 numbers are the reader's, not the imports'.

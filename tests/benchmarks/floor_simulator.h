@@ -1,4 +1,4 @@
-// The floor goenv's Simulator is measured against (issue 13): a bare list
+// The floor goenv's Simulator is measured against: a bare list
 // scheduler written the plain way, with the same timing rules as
 // core/simulator.h but nothing else. One std::priority_queue of ready ops per
 // device (FIFO: earliest ready, then lowest id), one of events, a free-time per

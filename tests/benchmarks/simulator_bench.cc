@@ -8,7 +8,7 @@
 // `gnmt-8` (80k+ nodes). Counter `per_element` is seconds per (node + edge)
 // (printed with an SI prefix: "85n" = 85 ns); `elements` is N + E.
 //
-// Floor comparison (issue 13): BM_Floor/<graph>, BM_Full/<graph> and
+// Floor comparison: BM_Floor/<graph>, BM_Full/<graph> and
 // BM_Fused/<graph> run the bare list scheduler (floor_simulator.h), goenv's
 // Simulator and the fusion path (a FusedSimulator, built once like the other
 // two) on the same graph, cluster and placement.

@@ -1,5 +1,5 @@
 """goenv's simulator against the floor (a bare list scheduler, floor_simulator.h),
-per graph family: wall time and instructions per node+edge (issue 13).
+per graph family: wall time and instructions per node+edge.
 
     python tests/benchmarks/simulator_floor.py                      # ~3 minutes on 2 cores
     python tests/benchmarks/simulator_floor.py --no-callgrind       # wall time only (~1 minute)

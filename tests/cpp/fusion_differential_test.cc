@@ -1,5 +1,5 @@
 // The fusion pass (core/fusion.cc) against its oracle: the pass as it was before
-// issue 22 (fusion_reference.h) composed with contract() and the plain simulator.
+// its rewrite (fusion_reference.h) composed with contract() and the plain simulator.
 // Groups must be the same, merge for merge, and the fused simulation the same bit
 // for bit, on random DAGs and on the big registered graphs; the digests of the
 // big graphs are also pinned to the numbers of commit 0ed9dc6 (the code before

@@ -1,4 +1,4 @@
-// The fusion pass as it was before issue 22 (commit 0ed9dc6), kept as the oracle
+// The fusion pass as it was before its rewrite (commit 0ed9dc6), kept as the oracle
 // for core/fusion.cc: plain, allocation-heavy and re-walking every group on each
 // legality check, but obviously the docs/simulator.md greedy. fusion_differential_test.cc
 // checks that core/fusion.cc makes the same groups, merge for merge.

@@ -1,4 +1,4 @@
-// Regression tests for issue 14 (hardening): every hostile file, state or
+// Regression tests for hardening: every hostile file, state or
 // option ends in a clean goenv exception or a correct, finite result.
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-"""Regression tests for issues 14 and 23 (hardening): hostile files, states and options
+"""Regression tests for hardening: hostile files, states and options
 end in a clean goenv exception or a correct, finite result (never a crash, a
 memory blow-up, a UnicodeDecodeError or a silent NaN); outputs never replace what
 is not a regular file; datasets never delete without overwrite=True. Threads:
@@ -235,7 +235,7 @@ def test_truncated_manifest_does_not_block_resuming(tmp_path):
     assert any("kept 3 of 3 shards" in str(w.message) for w in caught)
     assert {name: os.stat(root / name).st_mtime_ns for name in shards} == stamps  # nothing rewritten
     assert len(ds) == 6 and json.loads((root / "manifest.json").read_text())["complete"]
-    # Shards of other parameters are neither adopted nor replaced (issue 23): the command stops.
+    # Shards of other parameters are neither adopted nor replaced: the command stops.
     (root / "manifest.json").write_bytes(b"{")
     with pytest.raises(goenv.InvalidArgument, match="3 of 3 shard files.*nothing was changed.*overwrite=True"):
         dataset_files.generate("random-layered", 6, str(root), shard_size=2, seed=4, progress=False,
@@ -243,7 +243,7 @@ def test_truncated_manifest_does_not_block_resuming(tmp_path):
     assert {name: os.stat(root / name).st_mtime_ns for name in shards} == stamps
 
 
-# -- issue 23: datasets never delete without overwrite=True, stay in their folder ------
+# -- datasets never delete without overwrite=True, stay in their folder ------
 
 DATASET = {"shard_size": 2, "seed": 3, "progress": False, "params": {"num_layers": 3, "width": 2}}
 
@@ -356,7 +356,7 @@ def test_shards_are_read_only_as_regular_files(tmp_path):
         _dataset(root)  # the manifest vouches for the shard, the writer refuses the FIFO
 
 
-# -- issue 23: outputs are written only over regular files --------------------------
+# -- outputs are written only over regular files --------------------------
 
 def device_node(tmp_path):
     """A character device of our own (a copy of /dev/null's numbers): a test that regresses replaces
@@ -474,7 +474,7 @@ def stat_kind(path) -> str:
             "device" if stat.S_ISCHR(mode) else "file")
 
 
-# -- issue 23: ONNX -------------------------------------------------------------------
+# -- ONNX -------------------------------------------------------------------
 
 def _onnx_model(nodes, inputs=("x",), outputs=("y",), initializers=()):
     onnx = pytest.importorskip("onnx")
@@ -544,7 +544,7 @@ def test_onnx_files_are_read_only_as_regular_files(tmp_path):
         goenv.datasets.from_onnx("/dev/zero")
 
 
-# -- issue 23: set_state takes no info or reward field on trust -----------------------
+# -- set_state takes no info or reward field on trust -----------------------
 
 @pytest.mark.parametrize("task", ["placement", "joint"])
 def test_set_state_recomputes_or_checks_every_info_and_reward_field(task):

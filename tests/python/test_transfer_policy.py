@@ -1,5 +1,5 @@
 """One policy for any cluster: the GO policy with device_head="pairs" scores (unit, device)
-pairs from node, device and pair features (issue 20, item 1), so one checkpoint acts on 2, 4
+pairs from node, device and pair features, so one checkpoint acts on 2, 4
 and 8 devices and on mixed clusters, and trains on several device counts at once."""
 
 from __future__ import annotations
