@@ -75,10 +75,12 @@ def pretrained_placer_ships_in_the_wheel():
     import goenv
     import goenv.agents
 
-    agent = goenv.agents.pretrained("go-placement")  # a checkpoint file inside the installed package
-    result = agent.optimize(goenv.make("placement-transformer-xl-2"), budget=2, start="best-heuristic")
-    assert result["simulator_calls"] == 2 + result["start_calls"], result
-    assert result["decisions"]["placement"].shape == (213,) and result["runtime"] <= result["start_runtime"], result
+    for name in goenv.agents.PRETRAINED:  # each a checkpoint file inside the installed package
+        agent = goenv.agents.pretrained(name)
+        result = agent.optimize(goenv.make("placement-transformer-xl-2"), budget=2, start="best-heuristic")
+        assert result["simulator_calls"] == 2 + result["start_calls"], (name, result)
+        assert result["decisions"]["placement"].shape == (213,), (name, result)
+        assert result["runtime"] <= result["start_runtime"], (name, result)
 
 
 @check
