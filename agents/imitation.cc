@@ -155,6 +155,13 @@ std::int64_t dagger_states(Model& model, Env* env, const GraphTensors& graph, st
 
 }  // namespace
 
+void check_envs(Model& model, const std::vector<const Env*>& prototypes) {
+  for (std::size_t i = 0; i < prototypes.size(); ++i) {
+    GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
+    model.check_env(*prototypes[i]);
+  }
+}
+
 std::size_t graphs_per_step(const Model& model, std::size_t count) {
   return model.config.graphs_per_update > 0 ? std::min<std::size_t>(model.config.graphs_per_update, count) : count;
 }
@@ -250,10 +257,7 @@ ImitationMetrics imitate(Model& model, const std::vector<const Env*>& prototypes
   const std::string method = teacher.empty() ? model.config.teacher : teacher;
   GOENV_CHECK(!prototypes.empty(), InvalidArgument, "imitate needs at least one env");
   GOENV_CHECK(steps >= 1, InvalidArgument, "imitation steps must be >= 1, got " << steps);
-  for (std::size_t i = 0; i < prototypes.size(); ++i) {
-    GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
-    model.check_env(*prototypes[i]);
-  }
+  check_envs(model, prototypes);
   const ThreadScope threads(model.config.num_threads);
   const auto start = std::chrono::steady_clock::now();
   struct Item {

@@ -45,6 +45,8 @@ torch::Tensor cross_entropy(const std::vector<torch::Tensor>& logits, const std:
 // The label smoothing that leaves about `flips` decision units of a sampled decision off the teacher's.
 double smoothing_for(const std::vector<torch::Tensor>& targets, double flips);
 
+// Refuses a null env and envs the model's spec does not fit (building the policy on first use).
+void check_envs(Model& model, const std::vector<const Env*>& prototypes);
 // How many graphs a supervised step learns on: config.graphs_per_update of `count` (0: all).
 std::size_t graphs_per_step(const Model& model, std::size_t count);
 // The end of a supervised step whose graphs' losses were backpropagated: clips and applies the

@@ -131,10 +131,7 @@ ImitationMetrics learn(Model& model, const std::vector<const Env*>& prototypes, 
   GOENV_CHECK(states >= 1 && states <= 50, InvalidArgument, "states must be in [1, 50], got " << states);
   GOENV_CHECK(std::isfinite(temperature) && temperature > 0, InvalidArgument,
               "temperature must be a finite number > 0 (a share of the runtime), got " << temperature);
-  for (std::size_t i = 0; i < prototypes.size(); ++i) {
-    GOENV_CHECK(prototypes[i] != nullptr, InvalidArgument, "env " << i << " is null");
-    model.check_env(*prototypes[i]);
-  }
+  imitation::check_envs(model, prototypes);
   const auto head = std::find(model.spec.heads.begin(), model.spec.heads.end(), Head::kPlacement);
   GOENV_CHECK(head != model.spec.heads.end(), InvalidArgument,
               "learn_moves labels moves of units between devices: the agent's envs have no placement head ("
