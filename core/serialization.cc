@@ -323,6 +323,21 @@ std::uint64_t checksum64(std::string_view bytes) {
   return h;
 }
 
+std::string append_checksum(std::string bytes) {
+  const std::uint64_t sum = checksum64(bytes);
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((sum >> (8 * i)) & 0xff));
+  return bytes;
+}
+
+std::string_view without_checksum(std::string_view bytes, const std::string& what) {
+  GOENV_CHECK(bytes.size() >= 8, InvalidGraph, what << ": truncated (no room for its checksum)");
+  const std::string_view body = bytes.substr(0, bytes.size() - 8);
+  std::uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) stored |= std::uint64_t{static_cast<unsigned char>(bytes[body.size() + i])} << (8 * i);
+  GOENV_CHECK(checksum64(body) == stored, InvalidGraph, what << ": checksum mismatch (the snapshot is corrupted)");
+  return body;
+}
+
 void check_json_depth(std::string_view json, const std::string& what) {
   const JsonScan scan = scan_json(json, kMaxJsonDepth);
   GOENV_CHECK(!scan.too_deep, InvalidGraph,

@@ -49,6 +49,11 @@ std::uint64_t fnv1a64(const std::string& bytes);
 // FNV-1a's mixing over 64-bit little-endian words, then the tail bytes: 8x fewer
 // steps than fnv1a64, for the file envelope (14 MB graphs load in milliseconds).
 std::uint64_t checksum64(std::string_view bytes);
+// Snapshots close with checksum64 of every byte before it (8 bytes, little-endian): a
+// corrupted one is refused instead of restoring a decision nobody made.
+std::string append_checksum(std::string bytes);
+// `bytes` without its closing checksum; throws InvalidGraph naming `what` when they disagree.
+std::string_view without_checksum(std::string_view bytes, const std::string& what);
 
 // Throws InvalidGraph when `json` nests arrays/objects deeper than kMaxJsonDepth.
 // An iterative scan (strings and escapes skipped), so it cannot overflow the stack.

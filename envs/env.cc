@@ -523,8 +523,10 @@ namespace {
 
 // 2: the step counter is int64, the rejected decision's runtime and the nodes colocation moved.
 // 3: the episode's best decisions (a version-2 state is read with best = the decisions in force).
-constexpr std::uint32_t kEnvStateVersion = 3;
+// 4: a closing checksum (older states are read without one).
+constexpr std::uint32_t kEnvStateVersion = 4;
 constexpr std::uint32_t kOldestEnvStateVersion = 2;
+constexpr std::uint32_t kFirstChecksummedEnvState = 4;
 
 // Everything that, with the env's (task, graph, cluster, config), fixes its future.
 struct EnvState {
@@ -563,7 +565,7 @@ std::string encode(const EnvState& s) {
     cereal::PortableBinaryOutputArchive ar(os);
     ar(s);
   }
-  return os.str();
+  return s.version >= kFirstChecksummedEnvState ? append_checksum(os.str()) : os.str();
 }
 
 // Cheap identity of a graph's structure and costs (not its names).
@@ -628,7 +630,14 @@ std::string Env::get_state() const {
 void Env::set_state(const std::string& bytes) {
   EnvState s;
   try {
-    BoundedBinaryInput ar(bytes, id_ + ": cannot decode env state");
+    const std::string what = id_ + ": cannot decode env state";
+    BoundedBinaryInput(bytes, what)(s.version);  // the version says whether a checksum closes the state
+    GOENV_CHECK(s.version >= kOldestEnvStateVersion && s.version <= kEnvStateVersion, InvalidArgument,
+                id_ << ": env state version " << s.version << ", this goenv reads versions " << kOldestEnvStateVersion
+                    << " to " << kEnvStateVersion);
+    const std::string_view record =
+        s.version >= kFirstChecksummedEnvState ? without_checksum(bytes, what) : std::string_view(bytes);
+    BoundedBinaryInput ar(record, what);
     ar(s);
     ar.finish();
   } catch (const InvalidGraph& e) {
@@ -637,9 +646,6 @@ void Env::set_state(const std::string& bytes) {
   const auto bad = [this](const char* field, const std::string& why) {
     GOENV_FAIL(InvalidArgument, id_ << ": env state field '" << field << "' " << why);
   };
-  GOENV_CHECK(s.version >= kOldestEnvStateVersion && s.version <= kEnvStateVersion, InvalidArgument,
-              id_ << ": env state version " << s.version << ", this goenv reads versions " << kOldestEnvStateVersion
-                  << " to " << kEnvStateVersion);
   GOENV_CHECK(s.task == task_ && s.num_nodes == graph_->num_nodes() && s.num_edges == graph_->num_edges() &&
                   s.num_devices == cluster().num_devices() && s.graph_checksum == graph_checksum(*graph_),
               InvalidArgument, id_ << ": the state belongs to another task, graph or cluster");

@@ -484,7 +484,10 @@ const BatchBuffers& VectorEnv::owned_buffers() {
 
 namespace {
 
-constexpr std::uint32_t kVectorStateVersion = 1;
+// 2: a closing checksum (a version-1 state is read without one).
+constexpr std::uint32_t kVectorStateVersion = 2;
+constexpr std::uint32_t kOldestVectorStateVersion = 1;
+constexpr std::uint32_t kFirstChecksummedVectorState = 2;
 
 struct VectorState {
   std::uint32_t version = kVectorStateVersion;
@@ -513,20 +516,26 @@ std::string VectorEnv::get_state() const {
     cereal::PortableBinaryOutputArchive ar(os);
     ar(s);
   }
-  return os.str();
+  return append_checksum(os.str());
 }
 
 void VectorEnv::set_state(const std::string& bytes) {
   VectorState s;
   try {  // counts checked before allocating (a corrupt state must not ask for gigabytes)
-    BoundedBinaryInput ar(bytes, "vector env: cannot decode the state");
+    const std::string what = "vector env: cannot decode the state";
+    BoundedBinaryInput(bytes, what)(s.version);  // the version says whether a checksum closes the state
+    GOENV_CHECK(s.version >= kOldestVectorStateVersion && s.version <= kVectorStateVersion, InvalidArgument,
+                "vector env: state version " << s.version << ", this goenv reads versions "
+                                             << kOldestVectorStateVersion << " to " << kVectorStateVersion);
+    const std::string_view record =
+        s.version >= kFirstChecksummedVectorState ? without_checksum(bytes, what) : std::string_view(bytes);
+    BoundedBinaryInput ar(record, what);
     ar(s);
     ar.finish();
   } catch (const InvalidGraph& e) {
     throw InvalidArgument(e.what());
   }
   const auto b = static_cast<std::size_t>(num_envs());
-  GOENV_CHECK(s.version == kVectorStateVersion, InvalidArgument, "vector env: state version " << s.version);
   GOENV_CHECK(s.envs.size() == b && s.autoreset.size() == b && s.seed.size() == b && s.episode.size() == b &&
                   s.episode_steps.size() == b,
               InvalidArgument, "vector env: the state holds " << s.envs.size() << " envs, this batch has " << b);

@@ -295,19 +295,50 @@ TEST(Hardening, NeverResetStateRoundTrips) {
   EXPECT_THROW(other->step({nullptr, nullptr, nullptr}), ResetNeeded);
 }
 
-// Defect 6: set_state accepted half of all bit flips (NaN runtimes, negative
-// counters, invalid bools). Now every flip is refused or yields a valid state.
-TEST(Hardening, EveryBitFlipOfAStateIsRefusedOrValid) {
+// A snapshot closes with a checksum: every single bit flip is refused, nothing restored.
+TEST(Hardening, EveryBitFlipOfAStateIsRefusedByItsChecksum) {
+  auto env = stepped_env("joint", 3);
+  const std::string good = env->get_state();
+  auto target = stepped_env("joint", 0);
+  const std::string before = target->get_state();
+  for (std::size_t bit = 0; bit < good.size() * 8; ++bit) {
+    std::string flipped = good;
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    try {
+      target->set_state(flipped);
+      ADD_FAILURE() << "bit " << bit << " accepted";
+    } catch (const InvalidAction& e) {
+      ADD_FAILURE() << "bit " << bit << ": InvalidAction for a state: " << e.what();
+    } catch (const InvalidArgument&) {
+    }
+  }
+  EXPECT_EQ(target->get_state(), before);
+}
+
+// A version-3 state (no checksum) is still read; the same bytes as version 4 without the checksum.
+std::string as_version_3(std::string state) {
+  state.resize(state.size() - 8);
+  const std::uint32_t three = 3;
+  std::memcpy(state.data() + 1, &three, 4);  // after the endianness byte
+  return state;
+}
+
+// Behind the checksum, every field is checked: a flip in a state that carries no checksum (or a
+// hostile edit that reseals it) is refused or yields a valid state, never InvalidAction.
+TEST(Hardening, EveryBitFlipOfAStateWithoutChecksumIsRefusedOrValid) {
   for (const std::string& task : {std::string("joint"), std::string("scheduling")}) {
     for (const std::string mode : {"graph", "node"}) {
       EnvConfig c;
       c.decision_mode = mode;
       auto env = stepped_env(task, 3, c);
       const std::string good = env->get_state();
+      const std::string old = as_version_3(good);
       auto target = stepped_env(task, 0, c);
+      target->set_state(old);
+      EXPECT_EQ(target->get_state(), good);  // read as version 3, written as version 4
       int accepted = 0;
-      for (std::size_t bit = 0; bit < good.size() * 8; ++bit) {
-        std::string flipped = good;
+      for (std::size_t bit = 0; bit < old.size() * 8; ++bit) {
+        std::string flipped = old;
         flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
         try {
           target->set_state(flipped);
@@ -325,10 +356,13 @@ TEST(Hardening, EveryBitFlipOfAStateIsRefusedOrValid) {
         obs.globals.resize(global_names().size());
         target->observe_into(obs.node_state.data(), obs.action_mask.data(), obs.globals.data());
         EXPECT_TRUE(all_finite(obs.globals) && all_finite(obs.node_state)) << "bit " << bit;
-        EXPECT_EQ(target->get_state(), flipped) << "bit " << bit;
+        std::string written = flipped;
+        const std::uint32_t four = 4;
+        std::memcpy(written.data() + 1, &four, 4);
+        EXPECT_EQ(target->get_state(), append_checksum(written)) << "bit " << bit;
       }
       // Flips of the last reward's low mantissa bits, say, are harmless and stay accepted.
-      EXPECT_LT(accepted, static_cast<int>(good.size() * 8) / 4) << task << " " << mode;
+      EXPECT_LT(accepted, static_cast<int>(old.size() * 8) / 4) << task << " " << mode;
       target->set_state(good);
       EXPECT_EQ(target->get_state(), good);
     }
@@ -341,13 +375,18 @@ TEST(Hardening, StateErrorsNameTheFieldAndAreInvalidArgument) {
   auto target = stepped_env("scheduling", 0);
   // Truncations of every length are refused cleanly.
   for (std::size_t n = 0; n < good.size(); ++n) EXPECT_THROW(target->set_state(good.substr(0, n)), InvalidArgument);
-  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(good + "x"); }), "unexpected bytes");
+  const std::string body = good.substr(0, good.size() - 8);
+  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(good + "x"); }), "checksum mismatch");
+  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(append_checksum(body + "x")); }),
+             "unexpected bytes");
   // A huge vector count is refused before allocating.
   std::string huge = good;
   const std::size_t placement_count = 1 + 4 + 8 + std::string("scheduling").size() + 3 * 8 + 8;
   const std::uint64_t count = std::uint64_t{1} << 60;
   std::memcpy(huge.data() + placement_count, &count, 8);
-  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(huge); }), "corrupt size");
+  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(huge); }), "checksum mismatch");
+  huge.resize(huge.size() - 8);
+  EXPECT_HAS(error_message<InvalidArgument>([&] { target->set_state(append_checksum(huge)); }), "corrupt size");
 }
 
 TEST(Hardening, LargeLegalGraphStillLoads) {

@@ -36,11 +36,11 @@ def main() -> None:
     from fuzz_env_state import ENVS
 
     for i, env in enumerate(ENVS):
-        write("env_state", f"env{i}-fresh", bytes([i]) + env.get_state())
+        write("env_state", f"env{i}-fresh-v4", bytes([0x80 | i]) + env.get_state())
         env.reset(seed=0)
         env.action_space.seed(i)
         env.step(env.action_space.sample())
-        write("env_state", f"env{i}-stepped", bytes([i]) + env.get_state())
+        write("env_state", f"env{i}-stepped-v4", bytes([0x80 | i]) + env.get_state())
     rng = np.random.default_rng(0)
     for i in range(4):
         write("env_actions", f"random-{i}", rng.bytes(64 * (i + 1)))

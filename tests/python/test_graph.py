@@ -18,20 +18,11 @@ import numpy as np
 import pytest
 
 import goenv
-from helpers import PRESETS, random_graph, random_graph_arrays, random_placements, tiny_bus_cluster, with_allowed_kinds
+from helpers import (PRESETS, checksum64, random_graph, random_graph_arrays, random_placements, tiny_bus_cluster,
+                     with_allowed_kinds)
 
 NO_EDGES = np.zeros((2, 0), dtype=np.int64)
 HEADER_BYTES = 8 + 4 + 8 + 8  # magic, format version, payload size, checksum
-
-
-def checksum64(data: bytes) -> int:
-    """The file envelope's checksum (core/serialization.h): FNV-1a mixing over 64-bit words, then tail bytes."""
-    h, whole = 14695981039346656037, len(data) - len(data) % 8
-    for (word,) in struct.iter_unpack("<Q", data[:whole]):
-        h = ((h ^ word) * 1099511628211) % 2**64
-    for byte in data[whole:]:
-        h = ((h ^ byte) * 1099511628211) % 2**64
-    return h
 
 
 def sample_graph() -> goenv.Graph:
@@ -287,7 +278,8 @@ FUZZ_SCRIPT = textwrap.dedent("""
     import random, resource, struct, sys
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a corrupt size must fail, not swap
     import goenv
-    from test_graph import checksum64, sample_graph, HEADER_BYTES
+    from helpers import checksum64
+    from test_graph import sample_graph, HEADER_BYTES
     data = sample_graph().to_bytes()
     rng = random.Random(0)
     loaded = rejected = 0

@@ -19,20 +19,9 @@ import pytest
 
 import goenv
 from goenv import dataset_files, files
-from helpers import require_agents
+from helpers import checksum64, require_agents, reseal_snapshot
 
 HEADER = 28  # magic[8] | version u32 | payload size u64 | checksum64 u64
-
-
-def checksum64(data: bytes) -> int:
-    """core/serialization.cc's checksum64: FNV-1a mixing over little-endian 64-bit words, then the tail."""
-    h, prime, mask = 14695981039346656037, 1099511628211, 2**64 - 1
-    words = len(data) // 8
-    for (word,) in struct.iter_unpack("<Q", data[:words * 8]):
-        h = ((h ^ word) * prime) & mask
-    for byte in data[words * 8:]:
-        h = ((h ^ byte) * prime) & mask
-    return h
 
 
 def reseal(file: bytes) -> bytes:
@@ -165,25 +154,47 @@ def test_pickling_an_env_that_was_never_reset():
     clone.reset(seed=0)
 
 
-def test_bad_state_fields_are_invalid_argument_naming_the_field():
+def stepped_scheduling_env():
     env = goenv.GraphEnv.from_graph("scheduling", small_graph(), "2xgpu-pcie", horizon=4)
     env.reset(seed=0)
     env.step(np.array([1, 2, 3, 4]))
-    state = bytearray(env.get_state())
+    return env
+
+
+def test_every_bit_flip_of_a_snapshot_is_refused_by_its_checksum():
+    env = stepped_scheduling_env()
+    state = env.get_state()
+    for bit in range(len(state) * 8):
+        flipped = bytearray(state)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(goenv.InvalidArgument, match="env state") as error:
+            env.set_state(bytes(flipped))
+        assert not isinstance(error.value, goenv.InvalidAction)
+        assert env.get_state() == state  # nothing restored
+    with pytest.raises(goenv.InvalidArgument, match="checksum mismatch"):
+        env.set_state(state[:40] + bytes([state[40] ^ 4]) + state[41:])
+
+
+def test_bad_state_fields_are_invalid_argument_naming_the_field():
+    """Edits resealed with a matching checksum reach the field checks, which refuse them or accept a
+    valid state."""
+    env = stepped_scheduling_env()
+    body = env.get_state()[:-8]
     rng = np.random.default_rng(0)
     for _ in range(300):
-        flipped = bytearray(state)
-        bit = int(rng.integers(len(state) * 8))
+        flipped = bytearray(body)
+        bit = int(rng.integers(len(body) * 8))
         flipped[bit // 8] ^= 1 << (bit % 8)
+        resealed = reseal_snapshot(bytes(flipped))
         try:
-            env.set_state(bytes(flipped))
+            env.set_state(resealed)
         except goenv.InvalidAction as error:  # an action error for a state would be the wrong type
             pytest.fail(f"bit {bit}: {error}")
         except goenv.InvalidArgument as error:
             assert "state" in str(error)
             continue
-        assert env.get_state() == bytes(flipped)  # accepted: a valid state that round-trips
-    env.set_state(bytes(state))
+        assert env.get_state() == resealed  # accepted: a valid state that round-trips
+    env.set_state(reseal_snapshot(body))
 
 
 # -- vector envs -----------------------------------------------------------------
@@ -556,14 +567,15 @@ def test_set_state_recomputes_or_checks_every_info_and_reward_field(task):
         action = {h: rng.integers(0, c, n) for h, c in zip(env.core.heads, env.core.head_choices)}
         _, _, _, _, info = env.step(action if len(action) > 1 else next(iter(action.values())))
     state = env.get_state()
+    body = state[:-8]  # edits are resealed, so that the field checks are what refuse them
     # What the state cannot prove is only bounded: a rejected step's oom flag, the last reward
     # (>= -runtime / initial runtime after an adopted step), the nodes colocation moved (<= N),
     # the best decisions (any feasible ones of this env no slower than those in force).
     unprovable = {"info_colocation_moved", "last_reward", "best_priority"}
     unprovable |= {"info_oom"} if info["invalid"] else set()
-    for field, (offset, size) in _trailing_layout(env, state).items():
+    for field, (offset, size) in _trailing_layout(env, body).items():
         for value in _tampered_values(size):
-            tampered = state[:offset] + value + state[offset + size:]
+            tampered = reseal_snapshot(body[:offset] + value + body[offset + size:])
             if tampered == state:
                 continue
             try:
@@ -580,8 +592,8 @@ def test_set_state_recomputes_or_checks_every_info_and_reward_field(task):
 
 
 def _trailing_layout(env, state: bytes) -> dict:
-    """Offsets of the info fields at the end of an env state (EnvState in envs/env.cc, cereal portable
-    binary): ... last_reward f64, steps i64, cursor i32, started, done, info_runtime f64,
+    """Offsets of the info fields at the end of an env state without its closing checksum (EnvState
+    in envs/env.cc, cereal portable binary): ... last_reward f64, steps i64, cursor i32, started, done, info_runtime f64,
     info_peak_memory (u64 size + D f64), info_bytes_moved f64, info_oom, info_invalid,
     info_invalid_reason (u64 size + bytes), info_rejected_runtime f64, info_colocation_moved i32,
     then (format 3) the episode's best decisions: best_placement (u64 + N i32), best_fusion
@@ -640,25 +652,62 @@ def test_vector_set_state_checks_every_env_before_changing_any():
         n = venv.single_action_space.shape[0]
         venv.step(np.zeros((b, n), dtype=np.int64))
         snapshot = venv.get_state()
+        last_env = venv.core.env_state(b - 1)
         venv.step(np.ones((b, n), dtype=np.int64))
         now = venv.get_state()
+        body = snapshot[:-8]  # edits are resealed: the checks behind the checksums are what refuse them
         tail = 32 + 21 * b  # autoreset (u64 + B), seed and episode (u64 + 8B each), episode_steps (u64 + 4B)
-        last_env_end = len(snapshot) - tail - best_decisions_bytes(n)
-        bad_last_env = snapshot[:last_env_end - 4] + struct.pack("<i", -1) + snapshot[last_env_end:]
+        last_env_end = len(body) - tail
+        assert body[last_env_end - len(last_env):last_env_end] == last_env
+        colocation_end = len(last_env) - 8 - best_decisions_bytes(n)
+        bad_env = reseal_snapshot(last_env[:colocation_end - 4] + struct.pack("<i", -1)
+                                  + last_env[colocation_end:-8])
+        bad_last_env = reseal_snapshot(body[:last_env_end - len(last_env)] + bad_env + body[last_env_end:])
         with pytest.raises(goenv.InvalidArgument, match="env 2: .*info_colocation_moved"):
             venv.set_state(bad_last_env)
         assert venv.get_state() == now  # envs 0 and 1 were restored before env 2 failed: not any more
-        autoreset_at = len(snapshot) - tail + 8
-        bad_flag = snapshot[:autoreset_at] + b"\x01" + snapshot[autoreset_at + 1:]
+        autoreset_at = len(body) - tail + 8
+        bad_flag = reseal_snapshot(body[:autoreset_at] + b"\x01" + body[autoreset_at + 1:])
         with pytest.raises(goenv.InvalidArgument, match="env 0 has autoreset flag 1"):
             venv.set_state(bad_flag)
-        steps_at = len(snapshot) - 4 * b
-        bad_steps = snapshot[:steps_at] + struct.pack("<i", 3) + snapshot[steps_at + 4:]
+        steps_at = len(body) - 4 * b
+        bad_steps = reseal_snapshot(body[:steps_at] + struct.pack("<i", 3) + body[steps_at + 4:])
         with pytest.raises(goenv.InvalidArgument, match="episode step count 3"):
             venv.set_state(bad_steps)
         assert venv.get_state() == now
         venv.set_state(snapshot)
         assert venv.get_state() == snapshot
+    finally:
+        venv.close()
+
+
+def test_a_vector_snapshot_with_one_flipped_byte_in_any_env_is_refused_and_changes_nothing():
+    b = 6
+    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=b, num_threads=2, horizon=4)
+    try:
+        venv.reset(seed=0)
+        n = venv.single_action_space.shape[0]
+        venv.step(np.zeros((b, n), dtype=np.int64))
+        snapshot = venv.get_state()
+        env5 = venv.core.env_state(5)
+        venv.step(np.ones((b, n), dtype=np.int64))
+        now = venv.get_state()
+        for offset in range(0, len(snapshot), 7):
+            flipped = bytearray(snapshot)
+            flipped[offset] ^= 0x10
+            with pytest.raises(goenv.InvalidArgument, match="vector env"):
+                venv.set_state(bytes(flipped))
+            assert venv.get_state() == now
+        # Env 5's own checksum refuses a flip in its state even when the batch's is resealed.
+        body = snapshot[:-8]
+        tail = 32 + 21 * b
+        env5_at = len(body) - tail - len(env5)
+        assert body[env5_at:env5_at + len(env5)] == env5
+        inner = bytearray(body)
+        inner[env5_at + len(env5) // 2] ^= 1
+        with pytest.raises(goenv.InvalidArgument, match="env 5: .*checksum mismatch"):
+            venv.set_state(reseal_snapshot(bytes(inner)))
+        assert venv.get_state() == now
     finally:
         venv.close()
 
