@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 from fuzz_common import check_finite, checksum64, goenv, note, rich_graph, run
 
 GRAPH = rich_graph()

@@ -3,6 +3,7 @@ rerun after a file-format or env-state change): `python tests/fuzz/make_corpus.p
 
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
@@ -73,6 +74,7 @@ def main() -> None:
         write("onnx_import", f"structured-{i}", bytes([2 * i + 1]) + rng.bytes(48 * (i + 1)))
     labels()
     checkpoints()
+    converter()
 
 
 def labels() -> None:
@@ -106,6 +108,31 @@ def checkpoints() -> None:
     ppo.train(ENV, total_steps=2, progress=False)
     write("checkpoint", "ppo-trained", ppo._agent.to_bytes())
     write("checkpoint", "no-policy", goenv.agents.PPO(hidden=8)._agent.to_bytes())
+
+
+
+def converter() -> None:
+    """Legacy checkpoints: a small module of two tensors (whole file, and as data.pkl for formats 1
+    and 2, stored and deflated), and the data.pkl of the real format-2 file in tests/python/data."""
+    import sys
+    import zipfile
+
+    from fuzz_convert import STORAGES
+
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from legacy_pickles import legacy_file, module, storage, tensor, whole
+
+    small = whole(module([("weight", tensor(storage("1", 16) + b"q\x00", 0, [4, 4], [4, 1])),
+                          ("bias", tensor(b"h\x00", 4, [1, 4], [0, 1]))]))
+    write("convert", "small-file", b"\x00" + legacy_file(small, STORAGES))
+    for flags in (1, 3, 7):
+        write("convert", f"small-pickle-{flags}", bytes([flags]) + small)
+    real = os.path.join(HERE, "..", "python", "data", "legacy", "go-placement-2dev-format2.agent")
+    with open(real, "rb") as f:
+        data = f.read()
+    header = int.from_bytes(data[16:24], "little")
+    with zipfile.ZipFile(io.BytesIO(data[24 + header + 16:])) as archive:
+        write("convert", "real-pickle", b"\x03" + archive.read("archive/data.pkl"))
 
 
 if __name__ == "__main__":
