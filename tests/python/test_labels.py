@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import goenv
-from goenv.labels import folder
+from goenv.labels import folder, tables
 from helpers import cache_switching
 
 pytest.importorskip("pyarrow")
@@ -553,7 +553,6 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
     """label_shard labels and writes on two threads: an error on either (labelling a graph or
     appending it) stops both, leaves no temporary or partial file, and the same call again
     finishes the folder byte-identical to a clean run."""
-    from goenv.labels import tables
 
     out = tmp_path / "l"
     if failing == "preparing":
@@ -922,6 +921,43 @@ def _shard_table(root, index: int, kind: str):
     return pq.read_table(root / folder.shard_file(kind, index))
 
 
+@pytest.mark.parametrize("task", ["placement", "joint"])
+def test_the_writers_write_exactly_the_declared_columns_and_types(graphs, tmp_path, task):
+    import pyarrow.parquet as pq
+
+    root = tmp_path / task
+    _label(graphs, root, task=task, decisions_per_graph=2)
+    for kind, declared in (("graphs", tables.GRAPH_TYPES), ("labels", tables.LABEL_TYPES)):
+        schema = pq.read_schema(root / folder.shard_file(kind, 0))
+        assert {field.name: tables._type_name(field.type) for field in schema} == declared
+
+
+def test_a_column_renamed_or_retyped_in_a_resealed_shard_is_refused_naming_it(graphs, tmp_path):
+    """Fuzz finding: a graphs shard whose 'default_fusion' was renamed by one byte raised
+    pyarrow's KeyError from decisions() of a placement dataset."""
+    import pyarrow as pa
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    original = _shard_table(root, 0, "graphs")
+    renamed = original.rename_columns(["default_fusioo" if n == "default_fusion" else n for n in original.column_names])
+    _reseal(root, 0, "graphs", renamed)
+    with pytest.raises(goenv.InvalidGraph, match="a column goenv does not write, 'default_fusioo'"):
+        goenv.datasets.open_labels(root).decisions(0)
+    _reseal(root, 0, "graphs", original.drop_columns(["default_fusion"]))
+    with pytest.raises(goenv.InvalidGraph, match="'fusion' is not decided in some rows, and their graphs have no"):
+        goenv.datasets.open_labels(root).decisions(0)
+    _reseal(root, 0, "graphs", original)
+    labels = _shard_table(root, 0, "labels")
+    retyped = labels.set_column(labels.column_names.index("runtime"), "runtime",
+                                labels.column("runtime").cast(pa.float32()))
+    _reseal(root, 0, "labels", retyped)
+    with pytest.raises(goenv.InvalidGraph, match="column 'runtime' is float, goenv writes double"):
+        goenv.datasets.open_labels(root).decisions(0)
+    with pytest.raises(goenv.InvalidGraph, match="runtime"):
+        goenv.datasets.open_labels(root).verify()
+
+
 def test_a_resealed_shard_of_many_constant_rows_is_refused_before_it_is_decoded(graphs, tmp_path):
     import pyarrow as pa
 
@@ -988,23 +1024,28 @@ def test_rows_that_disagree_with_their_graph_are_refused_on_read_and_by_verify(g
 
 
 def test_shards_whose_columns_differ_are_refused_when_read_as_one_table(graphs, tmp_path):
-    """Each shard reads alone, but labels.table() is one table: a resealed shard whose
-    node_features are nested lists instead of fixed-size ones is refused, naming it."""
+    """Each shard reads alone, but labels.table() is one table: a resealed shard without the
+    optional bytes_moved column is refused there, naming it; one whose node_features are nested
+    lists instead of fixed-size ones is not goenv's, and refused on read."""
     import pyarrow as pa
 
     root = tmp_path / "l"
     _label(graphs, root)
+    rows = _shard_table(root, 1, "labels")
+    _reseal(root, 1, "labels", rows.drop_columns(["bytes_moved"]))
+    labels = goenv.datasets.open_labels(root)
+    assert "bytes_moved" not in labels.decisions(2)  # alone, shard 1 (graphs 2 and 3) reads
+    with pytest.raises(goenv.InvalidGraph, match=r"labels-00001\.parquet: not the columns of shard 0: its columns"):
+        labels.table("labels")
+    assert labels.table("graphs").num_rows == len(labels)
     table = _shard_table(root, 1, "graphs")
     column = table.column("node_features").combine_chunks()
+    width = column.type.value_type.list_size
     nested = pa.ListArray.from_arrays(column.offsets, pa.ListArray.from_arrays(
-        pa.array(np.arange(0, len(column.values) * column.type.value_type.list_size + 1,
-                           column.type.value_type.list_size, dtype=np.int32)), column.values.flatten()))
+        pa.array(np.arange(0, len(column.values) * width + 1, width, dtype=np.int32)), column.values.flatten()))
     _reseal(root, 1, "graphs", table.set_column(table.column_names.index("node_features"), "node_features", nested))
-    labels = goenv.datasets.open_labels(root)
-    assert labels.graph(len(labels) - 1)["node_features"].ndim == 2  # alone, the shard reads
-    with pytest.raises(goenv.InvalidGraph, match=r"graphs-00001\.parquet: not the columns of shard 0: 'node_features'"):
-        labels.table("graphs")
-    assert labels.table("labels").num_rows == labels.num_decisions
+    with pytest.raises(goenv.InvalidGraph, match="column 'node_features' is list<list<float>>, goenv writes"):
+        goenv.datasets.open_labels(root).graph(2)
 
 
 def test_tpugraphs_export_refuses_what_its_arrays_cannot_hold_before_writing(graphs, tmp_path):

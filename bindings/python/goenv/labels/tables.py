@@ -65,6 +65,24 @@ EDGE_COLUMNS = ("edge_src", "edge_dst", "edge_bytes")
 GRAPH_COLUMNS = ("graph_id", "num_nodes", "num_edges", "num_devices", *EDGE_COLUMNS)
 LABEL_COLUMNS = ("graph_id", "decision", "runtime", "oom", "invalid", "peak_memory", "device_busy", *HEADS,
                  "start", "finish")
+# Every column goenv writes, with its Arrow type as _type_name renders it (a list by its values'
+# type, whatever their nullability): a file with another column, or another type, is refused
+# before a reader touches its values. tests/python/test_labels.py holds the writers to it.
+GRAPH_TYPES = {
+    "graph_id": "int64", "name": "string", "family": "string", "params": "string", "split": "string",
+    "cluster": "string", "num_nodes": "int64", "num_edges": "int64", "num_devices": "int32",
+    "lower_bound": "double", "default_runtime": "double", "op_type": "list<int16>", "flops": "list<double>",
+    "output_bytes": "list<int64>", "param_bytes": "list<int64>", "colocation": "list<int32>",
+    "edge_src": "list<int32>", "edge_dst": "list<int32>", "edge_bytes": "list<int64>",
+    "node_features": "list<fixed_size_list<float>>",
+    **{f"default_{head}": f"list<{np.dtype(dtype).name}>" for head, dtype in HEAD_TYPES}, "graph": "binary",
+}
+LABEL_TYPES = {
+    "graph_id": "int64", "decision": "int32", "source": "string", "runtime": "double", "oom": "bool",
+    "invalid": "bool", "bytes_moved": "double", "peak_memory": "list<double>", "device_busy": "list<double>",
+    **{head: f"list<{np.dtype(dtype).name}>" for head, dtype in HEAD_TYPES}, "start": "list<float>",
+    "finish": "list<float>",
+}
 
 
 def _compression(schema) -> dict[str, str]:
@@ -291,7 +309,7 @@ def check_graphs(table, first: int, what: str) -> None:
     """The graphs table's rows against themselves: graph ids first, first+1, ...; every per-node
     list num_nodes long, every per-edge list num_edges long, edges inside the graph."""
     bad = _refusal(what)
-    columns = _columns(table, GRAPH_COLUMNS, what)
+    columns = _columns(table, GRAPH_COLUMNS, GRAPH_TYPES, what)
     ids = _values(table, "graph_id")
     if not np.array_equal(ids, np.arange(first, first + len(ids))):
         raise bad(f"graph ids are not {first}..{first + len(ids) - 1} in order")
@@ -313,8 +331,11 @@ def check_labels(table, graphs, first: int, k: int, what: str) -> None:
     range, levels >= 0, runtimes finite and >= 0 but where the decision ran out of memory or
     is invalid."""
     bad = _refusal(what)
-    _columns(table, LABEL_COLUMNS, what)
+    _columns(table, LABEL_COLUMNS, LABEL_TYPES, what)
     count = graphs.num_rows
+    for name in HEADS:  # a head the task does not decide (null) keeps the graph's default
+        if table.column(name).null_count and f"default_{name}" not in graphs.column_names:
+            raise bad(f"{name!r} is not decided in some rows, and their graphs have no 'default_{name}'")
     if table.num_rows != count * k:
         raise bad(f"{table.num_rows} rows for {count} graphs of {k} decisions")
     if not np.array_equal(_values(table, "graph_id"), np.repeat(np.arange(first, first + count), k)) or \
@@ -341,13 +362,30 @@ def _refusal(what: str):
     return lambda message: InvalidGraph(f"{what}: {message}")
 
 
-def _columns(table, required: tuple[str, ...], what: str) -> set[str]:
-    """The table's column names, after checking it has every required one."""
+def _columns(table, required: tuple[str, ...], types: dict[str, str], what: str) -> set[str]:
+    """The table's column names, after checking it has every required one and only columns of
+    `types`, each of its type."""
+    bad = _refusal(what)
     columns = set(table.column_names)
     missing = [name for name in required if name not in columns]
     if missing:
-        raise _refusal(what)(f"no column {missing[0]!r}")
+        raise bad(f"no column {missing[0]!r}")
+    for field in table.schema:
+        if field.name not in types:
+            raise bad(f"a column goenv does not write, {field.name[:80]!r}")
+        if _type_name(field.type) != types[field.name]:
+            raise bad(f"column {field.name!r} is {_type_name(field.type)}, goenv writes {types[field.name]}")
     return columns
+
+
+def _type_name(kind) -> str:
+    """An Arrow type without field names, nullability or sizes: int64, list<int16>, ..."""
+    pa = pyarrow()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return f"list<{_type_name(kind.value_type)}>"
+    if pa.types.is_fixed_size_list(kind):
+        return f"fixed_size_list<{_type_name(kind.value_type)}>"
+    return str(kind)
 
 
 def _values(table, name: str) -> np.ndarray:
