@@ -171,6 +171,15 @@ def test_many_values_are_refused_at_the_limit(body, tmp_path):
     assert f"more than {legacy_archive.MAX_VALUES} values" in error and "archive/data.pkl at byte" in error
 
 
+def test_a_name_that_is_a_lone_surrogate_is_refused_as_invalid_argument():
+    """Outside-probe finding: a parameter named by UTF-8-encoded lone surrogate (ED B0 80), which
+    the pickle reads, raised UnicodeEncodeError when the converted checkpoint was written."""
+    name = b"\xed\xb0\x80ght"
+    body = (glob("__torch__", "Module") + b")\x81}(" + b"X" + struct.pack("<I", len(name)) + name
+            + tensor(storage("0", 4) + b"q\x00", 0, [4], [1]) + b"ub")
+    refused(legacy_file(whole(body), {"0": floats(4)}), "not valid UTF-8")
+
+
 @pytest.mark.parametrize("name, body", [
     ("modules", b"".join([glob("__torch__", "Module") + b")\x81}(" + text("a")] * 5_000) + b"N" + b"ub" * 5_000),
     ("a persistent id", b")" + b"\x85" * 100_000 + b"Q"),

@@ -898,6 +898,55 @@ def test_a_manifest_that_claims_a_huge_count_or_lacks_num_shards_is_refused_chea
     assert goenv.datasets.open_labels(root).decisions(0)["runtime"].shape == (24,)  # derived, not required
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("task"), "config has no 'task'"),
+    (lambda c: c.update(task=["x"]), "config's 'task' is"),
+    (lambda c: c.update(sampler={"a": 1}), "config's 'sampler' is"),
+    (lambda c: c.update(seed=-1), "config's 'seed' is"),
+    (lambda c: c.update(agent_sha256="evil"), "config's 'agent_sha256' is"),
+])
+def test_a_manifest_config_label_never_writes_is_refused(graphs, tmp_path, change, message):
+    """Outside-probe finding: without config.task a dataset opened and repr() raised KeyError;
+    task ["x"] passed verify and export."""
+    root = tmp_path / "l"
+    _label(graphs, root, decisions_per_graph=2)
+    manifest = json.loads((root / "manifest.json").read_text())
+    change(manifest["config"])
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(goenv.InvalidGraph, match=message):
+        goenv.datasets.open_labels(root)
+
+
+def test_graph_columns_that_disagree_with_the_rows_graph_are_refused(graphs, tmp_path):
+    """Outside-probe finding: a row's stored goenv graph swapped for another, its edge columns
+    swapped, or node_features narrower than the features it names, passed open, read and verify."""
+    import pyarrow as pa
+
+    root = tmp_path / "l"
+    _label(graphs, root, decisions_per_graph=2)
+    original = _shard_table(root, 0, "graphs")
+    other = goenv.datasets.load("inception").to_bytes()
+    swapped = original.set_column(original.column_names.index("graph"), "graph",
+                                  pa.array([other] + original.column("graph").to_pylist()[1:], pa.binary()))
+    reversed_edges = original.rename_columns(
+        [{"edge_src": "edge_dst", "edge_dst": "edge_src"}.get(n, n) for n in original.column_names])
+    column = original.column("node_features").combine_chunks()
+    narrow = pa.ListArray.from_arrays(column.offsets, pa.FixedSizeListArray.from_arrays(
+        column.values.flatten().slice(0, len(column.values) * 3), 3))
+    narrowed = original.set_column(original.column_names.index("node_features"), "node_features", narrow)
+    params = original.set_column(original.column_names.index("params"), "params",
+                                 pa.array(['{"a" 1}'] + original.column("params").to_pylist()[1:], pa.string()))
+    for table, message in ((params, "row 0's 'params' is not a JSON object"),  # a fuzz finding: JSONDecodeError
+                           (swapped, "row 0's 'num_nodes' is not its graph's"),
+                           (reversed_edges, "row 0's 'edge_src' is not its graph's"),
+                           (narrowed, "node_features are 3 wide, the schema names")):
+        _reseal(root, 0, "graphs", table)
+        with pytest.raises(goenv.InvalidGraph, match=message):
+            goenv.datasets.open_labels(root).graph(0)
+        with pytest.raises(goenv.InvalidGraph, match=message):
+            goenv.datasets.open_labels(root).verify()
+
+
 def _reseal(root, index: int, kind: str, table, **record_changes) -> None:
     """Writes `table` as shard `index`'s `kind` file and seals it in the manifest as goenv would
     (size and SHA-256): only the rows checks can then catch what the table holds."""

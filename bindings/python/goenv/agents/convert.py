@@ -144,6 +144,12 @@ def convert_bytes(data: bytes) -> bytes:
 
     try:
         metadata, arrays = legacy_contents(data)
+        for text in (*metadata, *metadata.values(), *arrays):
+            if not text.isascii():
+                try:  # a pickle may hold lone surrogates; a checkpoint's names and values are UTF-8
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(f"a name or value in the archive is not valid UTF-8 ({text[:80]!r})") from None
     except (ValueError, KeyError, UnicodeDecodeError, struct.error, zipfile.BadZipFile, zipfile.LargeZipFile,
             pickle.UnpicklingError, EOFError, TypeError, AttributeError, IndexError, OverflowError,
             NotImplementedError, zlib.error) as error:

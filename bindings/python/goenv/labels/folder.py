@@ -228,6 +228,7 @@ def read_manifest(root: str) -> dict:
     k = manifest["config"].get("decisions_per_graph")
     if not is_count(k, 1):
         raise bad("config's 'decisions_per_graph' is not an integer >= 1")
+    _check_config(manifest["config"], bad)
     seen = set()
     for record in manifest["shards"]:
         if not isinstance(record, dict) or not all(is_count(record.get(k)) for k in ("index", "first", "count",
@@ -252,6 +253,23 @@ def read_manifest(root: str) -> dict:
                                                          and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
                 raise bad(f"shard record {index} has no size or SHA-256 for its {kind} file")
     return manifest
+
+
+def _check_config(config: dict, bad) -> None:
+    """The labelling options a reader uses or reports, as label() writes them (older formats lack
+    the last few)."""
+    for key in ("task", "sampler", "seed", "cluster"):
+        if key not in config:
+            raise bad(f"config has no {key!r}")
+    if config["task"] not in _core.task_names():
+        raise bad(f"config's 'task' is {str(config.get('task'))[:40]!r}, not one of {', '.join(_core.task_names())}")
+    checks = {"sampler": lambda v: v in decisions.SAMPLERS, "cluster": lambda v: v is None or isinstance(v, str),
+              "seed": lambda v: is_count(v), "max_moves": lambda v: is_count(v),
+              "max_fusion_size": lambda v: is_count(v, 1), "fusion_rules": lambda v: is_count(v, 1),
+              "agent_sha256": lambda v: v is None or (isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v))}
+    for key, valid in checks.items():
+        if key in config and not valid(config[key]):
+            raise bad(f"config's {key!r} is {str(config[key])[:40]!r}, which label() never writes")
 
 
 def _matches(root: str, entry: dict) -> bool:

@@ -323,6 +323,53 @@ def check_graphs(table, first: int, what: str) -> None:
     for name in ("edge_src", "edge_dst"):
         if not _within(table, name, 0, np.repeat(nodes, edges)):
             raise bad(f"an edge's {name!r} is not a node of its graph")
+    for row, params in enumerate(table.column("params").to_pylist() if "params" in columns else ()):
+        try:
+            if not isinstance(json.loads(params), dict):
+                raise ValueError("not an object")
+        except ValueError as error:  # JSONDecodeError included
+            raise bad(f"row {row}'s 'params' is not a JSON object ({error})") from None
+    names = (table.schema.metadata or {}).get(b"node_feature_names")
+    if "node_features" in columns and names is not None:
+        width = table.schema.field("node_features").type.value_type.list_size
+        try:
+            named = len(json.loads(names))
+        except (ValueError, TypeError):
+            named = None
+        if named != width:
+            raise bad(f"node_features are {width} wide, the schema names {named} features")
+    if "graph" in columns:
+        _check_against_graphs(table, columns, bad)
+
+
+# The graph columns that repeat the row's goenv graph, and the Graph attribute each repeats.
+_REPEATED = {"num_nodes": "num_nodes", "num_edges": "num_edges", "op_type": "op_types", "flops": "flops",
+             "output_bytes": "output_bytes", "param_bytes": "param_bytes", "colocation": "colocation",
+             "edge_bytes": "edge_bytes"}
+
+
+def _check_against_graphs(table, columns: set[str], bad) -> None:
+    """Each row's columns against the goenv graph it stores: a column edited alone (or a graph
+    swapped for another) is refused, so a reader never sees two graphs in one row."""
+    rows = {name: _per_row(table, name) for name in (*_REPEATED, "edge_src", "edge_dst") if name in columns}
+    for row, data in enumerate(table.column("graph").to_pylist()):
+        graph = _core.Graph.from_bytes(data)
+        for name, values in rows.items():
+            mine = graph.edge_index[int(name == "edge_dst")] if name in ("edge_src", "edge_dst") else \
+                getattr(graph, _REPEATED[name])
+            if not np.array_equal(np.asarray(mine), values[row]):
+                raise bad(f"row {row}'s {name!r} is not its graph's")
+
+
+def _per_row(table, name: str) -> list:
+    """The column's values row by row: a scalar, or a list's values as an array."""
+    column = table.column(name).combine_chunks()
+    if not hasattr(column, "offsets"):
+        return column.to_numpy(zero_copy_only=False)
+    offsets = column.offsets.to_numpy()
+    offsets = offsets - offsets[0]
+    values = column.flatten().to_numpy(zero_copy_only=False)
+    return [values[offsets[i]:offsets[i + 1]] for i in range(len(column))]
 
 
 def check_labels(table, graphs, first: int, k: int, what: str) -> None:
