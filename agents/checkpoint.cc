@@ -320,7 +320,11 @@ Model read(const Checkpoint& c, const std::string& bytes) {
   for (const auto& p : parameters) {
     if (!c.file.tensors.count("adam." + p.key() + ".step")) continue;
     auto state = std::make_unique<torch::optim::AdamParamState>();
-    state->step(load("adam." + p.key() + ".step").item<std::int64_t>());
+    const std::int64_t step = load("adam." + p.key() + ".step").item<std::int64_t>();
+    // Adam's bias correction divides by 1 - beta^step: a negative or overflowing count is NaN.
+    GOENV_CHECK(step >= 0 && step <= (std::int64_t{1} << 53), InvalidArgument,
+                "corrupt agent checkpoint: Adam's step count of '" << p.key() << "' is " << step << ", not in [0, 2^53]");
+    state->step(step);
     state->exp_avg(values("adam." + p.key() + ".exp_avg").to(fresh.device));
     state->exp_avg_sq(values("adam." + p.key() + ".exp_avg_sq").to(fresh.device));
     fresh.optimizer->state()[p.value().unsafeGetTensorImpl()] = std::move(state);

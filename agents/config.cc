@@ -185,6 +185,10 @@ AgentConfig config_from_text(const std::map<std::string, std::string>& text) {
   return config;
 }
 
+namespace {
+bool in_range(double x, double low, double high) { return x >= low && x <= high; }  // false for NaN
+}  // namespace
+
 void validate(const AgentConfig& c) {
   GOENV_CHECK(c.algorithm == "ppo" || c.algorithm == "go", InvalidArgument,
               "algorithm must be 'ppo' or 'go', got '" << c.algorithm << "'");
@@ -198,25 +202,34 @@ void validate(const AgentConfig& c) {
               "attention_layers must be in [0, 64], got " << c.attention_layers);
   GOENV_CHECK(c.attention_heads >= 1 && c.hidden % c.attention_heads == 0, InvalidArgument,
               "attention_heads must be >= 1 and divide hidden=" << c.hidden << ", got " << c.attention_heads);
-  GOENV_CHECK(c.segment_length >= 1, InvalidArgument, "segment_length must be >= 1, got " << c.segment_length);
-  GOENV_CHECK(c.learning_rate > 0, InvalidArgument, "learning_rate must be > 0, got " << c.learning_rate);
-  GOENV_CHECK(c.clip > 0, InvalidArgument, "clip must be > 0, got " << c.clip);
-  GOENV_CHECK(c.value_coef >= 0 && c.entropy_coef >= 0 && c.max_grad_norm >= 0, InvalidArgument,
-              "value_coef, entropy_coef and max_grad_norm must be >= 0");
+  // Every count and coefficient has an upper bound too: a checkpoint carries them, and a file
+  // must not make training loop for ever or overflow (docs/limits.md).
+  GOENV_CHECK(c.segment_length >= 1 && c.segment_length <= (1 << 24), InvalidArgument,
+              "segment_length must be in [1, 16777216], got " << c.segment_length);
+  GOENV_CHECK(c.learning_rate > 0 && c.learning_rate <= 10, InvalidArgument,
+              "learning_rate must be in (0, 10], got " << c.learning_rate);
+  GOENV_CHECK(c.clip > 0 && c.clip <= 10, InvalidArgument, "clip must be in (0, 10], got " << c.clip);
+  GOENV_CHECK(
+      in_range(c.value_coef, 0, 1e3) && in_range(c.entropy_coef, 0, 1e3) && in_range(c.max_grad_norm, 0, 1e6),
+      InvalidArgument, "value_coef and entropy_coef must be in [0, 1000], max_grad_norm in [0, 1e6]");
   GOENV_CHECK(c.gamma >= 0 && c.gamma <= 1 && c.gae_lambda >= 0 && c.gae_lambda <= 1, InvalidArgument,
               "gamma and gae_lambda must be in [0, 1], got " << c.gamma << " and " << c.gae_lambda);
-  GOENV_CHECK(c.epochs >= 1 && c.minibatches >= 1, InvalidArgument, "epochs and minibatches must be >= 1");
+  GOENV_CHECK(c.epochs >= 1 && c.epochs <= 1000 && c.minibatches >= 1 && c.minibatches <= 65536, InvalidArgument,
+              "epochs must be in [1, 1000] and minibatches in [1, 65536], got " << c.epochs << " and " << c.minibatches);
   GOENV_CHECK(c.envs_per_graph >= 1 && c.envs_per_graph <= 4096, InvalidArgument,
               "envs_per_graph must be in [1, 4096], got " << c.envs_per_graph);
-  GOENV_CHECK(c.rollout_length >= 0 && c.graphs_per_update >= 0, InvalidArgument,
-              "rollout_length and graphs_per_update must be >= 0");
-  GOENV_CHECK(c.target_kl >= 0, InvalidArgument, "target_kl must be >= 0, got " << c.target_kl);
-  GOENV_CHECK(c.entropy_coef_final == -1 || c.entropy_coef_final >= 0, InvalidArgument,
-              "entropy_coef_final must be >= 0 or -1 (no decay), got " << c.entropy_coef_final);
+  GOENV_CHECK(c.rollout_length >= 0 && c.rollout_length <= (1 << 24) && c.graphs_per_update >= 0 &&
+                  c.graphs_per_update <= (1 << 24),
+              InvalidArgument, "rollout_length and graphs_per_update must be in [0, 16777216]");
+  GOENV_CHECK(in_range(c.target_kl, 0, 1e3), InvalidArgument, "target_kl must be in [0, 1000], got " << c.target_kl);
+  GOENV_CHECK(c.entropy_coef_final == -1 || in_range(c.entropy_coef_final, 0, 1e3), InvalidArgument,
+              "entropy_coef_final must be in [0, 1000] or -1 (no decay), got " << c.entropy_coef_final);
   GOENV_CHECK(c.entropy_decay_steps >= 0 && c.teacher_decay_steps >= 0, InvalidArgument,
               "entropy_decay_steps and teacher_decay_steps must be >= 0");
-  GOENV_CHECK(c.imitation_flips >= 0, InvalidArgument, "imitation_flips must be >= 0, got " << c.imitation_flips);
-  GOENV_CHECK(c.teacher_coef >= 0, InvalidArgument, "teacher_coef must be >= 0, got " << c.teacher_coef);
+  GOENV_CHECK(in_range(c.imitation_flips, 0, 1e6), InvalidArgument,
+              "imitation_flips must be in [0, 1e6], got " << c.imitation_flips);
+  GOENV_CHECK(in_range(c.teacher_coef, 0, 1e3), InvalidArgument,
+              "teacher_coef must be in [0, 1000], got " << c.teacher_coef);
   const std::vector<std::string> baselines = baseline_names();  // of any task: imitate() checks the env's
   GOENV_CHECK(c.teacher == "best" || std::find(baselines.begin(), baselines.end(), c.teacher) != baselines.end(),
               InvalidArgument, "teacher must be 'best' or a baseline's name (goenv.baselines.list()), got '"

@@ -170,6 +170,14 @@ void finish_step(Model& model, std::int64_t step, double loss_sum, double accura
                  std::chrono::steady_clock::time_point start, ImitationMetrics& metrics) {
   if (model.config.max_grad_norm > 0)
     torch::nn::utils::clip_grad_norm_(model.policy->parameters(), model.config.max_grad_norm);
+  // A diverged loss (from extreme weights) would write NaN into every weight: the step is not taken.
+  std::vector<torch::Tensor> finite;
+  for (const auto& p : model.policy->parameters())
+    if (p.grad().defined()) finite.push_back(p.grad().isfinite().all());
+  GOENV_CHECK(finite.empty() || torch::stack(finite).all().item<bool>(), InvalidArgument,
+              "training diverged at step " << step << ": a gradient is not finite, so the step was not taken "
+                                           << "(the weights are those before it). Lower the learning rate, or start "
+                                           << "from moderate weights");
   model.optimizer->step();
   ++model.weights.version;
   metrics.step = step;

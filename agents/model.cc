@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -99,6 +101,16 @@ Model::Model(AgentConfig c) : config(std::move(c)) {
 }
 
 void Model::build(const PolicySpec& s) {
+  // Options are settings a checkpoint may carry: the policy they describe is capped by the
+  // machine (its parameters, gradients and Adam's two moments, 16 bytes a parameter), so a
+  // small file cannot make the first act() or train() allocate more than the memory there is.
+  const std::uint64_t parameters = policy_parameters(config, s);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double machine = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  GOENV_CHECK(machine == 0 || 16.0 * static_cast<double>(parameters) <= machine, InvalidArgument,
+              "the options describe a policy of " << parameters << " parameters ("
+                  << 16.0 * static_cast<double>(parameters) / 1e9 << " GB with its gradients and Adam's moments); "
+                  << "this machine has " << machine / 1e9 << " GB: lower hidden or the layer counts");
   Policy p = make_policy(config, s);
   p->to(device);
   policy = std::move(p);

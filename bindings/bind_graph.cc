@@ -42,7 +42,13 @@ std::vector<std::int32_t> op_type_column(py::handle op_type, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     py::object x = seq[i];
     if (py::isinstance<py::str>(x)) {
-      ids[i] = op_type_id(x.cast<std::string>());
+      std::string text;
+      try {
+        text = x.cast<std::string>();
+      } catch (const py::cast_error&) {  // a lone surrogate: not encodable as UTF-8
+        GOENV_FAIL(InvalidArgument, "op_type[" << i << "] is not UTF-8 text: " << std::string(py::repr(x)));
+      }
+      ids[i] = op_type_id(text);
     } else {
       const bool whole = !py::isinstance<py::bool_>(x) && PyIndex_Check(x.ptr());  // int or numpy integer
       GOENV_CHECK(whole, InvalidArgument,
@@ -132,11 +138,24 @@ GraphPtr from_arrays(py::handle edge_index, py::handle flops, py::handle output_
     GOENV_CHECK(static_cast<std::int64_t>(py::len(names)) == n, InvalidArgument, "names must have " << n << " entries");
   for (std::int64_t v = 0; v < n; ++v) {
     NodeSpec& s = nodes[v];
-    try {
-      s.name = names.is_none() ? "n" + std::to_string(v)
-                               : std::string(py::str(py::reinterpret_borrow<py::sequence>(names)[v]));
-    } catch (const py::error_already_set& e) {  // e.g. a lone surrogate: not encodable as UTF-8
-      GOENV_FAIL(InvalidGraph, "names[" << v << "] is not UTF-8 text: " << e.what());
+    if (names.is_none()) {
+      s.name = "n" + std::to_string(v);
+    } else {
+      // The length is checked on Python's UTF-8 view before anything is copied: 4,000 references
+      // to one long string must not cost 4,000 copies before the limit refuses them.
+      Py_ssize_t size = 0;
+      const char* utf8 = nullptr;
+      py::str text;  // holds the UTF-8 view below
+      try {
+        text = py::str(py::reinterpret_borrow<py::sequence>(names)[v]);
+        utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);  // cached in the str object, not copied
+        if (utf8 == nullptr) throw py::error_already_set();
+      } catch (const py::error_already_set& e) {  // e.g. a lone surrogate: not encodable as UTF-8
+        GOENV_FAIL(InvalidGraph, "names[" << v << "] is not UTF-8 text: " << e.what());
+      }
+      GOENV_CHECK(static_cast<std::size_t>(size) <= kMaxNameBytes, InvalidGraph,
+                  "names[" << v << "] is " << size << " bytes of UTF-8, at most " << kMaxNameBytes);
+      s.name.assign(utf8, static_cast<std::size_t>(size));
     }
     s.op_type = ops[v];
     s.flops = flops_column.at(v);

@@ -131,6 +131,14 @@ open(path, "w").write("[" * (64 << 20))
 size = os.path.getsize(path)
 def read(): goenv.Graph.load(path)
 """),
+    ("graph JSON", "5 million empty names (a graph of 1 node)", "", """
+path = os.path.join(work, "names.json")
+graph = json.loads(goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.ones(1)).to_json())
+graph["graph"]["names"] = [""] * 5_000_000
+open(path, "w").write(json.dumps(graph))
+size = os.path.getsize(path)
+def read(): goenv.Graph.load(path)
+"""),
     ("Graph.from_arrays", "a broadcast flops array claiming 2e8 nodes (8 bytes)", "", """
 flops = np.broadcast_to(np.float64(1.0), (200_000_000,))
 size = 8

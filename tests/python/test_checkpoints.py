@@ -247,6 +247,82 @@ def test_an_agent_saved_on_a_gpu_loads_on_the_cpu_with_device_cpu(saved, tmp_pat
     np.testing.assert_array_equal(agent.weights, before)
 
 
+@pytest.mark.parametrize("option, value", [("minibatches", 2**31 - 1), ("epochs", 10**9), ("learning_rate", 1e308),
+                                           ("max_grad_norm", 1e308)])
+def test_options_a_checkpoint_carries_are_bounded_above(saved, tmp_path, option, value):
+    """Outside-probe finding: the header's options (outside the data's checksum) had no upper
+    bound, so a file could make train() loop for ever or overflow its update."""
+    env, agent, data = saved
+    path = tmp_path / "options.agent"
+    path.write_bytes(crafted(data, lambda h, b: h["__metadata__"].__setitem__(f"config.{option}", repr(value))))
+    with pytest.raises(goenv.InvalidArgument, match=option):
+        agents.load(path)
+    with pytest.raises(goenv.InvalidArgument, match=option):
+        agents.GO(**{option: value})
+
+
+def test_a_policy_less_checkpoint_cannot_ask_for_a_policy_the_machine_cannot_hold(tmp_path):
+    """Outside-probe finding: a 1.3 KB checkpoint without a policy, whose options describe a huge
+    one, loaded, and the first evaluate() tried to allocate it."""
+    path = tmp_path / "huge.agent"
+    agents.GO(hidden=4096, sage_layers=64, attention_layers=64, attention_heads=4).save(path)
+    assert path.stat().st_size < 64 << 10
+    loaded = agents.load(path)
+    with pytest.raises(goenv.InvalidArgument, match="describe a policy of .* this machine has"):
+        loaded.evaluate(placement_env())
+
+
+def hash_bytes(data: bytes) -> int:
+    """core/hash.h's hash_bytes (splitmix64 over 64-bit words, FNV over the tail): the checksum a
+    checkpoint's metadata holds of its tensor data."""
+    mask = 2**64 - 1
+
+    def mix(x: int) -> int:
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+        return x ^ (x >> 31)
+
+    h, words = 1469598103934665603, len(data) // 8
+    for word in np.frombuffer(data, "<u8", count=words).tolist():
+        h = mix(h ^ word)
+    for byte in data[words * 8:]:
+        h = ((h ^ byte) * 1099511628211) & mask
+    return mix(h ^ len(data))
+
+
+@pytest.mark.parametrize("step", [-1, 2**63 - 1])
+def test_an_adam_step_count_out_of_range_is_refused_even_resealed(saved, tmp_path, step):
+    """Outside-probe finding: a resealed step count of -1 or INT64_MAX loaded, and one imitate()
+    step then made every weight NaN."""
+    env, agent, data = saved
+
+    def change(header, body):
+        name = first(header, "adam.")
+        name = name[:name.rindex(".")] + ".step"
+        start, _ = header[name]["data_offsets"]
+        body = body[:start] + struct.pack("<q", step) + body[start + 8:]
+        header["__metadata__"]["checksum"] = format(hash_bytes(body), "x")
+        return join(header, body)
+
+    path = tmp_path / "adam.agent"
+    path.write_bytes(crafted(data, change))
+    with pytest.raises(goenv.InvalidArgument, match="Adam's step count"):
+        agents.load(path)
+
+
+def test_training_that_diverges_raises_and_keeps_the_weights(saved):
+    """Outside-probe finding: weights within the load bound (1e6) made one imitate() step write NaN
+    into every weight; now the step is not taken and training says why."""
+    env, agent, data = saved
+    diverging = agents.load_bytes(data)
+    weights = np.full_like(np.array(diverging.weights), 1e6)
+    diverging.set_weights(weights, diverging.weights_version)
+    with pytest.raises(goenv.InvalidArgument, match="training diverged"):
+        diverging.imitate(env, steps=1, progress=False)
+    np.testing.assert_array_equal(diverging.weights, weights)
+
+
 @pytest.mark.parametrize("value", [1e30, -2e6])  # finite: set_weights refuses NaN and inf itself
 def test_weights_that_would_overflow_a_forward_pass_are_refused_on_load(saved, tmp_path, value):
     env, agent, data = saved

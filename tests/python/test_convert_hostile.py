@@ -171,6 +171,13 @@ def test_many_values_are_refused_at_the_limit(body, tmp_path):
     assert f"more than {legacy_archive.MAX_VALUES} values" in error and "archive/data.pkl at byte" in error
 
 
+def test_a_dict_keyed_by_integers_is_refused_before_its_keys_can_collide():
+    """Outside-probe finding: 49,000 integer keys of equal hash cost 48 s of dict inserts."""
+    keys = b"".join(integer(k) + integer(0) for k in range(3))
+    body = glob("__torch__", "Module") + b")\x81}(" + text("d") + b"}(" + keys + b"u" + b"ub"
+    refused(legacy_file(whole(body)), "a dict key of type int, not a name")
+
+
 def test_a_name_that_is_a_lone_surrogate_is_refused_as_invalid_argument():
     """Outside-probe finding: a parameter named by UTF-8-encoded lone surrogate (ED B0 80), which
     the pickle reads, raised UnicodeEncodeError when the converted checkpoint was written."""

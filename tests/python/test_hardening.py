@@ -823,6 +823,22 @@ def test_decisions_beyond_int32_are_refused_with_their_value_not_wrapped():
     assert env.reset(seed=0)[1]["runtime"] > 0  # the env is usable after the refusals
 
 
+def test_a_long_name_is_refused_before_it_is_copied():
+    """Outside-probe finding: 4,000 references to one 1 MiB name took +4 GB before the name limit
+    refused them (every name was copied first)."""
+    long_name, n = "x" * (1 << 20), 4000
+    before = max_rss_mb()
+    with pytest.raises(goenv.InvalidGraph, match=r"names\[0\] is 1048576 bytes of UTF-8, at most 4096"):
+        goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.ones(n), names=[long_name] * n)
+    assert max_rss_mb() - before < 100
+
+
+def test_an_op_type_that_is_not_utf8_is_invalid_argument():
+    """Outside-probe finding: a lone surrogate raised pybind11's RuntimeError."""
+    with pytest.raises(goenv.InvalidArgument, match=r"op_type\[0\] is not UTF-8 text"):
+        goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.ones(1), op_type=["\udc00"])
+
+
 def test_broadcast_arrays_that_claim_too_many_nodes_or_edges_cost_nothing_to_refuse():
     """A stride-0 view claims millions of entries in a few bytes: its size is refused from its
     shape, before any conversion copies it."""

@@ -310,10 +310,10 @@ class _PickleReader:
             self.fail("items set on something that is not a dict")
         self.fill(target, items)
         for key, value in zip(items[::2], items[1::2]):
-            try:
-                target[key] = value
-            except TypeError:
-                self.fail(f"a dict key of type {type(key).__name__}")
+            # torch writes names; other keys (integers whose hashes collide) could cost quadratic time
+            if not isinstance(key, str):
+                self.fail(f"a dict key of type {type(key).__name__}, not a name")
+            target[key] = value
 
     def call(self, callable_, args):
         if not isinstance(callable_, _Global) or not isinstance(args, tuple):
