@@ -192,6 +192,38 @@ size = len(data)
 del data
 def read(): read_everything()
 """),
+    ("labelled dataset", "6 million constant rows whose Parquet footer says they decode to 1 byte, resealed", LABELS,
+     """
+rows, k = 6_000_000, 1_500_000  # shard 0: 4 graphs x k decisions, as the edited manifest says
+lists = pa.ListArray.from_arrays(pa.array(np.arange(0, 16 * rows + 1, 16, dtype=np.int32)),
+                                 pa.array(np.zeros(16 * rows)))
+shard = os.path.join(root, folder.shard_file("labels", 0))
+pq.write_table(pa.table({"graph_id": pa.array(np.zeros(rows, np.int64)), "peak_memory": lists}), shard,
+               row_group_size=rows)
+del lists
+data = open(shard, "rb").read()
+declared = pq.ParquetFile(shard).metadata.row_group(0).total_byte_size
+
+def varint(n):  # Thrift's compact protocol: a zigzag varint after field header 0x16 (i64 field 3)
+    n, out = (n << 1) ^ (n >> 63), bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+footer_size = struct.unpack("<I", data[-8:-4])[0]
+footer = data[-8 - footer_size:-8].replace(b"\x16" + varint(declared), b"\x16" + varint(1), 1)
+data = data[:-8 - footer_size] + footer + struct.pack("<I", len(footer)) + b"PAR1"
+open(shard, "wb").write(data)
+manifest["config"]["decisions_per_graph"] = k
+for record in manifest["shards"]:
+    record["rows"] = record["count"] * k
+manifest["shards"][0]["files"]["labels"].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+open(manifest_path, "w").write(json.dumps(manifest))
+size = len(data)
+del data
+def read(): read_everything()
+"""),
     ("env snapshot", "placement-gnmt-8 after a step", ENV, "def read(): env.set_state(state)"),
     ("env snapshot", "the same with one flipped byte", ENV, """
 state = state[:100] + bytes([state[100] ^ 1]) + state[101:]

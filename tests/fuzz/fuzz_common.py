@@ -14,6 +14,7 @@ import os
 import re
 import struct
 import sys
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import local_goenv  # noqa: E402,F401  (GOENV_PACKAGE_DIR: fuzz a sanitizer-built goenv._core)
@@ -71,8 +72,12 @@ def check_finite(obs: dict, reward: float | None = None, info: dict | None = Non
 # code names its rejection site ("[core/graph.cc:123]") in every error; each
 # distinct site (and "accepted") calls its own instrumented function, which
 # libFuzzer sees as new coverage: inputs reaching new checks are kept and mutated.
+# The sites are capped: atheris's coverage counters are a fixed region, and a target whose
+# messages vary (the converter's name their byte offsets and fields) once filled it and died
+# with a "deadly signal" that was no goenv crash. Past the cap, keys share sites by hash.
 _SITES: dict[str, object] = {}
 _SITE = re.compile(r"\[([^\[\]]+:\d+)\]")
+MAX_SITES = 512
 
 
 def note(event: object) -> None:
@@ -81,6 +86,8 @@ def note(event: object) -> None:
 
     match = _SITE.search(str(event)) if isinstance(event, BaseException) else None
     key = match.group(1) if match else f"{type(event).__name__}:{event if isinstance(event, str) else ''}"
+    if key not in _SITES and len(_SITES) >= MAX_SITES:
+        key = list(_SITES)[zlib.crc32(key.encode("utf-8", "replace")) % MAX_SITES]
     site = _SITES.get(key)
     if site is None:
         namespace: dict = {}

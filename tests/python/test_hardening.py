@@ -644,17 +644,22 @@ def _tampered_values(size: int) -> list[bytes]:
     return [struct.pack("<d", v) * (size // 8) for v in doubles]
 
 
+def stepped_vector(b: int):
+    """(a vector env of b envs, nodes per env, its snapshot after one step, the last env's state
+    then, its snapshot one step later): the caller closes it."""
+    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=b, num_threads=2, horizon=4)
+    venv.reset(seed=0)
+    n = venv.single_action_space.shape[0]
+    venv.step(np.zeros((b, n), dtype=np.int64))
+    snapshot, last_env = venv.get_state(), venv.core.env_state(b - 1)
+    venv.step(np.ones((b, n), dtype=np.int64))
+    return venv, n, snapshot, last_env, venv.get_state()
+
+
 def test_vector_set_state_checks_every_env_before_changing_any():
     b = 3
-    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=b, num_threads=2, horizon=4)
+    venv, n, snapshot, last_env, now = stepped_vector(b)
     try:
-        venv.reset(seed=0)
-        n = venv.single_action_space.shape[0]
-        venv.step(np.zeros((b, n), dtype=np.int64))
-        snapshot = venv.get_state()
-        last_env = venv.core.env_state(b - 1)
-        venv.step(np.ones((b, n), dtype=np.int64))
-        now = venv.get_state()
         body = snapshot[:-8]  # edits are resealed: the checks behind the checksums are what refuse them
         tail = 32 + 21 * b  # autoreset (u64 + B), seed and episode (u64 + 8B each), episode_steps (u64 + 4B)
         last_env_end = len(body) - tail
@@ -683,15 +688,8 @@ def test_vector_set_state_checks_every_env_before_changing_any():
 
 def test_a_vector_snapshot_with_one_flipped_byte_in_any_env_is_refused_and_changes_nothing():
     b = 6
-    venv = goenv.make_vec("placement-transformer-xl-2", num_envs=b, num_threads=2, horizon=4)
+    venv, _, snapshot, env5, now = stepped_vector(b)
     try:
-        venv.reset(seed=0)
-        n = venv.single_action_space.shape[0]
-        venv.step(np.zeros((b, n), dtype=np.int64))
-        snapshot = venv.get_state()
-        env5 = venv.core.env_state(5)
-        venv.step(np.ones((b, n), dtype=np.int64))
-        now = venv.get_state()
         for offset in range(0, len(snapshot), 7):
             flipped = bytearray(snapshot)
             flipped[offset] ^= 0x10

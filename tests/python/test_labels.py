@@ -936,7 +936,10 @@ def test_graph_columns_that_disagree_with_the_rows_graph_are_refused(graphs, tmp
     narrowed = original.set_column(original.column_names.index("node_features"), "node_features", narrow)
     params = original.set_column(original.column_names.index("params"), "params",
                                  pa.array(['{"a" 1}'] + original.column("params").to_pylist()[1:], pa.string()))
+    raw = pa.array([b"\x91"] + [p.encode() for p in original.column("params").to_pylist()[1:]], pa.binary())
+    not_utf8 = original.set_column(original.column_names.index("params"), "params", raw.view(pa.string()))
     for table, message in ((params, "row 0's 'params' is not a JSON object"),  # a fuzz finding: JSONDecodeError
+                           (not_utf8, "not a readable Parquet file .*Invalid UTF8"),  # a fuzz finding: UnicodeDecodeError
                            (swapped, "row 0's 'num_nodes' is not its graph's"),
                            (reversed_edges, "row 0's 'edge_src' is not its graph's"),
                            (narrowed, "node_features are 3 wide, the schema names")):

@@ -298,7 +298,9 @@ def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard
                                    f"{MAX_EXPANSION}x plus {EXPANSION_ALLOWANCE >> 20} MiB)")
             # Read on this thread only: Arrow's worker threads may otherwise drop the last reference
             # to `data` (a Python object) while the interpreter shuts down, which aborts the process.
-            return parquet.read(use_threads=False)
+            table = parquet.read(use_threads=False)
+        table.validate(full=True)  # Parquet does not check its strings are UTF-8; Arrow's readers assume it
+        return table
     except InvalidGraph:  # the checks above (a ValueError too): already named
         raise
     except (pa.ArrowException, OSError, ValueError) as error:
