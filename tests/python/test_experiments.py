@@ -264,3 +264,17 @@ def test_transfer_results_on_the_zoos_unseen_lineages(tmp_path):
     page.write_text("<!-- transfer-validation-mine:begin -->\n<!-- transfer-validation-mine:end -->\n")
     assert run("validation", "--section", "transfer-validation-mine").returncode == 0
     assert "| 8 |" in page.read_text()
+
+
+def test_reader_memory_measures_a_case_in_a_child_and_marks_what_exceeds_the_bound():
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        import reader_memory
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+    reader, what, setup, prepare = next(case for case in reader_memory.CASES if case[0] == "Graph.from_arrays")
+    row = {"reader": reader, "input": what, **reader_memory.measure(setup, prepare)}
+    assert row["outcome"].startswith("InvalidGraph: too many nodes") and 0 <= row["peak"] < 64 << 20
+    over = {"reader": "r", "input": "i", "outcome": "read", "peak": 4 * 10**6 + (64 << 20) + 1, "bytes": 10**6}
+    text = reader_memory.table([row, over], {"commit": "abcdef0123", "dirty": False})
+    assert "| within |" in text and "| **over** |" in text and "at abcdef0" in text
