@@ -56,6 +56,9 @@ class FakeZoo:
     def model_types(self, library="transformers"):
         return sorted(self.TYPES)
 
+    def planned_types(self, library="transformers", size="tiny"):
+        return self.model_types(library)
+
     def modality(self, model_type, library="transformers"):
         return {"beta": "vision", "gamma": "audio"}.get(model_type, "text")
 
@@ -151,6 +154,47 @@ def test_a_damaged_shard_is_built_again(tmp_path):
     _build(tmp_path / "zoo", builder)
     assert _files(ds.root) == reference
     assert len(builder.calls) == len(FakeZoo.TYPES) * 2 - 3  # shard 0 kept, the rest rebuilt
+
+
+class OnePerLineageZoo(FakeZoo):
+    """A whole-library run builds "small" for two types only, as the zoo builds "large"."""
+
+    def planned_types(self, library="transformers", size="tiny"):
+        return ["alpha", "gamma"] if size == "small" else self.model_types(library)
+
+
+def test_a_whole_library_run_builds_a_size_for_the_planned_types_only(tmp_path):
+    builder = OnePerLineageZoo()
+    ds = _build(tmp_path / "zoo", builder)
+    assert sorted(builder.calls) == sorted([(t, "tiny") for t in FakeZoo.TYPES] + [("alpha", "small"),
+                                                                                   ("gamma", "small")])
+    manifest = json.load(open(os.path.join(ds.root, "manifest.json")))
+    assert manifest["zoo"]["types_by_size"] == {"small": ["alpha", "gamma"]}
+    assert manifest["zoo"]["num_builds"] == len(FakeZoo.TYPES) + 2
+    assert len(goenv.datasets.open(ds.root).records) == len(FakeZoo.TYPES) + 2
+    again = OnePerLineageZoo()
+    _build(tmp_path / "zoo", again)  # the same plan: every shard kept
+    assert again.calls == []
+    named = OnePerLineageZoo()
+    _build(tmp_path / "named", named, model_types=["beta"])  # types named: every size for each
+    assert named.calls == [("beta", "tiny"), ("beta", "small")]
+    manifest["zoo"]["types_by_size"] = {"small": ["alpha", "zeta"]}
+    with open(os.path.join(ds.root, "manifest.json"), "w") as file:
+        json.dump(manifest, file)
+    with pytest.raises(goenv.InvalidGraph, match="types_by_size"):
+        goenv.datasets.open(ds.root)
+
+
+def test_the_zoo_builds_large_for_one_type_per_lineage():
+    from goenv.datasets import zoo
+    from goenv.datasets.zoo.lineages import lineage, lineages
+
+    large = zoo.planned_types("transformers", "large")
+    assert sorted(lineage(t) for t in large) == sorted(lineages())  # each lineage once
+    assert {"llama", "bert", "vit", "whisper", "t5"} <= set(large)
+    assert zoo.planned_types("transformers", "small") == zoo.model_types()
+    plan = zoo_dataset.plan_requests()
+    assert len(plan) == 2 * len(zoo.model_types()) + len(large)
 
 
 def test_another_dataset_is_never_replaced_without_overwrite(tmp_path):

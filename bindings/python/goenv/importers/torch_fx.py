@@ -368,17 +368,22 @@ def _export_quietly(torch, module, args: tuple, kwargs: dict):
     """torch.export.export; a failed export's partial graph dump (torch prints it to stderr), its
     symbolic-shape log lines and the fake-tensor traceback it logs (an op that fails on the example
     inputs: twenty lines before the real error) are dropped, since the failure becomes a single
-    warning."""
+    warning. Nodes get no stack traces: the importer never reads them, and recording one per node
+    is about a seventh of a large model's export."""
     captured = io.StringIO()
     quieted = {"torch.fx.experimental.symbolic_shapes": logging.ERROR, "torch._subclasses.fake_tensor": logging.CRITICAL}
     logs = {name: logging.getLogger(name) for name in quieted}
     levels = {name: log.level for name, log in logs.items()}
     for name, log in logs.items():
         log.setLevel(quieted[name])
+    fx_config = torch.fx.config
+    traces = fx_config.do_not_emit_stack_traces
+    fx_config.do_not_emit_stack_traces = True
     try:
         with contextlib.redirect_stderr(captured):
             program = torch.export.export(module, args, kwargs or None, strict=False)
     finally:
+        fx_config.do_not_emit_stack_traces = traces
         for name, log in logs.items():
             log.setLevel(levels[name])
     if captured.getvalue():

@@ -8,7 +8,7 @@
 
 Each type's default config is shrunk by one consistent rule (zoo/configs.py) for a size in
 SIZES: "tiny" (hundreds to a few thousand ops), "small" (more layers, wider), "large" (many
-layers: big graphs). Weights are random; nothing is downloaded. Inputs come from the model's
+layers: big graphs; a run of the whole library builds it for one type per lineage, planned_types). Weights are random; nothing is downloaded. Inputs come from the model's
 own forward signature (zoo/inputs.py). A failed build is a ZooResult with ok=False, the
 stage it stopped at and why; it never raises into the caller.
 """
@@ -23,10 +23,25 @@ from goenv.datasets.zoo.catalog import LIBRARIES, checked_library, checked_model
 from goenv.datasets.zoo.configs import SIZES
 from goenv.datasets.zoo.result import STAGES, ZooResult
 
-__all__ = ["LIBRARIES", "SIZES", "STAGES", "ZooResult", "build", "build_many", "modality", "model_types"]
+__all__ = ["LIBRARIES", "ONE_PER_LINEAGE", "SIZES", "STAGES", "ZooResult", "build", "build_many", "modality",
+           "model_types", "planned_types"]
 
 DEFAULT_MEMORY_LIMIT = 4 << 30
 DEFAULT_TIME_LIMIT = 300.0
+
+# Sizes a run of the whole library builds for one model type per lineage: a large graph repeats
+# its type's block a hundred times over, so relatives' large graphs add little but hours.
+ONE_PER_LINEAGE = ("large",)
+
+
+def planned_types(library: str = "transformers", size: str = "tiny") -> list[str]:
+    """The model types a run of the whole library builds at `size`: every type, or one per
+    lineage (lineages.representatives) for a size in ONE_PER_LINEAGE."""
+    if size in ONE_PER_LINEAGE:
+        from goenv.datasets.zoo.lineages import representatives
+
+        return representatives(checked_library(library))
+    return list(model_types(library))
 
 
 def _checked_request(model_type, size, library):

@@ -96,8 +96,9 @@ def _choices(kind: str, given: Sequence[str], known: Sequence[str], extra: str =
 def plan_requests(library: str = "transformers", model_types: Sequence[str] | None = None,
                   sizes: Sequence[str] | None = None, builder=None) -> list[BuildRequest]:
     """The builds of a zoo run in their order: (library, model type, size), sizes in the
-    builder's SIZES order. model_types=None: every type of the library; sizes=None: every size.
-    NotFound naming the choices for an unknown library, model type or size."""
+    builder's SIZES order. model_types=None: the whole library, each size for the types
+    builder.planned_types gives it; sizes=None: every size. NotFound naming the choices for an
+    unknown library, model type or size."""
     builder = builder or _zoo()
     if not isinstance(library, str):
         raise InvalidArgument(f"library must be a name, got {type(library).__name__}")
@@ -112,8 +113,10 @@ def plan_requests(library: str = "transformers", model_types: Sequence[str] | No
     _choices("size", chosen_sizes, known_sizes)
     if not types or not chosen_sizes:
         raise InvalidArgument("a zoo run needs at least one model type and one size")
+    types_at = {size: types if model_types is not None else builder.planned_types(library, size)
+                for size in chosen_sizes}
     order = {size: i for i, size in enumerate(known_sizes)}
-    return sorted({BuildRequest(library, t, s) for t in types for s in chosen_sizes},
+    return sorted({BuildRequest(library, t, s) for s in chosen_sizes for t in types_at[s]},
                   key=lambda r: (r.library, r.model_type, order[r.size]))
 
 
@@ -237,10 +240,16 @@ def _measurement(result, graph_bytes: bytes | None) -> dict:
 def _identity(requests: list[BuildRequest], builder, memory_limit: int, time_limit: float,
               shard_size: int) -> dict:
     library = requests[0].library
-    return {"library": library, "library_version": str(builder.LIBRARIES[library]),
-            "model_types": sorted({r.model_type for r in requests}),
-            "sizes": list(dict.fromkeys(r.size for r in requests)), "num_builds": len(requests),
-            "memory_limit": int(memory_limit), "time_limit": float(time_limit), "shard_size": shard_size}
+    types = sorted({r.model_type for r in requests})
+    sizes = list(dict.fromkeys(r.size for r in requests))
+    identity = {"library": library, "library_version": str(builder.LIBRARIES[library]), "model_types": types,
+                "sizes": sizes, "num_builds": len(requests), "memory_limit": int(memory_limit),
+                "time_limit": float(time_limit), "shard_size": shard_size}
+    fewer = {size: sorted(r.model_type for r in requests if r.size == size) for size in sizes}
+    fewer = {size: built for size, built in fewer.items() if len(built) < len(types)}
+    if fewer:  # sizes built for some of the types only (a whole-library run's one type per lineage)
+        identity["types_by_size"] = fewer
+    return identity
 
 
 def _shard_plan(requests: list[BuildRequest], shard_size: int) -> list[list[BuildRequest]]:
@@ -265,9 +274,13 @@ def check_manifest(manifest: dict, path: str) -> None:
         raise bad("'shard_size' (>= 1) or 'count' (>= 0) is not a count, or the plan's shard size differs")
     if not isinstance(manifest.get("complete", False), bool):
         raise bad("'complete' is not true or false")
-    num_builds = len(types) * len(sizes)
+    fewer = zoo.get("types_by_size", {})
+    if not (isinstance(fewer, dict) and set(fewer) <= set(sizes)
+            and all(isinstance(built, list) and set(built) < set(types) for built in fewer.values())):
+        raise bad("the zoo plan's 'types_by_size' does not map some of its sizes to some of its model types")
+    num_builds = sum(len(fewer.get(size, types)) for size in sizes)
     if zoo.get("num_builds") != num_builds:
-        raise bad(f"the plan's 'num_builds' is not {len(types)} model types x {len(sizes)} sizes")
+        raise bad(f"the plan's 'num_builds' is not the {num_builds} builds of its model types and sizes")
     num_shards = -(-num_builds // shard_size)
     if not isinstance(shards, list) or len(shards) > num_shards:
         raise bad(f"'shards' is not a list of at most {num_shards} records")

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from goenv._core import InvalidArgument, InvalidGraph, NotFound
 
-__all__ = ["SPLITS", "ZooEntry", "derive", "lineage", "lineages", "split", "splits", "suite"]
+__all__ = ["SPLITS", "ZooEntry", "derive", "lineage", "lineages", "representatives", "split", "splits", "suite"]
 
 SPLITS = ("train", "validation", "test")
 TARGET_SHARES = {"train": 0.70, "validation": 0.15, "test": 0.15}
@@ -115,6 +115,14 @@ def lineages(library: str = "transformers") -> dict[str, list[str]]:
     for model_type, entry in sorted(_committed(library)["types"].items()):
         members[entry["lineage"]].append(model_type)
     return dict(sorted(members.items()))
+
+
+def representatives(library: str = "transformers") -> list[str]:
+    """One model type per lineage (sorted): the first, by name, of the types of the lineage's
+    root folder (llama's "llama", parakeet's "parakeet_ctc"), or of its members when none is."""
+    types = _committed(library)["types"]
+    return sorted(min(members, key=lambda t: (types[t]["folder"] != name, t))
+                  for name, members in lineages(library).items())
 
 
 def splits(library: str = "transformers") -> dict[str, list[str]]:
