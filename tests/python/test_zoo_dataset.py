@@ -172,6 +172,10 @@ def test_a_whole_library_run_builds_a_size_for_the_planned_types_only(tmp_path):
     assert manifest["zoo"]["types_by_size"] == {"small": ["alpha", "gamma"]}
     assert manifest["zoo"]["num_builds"] == len(FakeZoo.TYPES) + 2
     assert len(goenv.datasets.open(ds.root).records) == len(FakeZoo.TYPES) + 2
+    report = json.load(open(os.path.join(ds.root, "coverage.json")))
+    assert report["sizes_detail"]["small"]["builds_planned"] == 2
+    assert report["sizes_detail"]["tiny"]["builds_tried"] == len(FakeZoo.TYPES)
+    assert "| small | 2 of 2 | 2 | 2 |" in open(os.path.join(ds.root, "coverage.md")).read()
     again = OnePerLineageZoo()
     _build(tmp_path / "zoo", again)  # the same plan: every shard kept
     assert again.calls == []

@@ -34,7 +34,8 @@ def add_zoo_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--workers", type=int, default=1,
                         help="builds at once, each in its own limited child process (default: %(default)s)")
     parser.add_argument("--sizes", help="comma-separated sizes (goenv.datasets.zoo.SIZES; default: all)")
-    parser.add_argument("--types", help="comma-separated model types (goenv.datasets.zoo.model_types(); default: all)")
+    parser.add_argument("--types", help="comma-separated model types (goenv.datasets.zoo.model_types(); default: "
+                                        "all, large for one type per lineage: goenv.datasets.zoo.planned_types)")
     parser.add_argument("--library", default="transformers", help="model library (default: %(default)s)")
     parser.add_argument("--ray", action="store_true", help="run the builds as Ray tasks (a local Ray of --workers "
                                                            "CPUs, or the cluster at --address)")

@@ -106,6 +106,9 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
         op_mix.update(row.get("op_counts", {}))
     seconds = [row["seconds"] for row in rows if row["seconds"] is not None]
     memory = [row["peak_memory_bytes"] for row in rows if row["peak_memory_bytes"]]
+    fewer = zoo.get("types_by_size", {})
+    sizes = {size: {"builds_planned": len(fewer.get(size, zoo["model_types"])), **_size_totals(
+        [row for row in rows if row["size"] == size])} for size in zoo["sizes"]}
     return {
         "format": COVERAGE_FORMAT, "format_version": 1, "library": zoo["library"], "versions": versions,
         "sizes": zoo["sizes"], "memory_limit": zoo["memory_limit"], "time_limit": zoo["time_limit"],
@@ -122,10 +125,20 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
                        "total": sum(nodes)} if nodes else None),
             "build_seconds": round(sum(seconds), 3), "max_peak_memory_bytes": max(memory) if memory else None,
         },
+        "sizes_detail": sizes,
         "modalities": modalities,
         "op_mix": dict(op_mix.most_common()),
         "builds": rows,
     }
+
+
+def _size_totals(rows: list[dict]) -> dict:
+    """Builds tried and imported, graphs, node counts and child seconds of one size's rows."""
+    nodes = sorted(row["num_nodes"] for row in rows if row["status"] != "failed")
+    return {"builds_tried": len(rows), "builds_imported": len(nodes),
+            "graphs": sum(row["status"] == "imported" for row in rows),
+            "nodes": {"min": nodes[0], "median": statistics.median(nodes), "max": nodes[-1]} if nodes else None,
+            "build_seconds": round(sum(row["seconds"] or 0.0 for row in rows), 3)}
 
 
 def _cell(text, width: int = 110) -> str:
@@ -163,6 +176,14 @@ def summary_markdown(report: dict) -> str:
     share = totals["types_imported"] / totals["types_tried"] if totals["types_tried"] else 0.0
     lines.append(f"| **all** | **{totals['types_tried']}** | **{totals['types_imported']}** | **{share:.0%}** | "
                  f"**{totals['graphs']}** |")
+    if len(report.get("sizes_detail", {})) > 1:
+        lines += ["", "| size | builds tried | imported | graphs | nodes: min | median | max | child hours |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for size, row in report["sizes_detail"].items():
+            low, mid, high = ((f"{n['min']:,}", f"{n['median']:,.0f}", f"{n['max']:,}") if (n := row["nodes"])
+                              else ("", "", ""))
+            lines.append(f"| {size} | {row['builds_tried']:,} of {row['builds_planned']:,} | {row['builds_imported']:,} "
+                         f"| {row['graphs']:,} | {low} | {mid} | {high} | {row['build_seconds'] / 3600:.2f} |")
     if totals["failed_by_stage"]:
         lines += ["", "| failure stage | builds |", "|---|---:|"]
         lines += [f"| {stage} | {count} |" for stage, count in totals["failed_by_stage"].items()]
