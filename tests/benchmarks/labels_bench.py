@@ -77,10 +77,11 @@ def stopwatch():
     threads (goenv/labels/pipeline.py). CPU, not wall time: a thread preempted or waiting
     for the other is charged nothing."""
     import goenv.labels.decisions as decisions
-    import goenv.labels.folder as folder
     import goenv.labels.labeller as labeller
+    import goenv.labels.shard as shard
     import goenv.labels.sources as sources
     import goenv.labels.tables as tables
+    import goenv.storage as storage
 
     spent, lock, local = collections.Counter(), threading.Lock(), threading.local()
     parts = [(labeller, "simulate_all", "simulation"), (decisions.Decider, "heuristics", "heuristics (C++)"),
@@ -88,11 +89,12 @@ def stopwatch():
              (decisions.Decider, "moves", "drawing decisions"),
              (tables, "labels_table", "Arrow tables"), (tables, "graphs_table", "Arrow tables"),
              (tables.ShardWriter, "write", "Parquet encoding"), (tables.ShardWriter, "close", "Parquet encoding"),
-             (folder._HashingFile, "write", "hashing and writing files"),
-             (folder, "write_atomic", "hashing and writing files"),
-             (sources.Source, "graph", "reading graphs"), (folder, "prepare_graph", "envs and graph rows"),
-             (folder, "draw", "drawing decisions"), (folder, "label_drawn", "joining outcomes"),
-             (folder, "label_in_order", "the pipeline's threads")]
+             (shard._HashingFile, "write", "hashing and writing files"),
+             (shard, "write_atomic", "hashing and writing files"),
+             (storage, "write_atomic", "hashing and writing files"),  # shards sent back by Ray tasks, manifests
+             (sources.Source, "graph", "reading graphs"), (shard, "prepare_graph", "envs and graph rows"),
+             (shard, "draw", "drawing decisions"), (shard, "label_drawn", "joining outcomes"),
+             (shard, "label_in_order", "the pipeline's threads")]
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in parts]
 
     def timed(function, key):

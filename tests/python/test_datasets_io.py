@@ -406,9 +406,9 @@ def test_resume_rewrites_only_missing_or_corrupt_shards(tmp_path, monkeypatch):
     data[len(data) // 2] ^= 0xFF
     (root / "shard-00002.goenv-shard").write_bytes(bytes(data))
     written = []
-    write = dataset_files._write_inside
-    monkeypatch.setattr(dataset_files, "_write_inside", lambda root, name, data: (written.append(name),
-                                                                                  write(root, name, data)))
+    store = dataset_files.DATASET_FOLDER.store
+    monkeypatch.setattr(dataset_files.DATASET_FOLDER, "store", lambda root, name, *args: (written.append(name),
+                                                                                          store(root, name, *args))[1])
     ds = _generate(root, count=16)
     assert sorted(name for name in written if name.endswith(".goenv-shard")) == [
         "shard-00001.goenv-shard", "shard-00002.goenv-shard"]

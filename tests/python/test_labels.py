@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import goenv
+import goenv.labels.shard as labels_shard
 from goenv.labels import folder, tables
 from helpers import cache_switching
 
@@ -556,14 +557,14 @@ def test_a_failure_on_either_thread_keeps_the_finished_shards_and_no_partial_fil
 
     out = tmp_path / "l"
     if failing == "preparing":
-        original = folder.prepare_graph  # on the thread that prepares the next graph
+        original = labels_shard.prepare_graph  # on the thread that prepares the next graph
 
         def prepare_graph(graph, info, graph_id, *args):
             if graph_id == 3:
                 raise RuntimeError("boom")
             return original(graph, info, graph_id, *args)
 
-        monkeypatch.setattr(folder, "prepare_graph", prepare_graph)
+        monkeypatch.setattr(labels_shard, "prepare_graph", prepare_graph)
     else:
         original = tables.ShardWriter.write
 
@@ -588,17 +589,17 @@ def test_one_core_labels_on_one_thread_and_writes_the_same_bytes(graphs, tmp_pat
     order (pipeline.py); without (or on a Ray actor) it does the same calls on one thread:
     the same bytes."""
     pipelined = []  # per shard: did it go through the two-thread pipeline?
-    original = folder.label_in_order
+    original = labels_shard.label_in_order
 
     def label_in_order(*args, **kwargs):
         pipelined.append(True)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(folder, "label_in_order", label_in_order)
-    monkeypatch.setattr(folder, "_spare_core", lambda: True)  # whatever the machine running the test has
+    monkeypatch.setattr(labels_shard, "label_in_order", label_in_order)
+    monkeypatch.setattr(labels_shard, "_spare_core", lambda: True)  # whatever the machine running the test has
     _label(graphs, tmp_path / "pipelined")
     assert len(pipelined) == 3  # shard_size 2, 5 graphs
-    monkeypatch.setattr(folder, "_spare_core", lambda: False)
+    monkeypatch.setattr(labels_shard, "_spare_core", lambda: False)
     _label(graphs, tmp_path / "one")
     assert len(pipelined) == 3
     assert _files(tmp_path / "one") == _files(tmp_path / "pipelined")

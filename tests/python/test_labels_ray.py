@@ -132,11 +132,12 @@ def test_a_failing_shard_stops_the_run_and_keeps_what_finished(tmp_path):
 
 def test_a_probe_left_by_a_killed_run_is_cleaned_up(tmp_path):
     from goenv.labels import folder
+    from goenv.storage import TEMPORARY_MARK
 
     source = tmp_path / "ds"
     goenv.datasets.generate("random-series-parallel", 2, source, params={"num_nodes": 30}, progress=False)
     out = tmp_path / "out"
     out.mkdir()
-    (out / f"{folder._PROBE}{folder._TMP_MARK}0123456789abcdef").write_bytes(b"")
+    (out / f"{folder._PROBE}{TEMPORARY_MARK}0123456789abcdef").write_bytes(b"")
     goenv.datasets.label(source, out, decisions_per_graph=3, shard_size=1, workers=1, progress=False)
     assert not [name for name in os.listdir(out) if name.startswith(".")]

@@ -9,7 +9,7 @@ Units everywhere: seconds, bytes, and FLOPs with a multiply-accumulate counted a
 """
 
 # _openmp comes first (it sorts first too): it sets GOMP_SPINCOUNT before goenv._core loads OpenMP.
-from goenv import _openmp, agents, baselines, clusters, datasets, wrappers
+from goenv import _openmp, agents, baselines, clusters, datasets, labels, wrappers
 from goenv._core import (
     Cluster,
     Device,
@@ -29,6 +29,12 @@ from goenv.simulation import lower_bound, simulate
 from goenv.vector import GraphVectorEnv, make_vec
 
 __version__ = "0.5.0"
+
+# goenv.datasets.label and the rest of labelling live in goenv.labels, which builds on goenv.datasets
+# (never the reverse); users find them beside the datasets they label, so they join that namespace here.
+_LABELS_IN_DATASETS = ("Labels", "export_tpugraphs", "label", "open_labels")
+vars(datasets).update({name: getattr(labels, name) for name in _LABELS_IN_DATASETS})
+datasets.__all__ += _LABELS_IN_DATASETS
 
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",

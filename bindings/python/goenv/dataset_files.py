@@ -41,7 +41,6 @@ import bisect
 import collections
 import concurrent.futures
 import hashlib
-import json
 import math
 import os
 import re
@@ -55,50 +54,30 @@ import numpy as np
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 from goenv.arguments import as_command_line, checked_flag, checked_int, checked_number, is_count
-from goenv.files import MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file, write_atomic
+from goenv.files import output_folder
 from goenv.ordered import in_order
 from goenv.progress import progress_bar
+from goenv.storage import MANIFEST, ShardedFolder, goenv_version, is_sha256, plan_shards, read_shard
+from goenv.storage import MAX_MANIFEST_BYTES  # noqa: F401 (a dataset's manifest limit, named here too)
 
 FORMAT = "goenv-dataset"
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 SHARD_MAGIC = b"GOENVSHD"
 SHARD_VERSION = 1
 SHARD_SUFFIX = ".goenv-shard"
+DATASET_FOLDER = ShardedFolder("dataset folder", ("shard",), SHARD_SUFFIX)  # the zoo's folders too
 _SHARD_HEADER = struct.Struct("<8sII")   # magic, version, count
 _LENGTH = struct.Struct("<Q")
-_TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
-# About 1.5 M shard records (100 M graphs at the default shard size); json.loads needs ~10x in memory.
-MAX_MANIFEST_BYTES = 256 << 20
-_SHARD_NAME = re.compile(r"shard-(\d{5,})" + re.escape(SHARD_SUFFIX))
 
 __all__ = ["Dataset", "generate", "generate_main", "open", "to_pyg", "add_generate_arguments", "run_generate"]
 
 
 def shard_file(index: int) -> str:
-    return f"shard-{index:05d}{SHARD_SUFFIX}"
+    return DATASET_FOLDER.shard_file(index)
 
 
 # ---------------------------------------------------------------------------
 # Files.
-
-def _inside(root: str, name: str) -> str:
-    """root/name, refused (InvalidGraph) when it resolves outside the dataset folder (a symbolic
-    link out of it): a dataset reads and writes only its own files."""
-    return path_inside(root, name, error=InvalidGraph, what="dataset folder")
-
-
-def _write_inside(root: str, name: str, data: bytes) -> None:
-    write_atomic(_inside(root, name), data, what="dataset file")
-
-
-def _read_shard(path: str) -> bytes:
-    return read_regular_file(path, MAX_FILE_BYTES, what="shard", error=InvalidGraph)
-
-
-def _sha256_file(path: str) -> str:
-    return hashlib.sha256(_read_shard(path)).hexdigest()
-
 
 def pack_shard(graph_bytes: Sequence[bytes]) -> bytes:
     """The shard container around serialized graphs."""
@@ -135,8 +114,7 @@ def unpack_shard(data: bytes, what: str = "shard") -> list[bytes]:
 
 def _read_manifest(root: str) -> dict:
     """The checked manifest (_check_manifest); InvalidGraph naming the problem otherwise."""
-    path = _inside(root, MANIFEST)
-    manifest = read_json_file(path, MAX_MANIFEST_BYTES, what="dataset manifest", error=InvalidGraph)
+    path, manifest = DATASET_FOLDER.read_manifest(root, "dataset manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidGraph(f"{path}: not a goenv dataset manifest (format {manifest.get('format')!r})"
                            if isinstance(manifest, dict) else f"{path}: not a goenv dataset manifest")
@@ -194,14 +172,8 @@ def _check_manifest(manifest: dict, path: str) -> None:
         if record["first"] != first or record["count"] != min(shard_size, count - first):
             raise bad(f"shard record {index} covers graphs {record['first']}..+{record['count']}, the plan has "
                       f"{first}..+{min(shard_size, count - first)}")
-        sha = record.get("sha256")
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        if not is_sha256(record.get("sha256")):
             raise bad(f"shard record {index} has no SHA-256")
-
-
-def _goenv_version() -> str:
-    module = sys.modules.get("goenv")
-    return str(getattr(module, "__version__", "unknown"))
 
 
 # ---------------------------------------------------------------------------
@@ -295,23 +267,7 @@ def _built_bytes(family: str, params: dict, seeded: bool, seed: int, index: int)
 
 
 def _plan(count: int, shard_size: int) -> list[dict]:
-    return [{"file": shard_file(k), "index": k, "first": first, "count": min(shard_size, count - first)}
-            for k, first in enumerate(range(0, count, shard_size))]
-
-
-def _clean_temporaries(root: str) -> None:
-    """Removes what interrupted writers left: temporary shard and manifest files."""
-    for name in os.listdir(root):
-        if name.startswith(".") and _TMP_MARK in name and (SHARD_SUFFIX in name or MANIFEST in name):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
-
-
-def _shard_names(root: str) -> list[str]:
-    """The shard files in the folder (whatever kind of file they are)."""
-    return sorted(name for name in os.listdir(root) if _SHARD_NAME.fullmatch(name))
+    return [{"file": shard_file(shard["index"]), **shard} for shard in plan_shards(count, shard_size)]
 
 
 def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seeded: bool,
@@ -320,13 +276,13 @@ def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seed
     checksummed envelope) and the first is byte-identical to a fresh build, which pins family,
     params and seed at 1/shard_size of the cost of regenerating."""
     kept: dict[int, dict] = {}
-    present = set(_shard_names(root))
+    present = set(DATASET_FOLDER.shard_names(root))
     for shard in plan:
         if shard["file"] not in present:
             continue
         try:
-            path = _inside(root, shard["file"])
-            data = _read_shard(path)
+            path = DATASET_FOLDER.path(root, shard["file"])
+            data = read_shard(path, "shard")
             blobs = unpack_shard(data, path)
             if len(blobs) != shard["count"]:
                 continue
@@ -366,12 +322,12 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     _check_range_ends(family, params, seeded, seed)
 
     root = output_folder(out_dir, "dataset folder")
-    _clean_temporaries(root)
+    DATASET_FOLDER.remove_temporaries(root)
     identity = {"family": family, "params": dict(sorted(params.items())), "seed": seed, "shard_size": shard_size}
     plan = _plan(count, shard_size)
     kept: dict[int, dict] = {}
     previous = None
-    present = _shard_names(root)
+    present = DATASET_FOLDER.shard_names(root)
     damaged = f"{os.path.join(root, MANIFEST)}: missing" if present else None
     if os.path.lexists(os.path.join(root, MANIFEST)):
         try:
@@ -410,26 +366,25 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
             previous["shards"] = []  # overwrite: nothing of the old dataset is kept
         planned = {(p["file"], p["first"], p["count"]) for p in plan}
         for record in previous["shards"]:
-            path = _inside(root, record["file"])
-            if ((record["file"], record["first"], record["count"]) in planned and os.path.isfile(path)
-                    and os.path.getsize(path) == record["bytes"] and _sha256_file(path) == record["sha256"]):
+            if ((record["file"], record["first"], record["count"]) in planned
+                    and DATASET_FOLDER.matches(root, record, "shard")):
                 kept[record["index"]] = record
-        if kept and previous.get("goenv_version") != _goenv_version():
+        if kept and previous.get("goenv_version") != goenv_version():
             warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
-                          f"(this is {_goenv_version()})", UserWarning, stacklevel=2)
+                          f"(this is {goenv_version()})", UserWarning, stacklevel=2)
     if overwrite:  # shards of a replaced larger dataset; never deleted without overwrite=True
         planned_files = {p["file"] for p in plan}
-        for name in _shard_names(root):
+        for name in DATASET_FOLDER.shard_names(root):
             if name not in planned_files:
                 os.unlink(os.path.join(root, name))  # the entry itself, never a link's target
 
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": goenv_version(), **identity,
                 "count": count, "num_shards": len(plan), "complete": False, "shards": []}
 
     def save_manifest() -> None:
         manifest["shards"] = [kept[k] for k in sorted(kept)]
         manifest["complete"] = len(kept) == len(plan)
-        _write_inside(root, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+        DATASET_FOLDER.write_manifest(root, manifest, "dataset file")
 
     save_manifest()
     todo = [p for p in plan if p["index"] not in kept]
@@ -456,8 +411,7 @@ def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest,
             bar.update(1)
             if len(blobs[shard["index"]]) == shard["count"]:
                 data = pack_shard(blobs.pop(shard["index"]))
-                _write_inside(root, shard["file"], data)
-                kept[shard["index"]] = {**shard, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                kept[shard["index"]] = {**shard, **DATASET_FOLDER.store(root, shard["file"], data, "dataset file")}
                 save_manifest()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -494,7 +448,7 @@ class Dataset:
                 raise InvalidGraph(f"{self.root}: manifest shard {record['file']} starts at graph {record['first']}, "
                                    f"expected {first}")
             first += record["count"]
-            path = _inside(self.root, record["file"])
+            path = DATASET_FOLDER.path(self.root, record["file"])
             if not os.path.isfile(path):
                 raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it")
             size = os.path.getsize(path)
@@ -545,9 +499,9 @@ class Dataset:
         if cached is not None and cached[0] == k:
             return cached[1]
         record = self.shards[k]
-        path = _inside(self.root, record["file"])
+        path = DATASET_FOLDER.path(self.root, record["file"])
         try:
-            data = _read_shard(path)
+            data = read_shard(path, "shard")
         except FileNotFoundError as error:
             raise InvalidGraph(f"{path}: shard missing; run the generate command again to rewrite it") from error
         if len(data) != record["bytes"]:

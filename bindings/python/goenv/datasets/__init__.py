@@ -25,12 +25,12 @@ from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.arguments import checked_number
 from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
-from goenv.labels import Labels, export_tpugraphs, label, open_labels
 
+# label, open_labels, Labels and export_tpugraphs are goenv.labels' names, added to this module by
+# goenv/__init__.py: labels are made from datasets, so goenv.labels imports this module, never the reverse.
 __all__ = [
-    "CostEstimateWarning", "Dataset", "Labels", "SuiteEntry", "export_tpugraphs", "from_onnx", "from_torch",
-    "generate", "generate_main", "graph_params", "info", "label",
-    "lineage", "list", "load", "open", "open_labels", "suite", "suite_description", "suites", "to_pyg",
+    "CostEstimateWarning", "Dataset", "SuiteEntry", "from_onnx", "from_torch", "generate", "generate_main",
+    "graph_params", "info", "lineage", "list", "load", "open", "suite", "suite_description", "suites", "to_pyg",
 ]
 
 

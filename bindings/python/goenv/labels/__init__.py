@@ -6,9 +6,10 @@
     goenv dataset label data/rl --out data/rl-labels --task placement -k 64 [--workers N [--address ADDR]]
 
 One file per job: sources (what is labelled), decisions (the mix of decisions), labeller
-(one graph's decisions simulated), tables (the Parquet columns), folder (shards, manifest,
-resume, reading), ray_workers (the Ray path), tpugraphs (the npz export), torch_dataset
-(a PyTorch Dataset), command (the `goenv dataset label` and `export-tpugraphs` commands).
+(one graph's decisions simulated), tables (the Parquet columns), shard (one shard's files,
+labelled and written), folder (manifest, resume, reading; goenv.storage's sharded folder),
+ray_workers (the Ray path), tpugraphs (the npz export), torch_dataset (a PyTorch Dataset),
+command (the `goenv dataset label` and `export-tpugraphs` commands).
 """
 
 from goenv.labels.decisions import SAMPLERS

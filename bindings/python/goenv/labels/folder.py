@@ -13,7 +13,8 @@ match and labels only the rest, so at most the shards in flight are labelled twi
 the result is byte-identical to an uninterrupted run. A folder labelled with another
 source or configuration is refused, never mixed, and nothing is deleted without
 overwrite=True. Reading checks each shard file's size and SHA-256 against the manifest and
-raises goenv.InvalidGraph on a mismatch.
+raises goenv.InvalidGraph on a mismatch. The folder is a goenv.storage.ShardedFolder
+(shard.LABELS_FOLDER); shard.py labels and writes one shard's files.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import secrets
-import sys
 import tempfile
 from typing import Iterator
 
@@ -33,13 +32,13 @@ import numpy as np
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
 from goenv.arguments import checked_flag, checked_int, is_count
-from goenv.files import (MAX_FILE_BYTES, EarlySync, output_folder, path_inside, read_json_file, read_regular_file,
-                         remove_regular_files, write_atomic)
+from goenv.files import output_folder, read_regular_file, remove_regular_files
 from goenv.labels import decisions, tables
-from goenv.labels.labeller import draw, label_drawn, prepare_graph
-from goenv.labels.pipeline import label_in_order
-from goenv.labels.sources import Source, resolve
+from goenv.labels.ray_workers import label_on_ray
+from goenv.labels.shard import KINDS, LABELS_FOLDER, label_shard, shard_file
+from goenv.labels.sources import resolve
 from goenv.progress import progress_bar
+from goenv.storage import MANIFEST, TEMPORARY_MARK, goenv_version, is_sha256, plan_shards, read_shard
 
 FORMAT = "goenv-labels"
 # 5: the decision heads byte-stream split (the same values; 4: plain); 4: every column
@@ -50,155 +49,15 @@ FORMAT = "goenv-labels"
 FORMAT_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 FUSION_RULES = 2  # config["fusion_rules"] of fusion and joint labels (label() says why)
-MANIFEST = "manifest.json"
-KINDS = ("graphs", "labels")
-MAX_MANIFEST_BYTES = 256 << 20
-_SHARD_FILE = re.compile(r"(graphs|labels)-(\d{5,})\.parquet")
-_TMP_MARK = ".tmp-"  # goenv.files.write_atomic's temporary names: .NAME.tmp-PID-RANDOM
 _PROBE = ".goenv-labels-probe"  # _probe's files
-
-
-def shard_file(kind: str, index: int) -> str:
-    return f"{kind}-{index:05d}.parquet"
-
-
-def _inside(root: str, name: str) -> str:
-    return path_inside(root, name, error=InvalidGraph, what="labels folder")
-
-
-def _goenv_version() -> str:
-    return str(getattr(sys.modules.get("goenv"), "__version__", "unknown"))
-
-
-# ---------------------------------------------------------------------------
-# Labelling one shard: what a process or a Ray worker runs.
-
-def label_shard(source: Source, config: dict, index: int, first: int, count: int, agent_bytes: bytes | None,
-                root: str | None = None, pipelined: bool | None = None) -> dict:
-    """Labels graphs [first, first + count) as shard `index`: {"index", "rows", "graphs", "labels"}.
-
-    With `root`, the shard's two files are written there (atomically) and "graphs" and
-    "labels" are their manifest entries {"file", "bytes", "sha256"}; without, they are the
-    files' bytes as pyarrow.Buffers (a Ray worker on another machine than the folder's).
-    `pipelined` (default: with `root` and a spare core) labels on two threads, each taking
-    the next graph, and streams each graph's rows into both files (one row group per graph,
-    in graph order, hashed as they are written) as soon as the graphs before it are in
-    (pipeline.py; the simulator, the heuristics, Arrow, Parquet, hashing and file writes
-    release the GIL). Otherwise (a Ray task, whose workers have the cores, or a single core)
-    all on this thread. Every graph's decisions come from its own generator and the files
-    are written by the same calls either way: the bytes are the same."""
-    pa = tables.pyarrow()  # its lazy imports on this thread, before any other starts
-
-    def prepare(graph_id: int) -> dict:
-        graph, info = source.graph(graph_id)
-        return prepare_graph(graph, info, graph_id, config)
-
-    def drawn(graph_id: int) -> dict:
-        return draw(prepare(graph_id), config, agent_bytes)
-
-    if not (root is not None and _spare_core() if pipelined is None else pipelined):
-        buffers = {kind: pa.BufferOutputStream() for kind in KINDS}
-        writers = {kind: tables.ShardWriter(kind, buffers[kind]) for kind in KINDS}
-        rows = 0
-        for graph_id in range(first, first + count):
-            item = label_drawn(drawn(graph_id), config)
-            rows += len(item["runtime"])
-            for kind in KINDS:
-                writers[kind].append(item)
-        for kind in KINDS:
-            writers[kind].close()
-        files = {kind: buffers[kind].getvalue() for kind in KINDS}
-        if root is not None:
-            files = {kind: store_shard_file(root, shard_file(kind, index), data) for kind, data in files.items()}
-        return {"index": index, "rows": rows, **files}
-    if root is None:
-        raise ValueError("a pipelined shard streams into its files: it needs the folder (root)")
-
-    entries: dict[str, dict] = {}
-    rows = 0
-
-    def into_files(sinks: dict, kinds: list[str]) -> None:  # write_atomic for each file, the labelling innermost
-        nonlocal rows
-        if kinds:
-            kind, name = kinds[0], shard_file(kinds[0], index)
-
-            def into(file) -> None:
-                early = EarlySync(file)  # the disk writes as the file grows, not all after its last row
-                sinks[kind] = _HashingFile(file, early.written)
-                try:
-                    into_files(sinks, kinds[1:])
-                finally:
-                    early.close()
-
-            write_atomic(_inside(root, name), into, what="labels shard")
-            entries[kind] = {"file": name, "bytes": sinks[kind].size, "sha256": sinks[kind].sha256.hexdigest()}
-            return
-        writers = {kind: tables.ShardWriter(kind, sinks[kind]) for kind in KINDS}
-        try:
-            rows = label_in_order(lambda graph_id: label_drawn(drawn(graph_id), config),
-                                  writers, first, count, name=f"goenv-labels-shard-{index}")
-        except BaseException:
-            for kind in KINDS:  # the files are dropped (write_atomic removes them): their footers go nowhere
-                sinks[kind].file = None
-                try:
-                    writers[kind].close()
-                except Exception:  # noqa: BLE001 (the first error is the one raised)
-                    pass
-            raise
-
-    into_files({}, list(KINDS))
-    return {"index": index, "rows": rows, **entries}
-
-
-def store_shard_file(root: str, name: str, data) -> dict:
-    """Writes a shard file's bytes into the folder (atomically): its manifest entry."""
-    view = memoryview(data)
-    write_atomic(_inside(root, name), lambda file: file.write(view), what="labels shard")
-    return {"file": name, "bytes": view.nbytes, "sha256": hashlib.sha256(view).hexdigest()}
-
-
-def _spare_core() -> bool:
-    """Whether this process may run on more than one core (the pipeline's threads need one)."""
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    return len(cores) > 1
-
-
-class _HashingFile:
-    """A binary sink that hashes and counts the bytes it passes on to `file` (None: drops them),
-    calling `written` after each write to the file."""
-
-    closed = False
-
-    def __init__(self, file, written=lambda: None):
-        self.file, self.written, self.sha256, self.size = file, written, hashlib.sha256(), 0
-
-    def write(self, data) -> int:
-        view = memoryview(data)
-        self.sha256.update(view)
-        self.size += view.nbytes
-        if self.file is None:
-            return view.nbytes
-        count = self.file.write(view)
-        self.written()
-        return count
-
-    def flush(self) -> None:
-        if self.file is not None:
-            self.file.flush()
 
 
 # ---------------------------------------------------------------------------
 # The manifest.
 
-def _plan(count: int, shard_size: int) -> list[dict]:
-    return [{"index": k, "first": first, "count": min(shard_size, count - first)}
-            for k, first in enumerate(range(0, count, shard_size))]
-
-
 def read_manifest(root: str) -> dict:
     """The checked manifest; InvalidGraph naming the problem otherwise."""
-    path = _inside(root, MANIFEST)
-    manifest = read_json_file(path, MAX_MANIFEST_BYTES, what="labels manifest", error=InvalidGraph)
+    path, manifest = LABELS_FOLDER.read_manifest(root, "labels manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None
         raise InvalidGraph(f"{path}: not a goenv labelled dataset (format {found!r}, expected {FORMAT!r})")
@@ -249,8 +108,7 @@ def read_manifest(root: str) -> dict:
             entry = files.get(kind) if isinstance(files, dict) else None
             if not isinstance(entry, dict) or entry.get("file") != shard_file(kind, index):
                 raise bad(f"shard record {index} does not name its {kind} file {shard_file(kind, index)!r}")
-            if not is_count(entry.get("bytes")) or not (isinstance(entry.get("sha256"), str)
-                                                         and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
+            if not is_count(entry.get("bytes")) or not is_sha256(entry.get("sha256")):
                 raise bad(f"shard record {index} has no size or SHA-256 for its {kind} file")
     return manifest
 
@@ -266,22 +124,10 @@ def _check_config(config: dict, bad) -> None:
     checks = {"sampler": lambda v: v in decisions.SAMPLERS, "cluster": lambda v: v is None or isinstance(v, str),
               "seed": lambda v: is_count(v), "max_moves": lambda v: is_count(v),
               "max_fusion_size": lambda v: is_count(v, 1), "fusion_rules": lambda v: is_count(v, 1),
-              "agent_sha256": lambda v: v is None or (isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v))}
+              "agent_sha256": lambda v: v is None or is_sha256(v)}
     for key, valid in checks.items():
         if key in config and not valid(config[key]):
             raise bad(f"config's {key!r} is {str(config[key])[:40]!r}, which label() never writes")
-
-
-def _matches(root: str, entry: dict) -> bool:
-    path = _inside(root, entry["file"])
-    if not os.path.isfile(path) or os.path.getsize(path) != entry["bytes"]:
-        return False
-    data = read_regular_file(path, MAX_FILE_BYTES, what="labels shard", error=InvalidGraph)
-    return hashlib.sha256(data).hexdigest() == entry["sha256"]
-
-
-def _shard_names(root: str) -> list[str]:
-    return sorted(name for name in os.listdir(root) if _SHARD_FILE.fullmatch(name))
 
 
 @contextlib.contextmanager
@@ -289,8 +135,8 @@ def _probe(root: str) -> Iterator[str]:
     """An empty file in the folder, there while Ray tasks run: a task that sees it (on this
     machine, or sharing its file system) writes its shards into the folder itself; one that does
     not (another machine, a Ray Client cluster) sends them back. Its name: PROBE.tmp-RANDOM."""
-    name = f"{_PROBE}{_TMP_MARK}{secrets.token_hex(8)}"
-    path = _inside(root, name)
+    name = f"{_PROBE}{TEMPORARY_MARK}{secrets.token_hex(8)}"
+    path = LABELS_FOLDER.path(root, name)
     with open(path, "xb"):
         pass
     try:
@@ -300,17 +146,6 @@ def _probe(root: str) -> Iterator[str]:
             os.unlink(path)
         except OSError:
             pass
-
-
-def _clean_temporaries(root: str) -> None:
-    """Removes what killed writers left: temporary shard and manifest files, probes (only ours)."""
-    for name in os.listdir(root):
-        if name.startswith(".") and _TMP_MARK in name and (".parquet" in name or MANIFEST in name or
-                                                           name.startswith(_PROBE)):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
 
 
 # ---------------------------------------------------------------------------
@@ -380,20 +215,20 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     identity = {"source": resolved.identity, "config": config, "count": len(resolved), "shard_size": shard_size}
 
     root = output_folder(out, "labels folder")
-    _clean_temporaries(root)
-    plan = _plan(len(resolved), shard_size)
+    LABELS_FOLDER.remove_temporaries(root, also=(_PROBE,))  # a killed run's probe too
+    plan = plan_shards(len(resolved), shard_size)
     kept = _kept_shards(root, identity, overwrite)
     if overwrite:  # our files of a replaced run; nothing else in the folder is touched
         keep = {shard_file(kind, k) for k in kept for kind in KINDS}
-        remove_regular_files(root, [name for name in _shard_names(root) if name not in keep], "labels shard")
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(), **identity,
+        remove_regular_files(root, [name for name in LABELS_FOLDER.shard_names(root) if name not in keep],
+                             "labels shard")
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": goenv_version(), **identity,
                 "num_shards": len(plan), "complete": False, "shards": []}
 
     def save_manifest() -> None:
         manifest["shards"] = [kept[k] for k in sorted(kept)]
         manifest["complete"] = len(kept) == len(plan)
-        write_atomic(_inside(root, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"),
-                     what="labels manifest")
+        LABELS_FOLDER.write_manifest(root, manifest, "labels manifest")
 
     def finished(result: dict) -> None:
         shard = plan[result["index"]]
@@ -403,7 +238,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
             if isinstance(result[kind], dict):  # written into the folder by label_shard (streamed)
                 files[kind] = result[kind]
                 continue
-            files[kind] = store_shard_file(root, name, result[kind])
+            files[kind] = LABELS_FOLDER.store(root, name, result[kind], "labels shard")
         kept[shard["index"]] = {**shard, "rows": result["rows"], "files": files}
         save_manifest()
 
@@ -418,8 +253,6 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
                                      root))
                 bar.update(shard["count"])
         else:
-            from goenv.labels.ray_workers import label_on_ray
-
             with _probe(root) as probe:
                 for result in label_on_ray(resolved, identity["source"], config, todo, agent_bytes, workers, address,
                                            os.path.abspath(root), probe):
@@ -431,7 +264,7 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
 def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:
     """The shard records of an earlier run of the same labelling whose files still match."""
     manifest_path = os.path.join(root, MANIFEST)
-    present = _shard_names(root)
+    present = LABELS_FOLDER.shard_names(root)
     if not os.path.lexists(manifest_path):
         if present and not overwrite:
             raise InvalidArgument(f"{root} holds labels shard files ({', '.join(present[:2])}, ...) but no manifest; "
@@ -464,7 +297,7 @@ def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:
                                   f"another folder, or overwrite=True (--overwrite) to replace them")
         return {}
     return {record["index"]: record for record in previous["shards"]
-            if all(_matches(root, record["files"][kind]) for kind in KINDS)}
+            if all(LABELS_FOLDER.matches(root, record["files"][kind], "labels shard") for kind in KINDS)}
 
 
 # ---------------------------------------------------------------------------
@@ -487,7 +320,7 @@ class Labels:
         for record in self.shards:
             for kind in KINDS:
                 entry = record["files"][kind]
-                path = _inside(self.root, entry["file"])
+                path = LABELS_FOLDER.path(self.root, entry["file"])
                 if not os.path.isfile(path):
                     raise InvalidGraph(f"{path}: shard file missing; run the label command again to rewrite it")
                 if os.path.getsize(path) != entry["bytes"]:
@@ -515,9 +348,9 @@ class Labels:
         """A shard file's bytes, checked against the manifest."""
         _check_kind(kind)
         entry = self.shards[checked_int("shard", k, 0, len(self.shards) - 1)]["files"][kind]
-        path = _inside(self.root, entry["file"])
+        path = LABELS_FOLDER.path(self.root, entry["file"])
         try:
-            data = read_regular_file(path, MAX_FILE_BYTES, what="labels shard", error=InvalidGraph)
+            data = read_shard(path, "labels shard")
         except FileNotFoundError as error:
             raise InvalidGraph(f"{path}: shard file missing; run the label command again to rewrite it") from error
         if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:

@@ -22,6 +22,7 @@ import json
 import os
 from typing import Iterator
 
+from goenv.labels.shard import label_shard
 from goenv.labels.sources import Source
 
 _OPEN: dict[str, Source] = {}  # this worker process's last source, open (a dataset's files read once)
@@ -42,9 +43,6 @@ def label_shard_task(source: Source, identity: dict, config: dict, agent_bytes: 
                      shard: dict) -> dict:
     """One shard, labelled in a Ray worker: its manifest entries if the worker sees the caller's
     folder (the probe file there), else its files' bytes."""
-    import goenv  # noqa: F401 (sets the OpenMP wait policy before anything runs)
-    from goenv.labels.folder import label_shard
-
     sees = os.path.isfile(os.path.join(root, probe))
     return label_shard(_opened(source, identity), config, shard["index"], shard["first"], shard["count"], agent_bytes,
                        root if sees else None, pipelined=False)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
+from goenv.dataset_files import Dataset, graph_params
+from goenv.datasets import suite, suites
+from goenv.files import MAX_FILE_BYTES, read_regular_file
 
 # Where an imported graph runs without cluster= (as `goenv.make("placement", graph=...)`).
 FILE_CLUSTER = "2xgpu-nvlink"
@@ -35,8 +39,6 @@ class Source:
 
     def _suite_entries(self) -> list:
         if self._entries is None:
-            from goenv.datasets import suite
-
             name, _, split = self.spec.partition(":")
             entries = suite(name)
             if isinstance(entries, dict):
@@ -52,8 +54,6 @@ class Source:
 
     def _open_dataset(self):
         if self._dataset is None:
-            from goenv.dataset_files import Dataset
-
             self._dataset = Dataset(self.spec)
         return self._dataset
 
@@ -67,8 +67,6 @@ class Source:
     def graph(self, index: int) -> tuple[Graph, dict]:
         if self.kind == "dataset":
             dataset = self._open_dataset()
-            from goenv.dataset_files import graph_params
-
             family = dataset.family
             graph = dataset[index]
             if family == "zoo":  # imported model types: no family parameters, the imported graphs' cluster
@@ -98,8 +96,6 @@ class Source:
                     "shards_sha256": digest}
         if self.kind == "suite":
             return {"kind": "suite", "name": self.spec, "count": len(self)}
-        from goenv.files import MAX_FILE_BYTES, read_regular_file
-
         return {"kind": "files", "count": len(self.spec),
                 "sha256": [hashlib.sha256(read_regular_file(path, MAX_FILE_BYTES, what="graph file")).hexdigest()
                            for path in self.spec]}
@@ -123,8 +119,6 @@ def resolve(source, cluster: str | None) -> Source:
                               f"{type(source).__name__}")
     text = os.fspath(source)
     if os.path.isdir(text):
-        from goenv.dataset_files import Dataset
-
         manifest = os.path.join(text, "manifest.json")
         if not os.path.exists(manifest):
             raise InvalidArgument(f"source {text}: not a goenv dataset (no manifest.json); make one with "
@@ -135,8 +129,6 @@ def resolve(source, cluster: str | None) -> Source:
         if not text.endswith(GRAPH_SUFFIXES):
             raise InvalidArgument(f"source {text}: not a dataset folder or a graph file (.goenv or .json)")
         return Source("files", [text], cluster)
-    from goenv.datasets import suites
-
     if text.partition(":")[0] in suites():
         resolved = Source("suite", text, cluster)
         resolved._suite_entries()  # an unknown split fails now

@@ -35,7 +35,6 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -44,13 +43,12 @@ import numpy as np
 
 from goenv._core import Graph, InvalidArgument, InvalidGraph, NotFound
 from goenv.arguments import checked_flag, checked_int, checked_number, is_count
-from goenv.dataset_files import (FORMAT, FORMAT_VERSION, MANIFEST, MAX_MANIFEST_BYTES, SHARD_SUFFIX, Dataset,
-                                 pack_shard, shard_file)
-from goenv.files import (MAX_FILE_BYTES, output_folder, path_inside, read_json_file, read_regular_file,
-                         remove_regular_files, write_atomic)
+from goenv.dataset_files import DATASET_FOLDER, FORMAT, FORMAT_VERSION, Dataset, pack_shard, shard_file
 from goenv.extras import import_extra
+from goenv.files import output_folder, remove_regular_files
 from goenv.ordered import in_order
 from goenv.progress import progress_bar
+from goenv.storage import MANIFEST, goenv_version, is_sha256
 
 __all__ = ["ZOO_FAMILY", "BuildRequest", "ZooDataset", "build_dataset", "check_manifest", "plan_requests",
            "structural_hash"]
@@ -60,7 +58,6 @@ DEFAULT_SHARD_SIZE = 16  # builds per shard
 DEFAULT_MEMORY_LIMIT = 4 << 30
 DEFAULT_TIME_LIMIT = 300.0
 STATUSES = ("imported", "failed", "duplicate")
-_SHARD_NAME = re.compile(r"shard-(\d{5,})" + re.escape(SHARD_SUFFIX))
 
 
 @dataclass(frozen=True, order=True)
@@ -290,8 +287,7 @@ def check_manifest(manifest: dict, path: str) -> None:
             raise bad(f"shard record {index} is not the record of {shard_file(index)} (index {index})")
         if not all(is_count(record.get(k)) for k in ("first", "count", "bytes")) or record["first"] != first:
             raise bad(f"shard record {index} lacks integer first, count or bytes, or does not start at graph {first}")
-        sha = record.get("sha256")
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        if not is_sha256(record.get("sha256")):
             raise bad(f"shard record {index} has no SHA-256")
         entries = record.get("builds")
         expected = min(shard_size, num_builds - index * shard_size)
@@ -310,26 +306,10 @@ def check_manifest(manifest: dict, path: str) -> None:
 def _read_manifest(root: str) -> dict | None:
     """The folder's manifest when it is a readable goenv dataset manifest, else None."""
     try:
-        manifest = read_json_file(path_inside(root, MANIFEST, error=InvalidGraph, what="dataset folder"),
-                                  MAX_MANIFEST_BYTES, what="dataset manifest", error=InvalidGraph)
+        _, manifest = DATASET_FOLDER.read_manifest(root, "dataset manifest")
     except (InvalidGraph, OSError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
-
-
-def _verified_prefix(root: str, manifest: dict) -> list[dict]:
-    """The shard records, up to the first one whose file is missing or does not match its checksum."""
-    kept = []
-    for record in manifest["shards"]:
-        try:
-            data = read_regular_file(path_inside(root, record["file"], error=InvalidGraph, what="dataset folder"),
-                                     MAX_FILE_BYTES, what="shard", error=InvalidGraph)
-        except (InvalidGraph, OSError):
-            break
-        if len(data) != record["bytes"] or hashlib.sha256(data).hexdigest() != record["sha256"]:
-            break
-        kept.append(record)
-    return kept
 
 
 # ---------------------------------------------------------------------------
@@ -365,14 +345,14 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
     plan = _shard_plan(requests, shard_size)
 
     root = output_folder(out_dir, "zoo dataset folder")
-    _remove_temporaries(root)
+    DATASET_FOLDER.remove_temporaries(root, also=("coverage",))  # the coverage report is written here too
     previous = _read_manifest(root)
-    present = sorted(name for name in os.listdir(root) if _SHARD_NAME.fullmatch(name))
+    present = DATASET_FOLDER.shard_names(root)
     kept: list[dict] = []
     if previous is not None and previous.get("family") == ZOO_FAMILY and previous.get("zoo") == identity:
         try:
             check_manifest(previous, os.path.join(root, MANIFEST))
-            kept = _verified_prefix(root, previous)
+            kept = DATASET_FOLDER.verified_prefix(root, previous["shards"], "shard")
         except InvalidGraph:
             kept = []
     elif (previous is not None or present or os.path.lexists(os.path.join(root, MANIFEST))) and not overwrite:
@@ -391,7 +371,7 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
             if entry["status"] == "imported":
                 seen[entry["structural_hash"]] = f"{entry['library']}/{entry['model_type']}/{entry['size']}"
     measurements = _previous_measurements(root, kept)
-    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": _goenv_version(),
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": goenv_version(),
                 "family": ZOO_FAMILY, "params": {}, "seed": 0, "shard_size": shard_size,
                 "count": sum(r["count"] for r in kept), "num_shards": len(plan), "complete": False,
                 "zoo": identity, "shards": list(kept)}
@@ -401,7 +381,7 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
     def save() -> None:
         manifest["count"] = sum(r["count"] for r in manifest["shards"])
         manifest["complete"] = len(manifest["shards"]) == len(plan)
-        write_atomic(os.path.join(root, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode(), "dataset manifest")
+        DATASET_FOLDER.write_manifest(root, manifest, "dataset manifest")
         run = {"workers": workers, "ray": ray, "builds": sum(len(r["builds"]) for r in manifest["shards"]) - kept_builds,
                "wall_seconds": round(time.perf_counter() - started, 3)}
         write_report(root, manifest, measurements, builder, run)
@@ -424,11 +404,10 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
             bar.update(1)
             bar.set_postfix_str(f"{request.model_type}/{request.size}", refresh=False)
             if len(builds) == len(plan[shard_index]):
-                data = pack_shard(blobs)
-                write_atomic(os.path.join(root, shard_file(shard_index)), data, "dataset shard")
-                manifest["shards"].append({"file": shard_file(shard_index), "index": shard_index,
-                                           "first": manifest["count"], "count": len(blobs), "bytes": len(data),
-                                           "sha256": hashlib.sha256(data).hexdigest(), "builds": builds})
+                stored = DATASET_FOLDER.store(root, shard_file(shard_index), pack_shard(blobs), "dataset shard")
+                manifest["shards"].append({"file": stored["file"], "index": shard_index, "first": manifest["count"],
+                                           "count": len(blobs), "bytes": stored["bytes"], "sha256": stored["sha256"],
+                                           "builds": builds})
                 save()
                 if on_shard is not None:
                     on_shard(root)
@@ -450,29 +429,12 @@ def _difference(theirs: dict, ours: dict) -> str:
                      for key in ours if theirs.get(key) != ours[key])
 
 
-def _remove_temporaries(root: str) -> None:
-    """What an interrupted atomic write left: goenv.files.write_atomic's .NAME.tmp-* files."""
-    for name in os.listdir(root):
-        if name.startswith(".") and ".tmp-" in name and (SHARD_SUFFIX in name or "manifest" in name
-                                                         or "coverage" in name):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
-
-
 def _previous_measurements(root: str, kept: list[dict]) -> dict[str, dict]:
     """Times, memory and op mixes of the kept shards' builds, from the last coverage report."""
     from goenv.datasets.zoo.report import read_measurements
 
     wanted = {f"{e['library']}/{e['model_type']}/{e['size']}" for record in kept for e in record["builds"]}
     return {key: value for key, value in read_measurements(root).items() if key in wanted}
-
-
-def _goenv_version() -> str:
-    from goenv import __version__
-
-    return __version__
 
 
 # ---------------------------------------------------------------------------
