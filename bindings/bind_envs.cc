@@ -8,28 +8,40 @@
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
 #include "envs/registry.h"
+#include "envs/spec.h"
 #include "envs/start.h"
 
 namespace goenv::bindings {
 
 namespace {
 
-// `best`: env.best() copied under the env's guard with the info.
+// One info value of one env; `best`: env.best() copied under the env's guard with the info.
+py::object info_value(InfoKey key, const Env& env, const StepInfo& info, const Solution& best) {
+  switch (key) {
+    case InfoKey::kRuntime: return py::float_(info.runtime);
+    case InfoKey::kInitialRuntime: return py::float_(info.initial_runtime);
+    case InfoKey::kSpeedup: return py::float_(info.speedup);
+    case InfoKey::kLowerBound: return py::float_(info.lower_bound);
+    case InfoKey::kPeakMemory: return py::array_t<double>(info.peak_memory.size(), info.peak_memory.data());
+    case InfoKey::kBytesMoved: return py::float_(info.bytes_moved);
+    case InfoKey::kOom: return py::bool_(info.oom);
+    case InfoKey::kInvalid: return py::bool_(info.invalid);
+    case InfoKey::kInvalidReason: return py::str(info.invalid_reason);
+    case InfoKey::kColocationMoved: return py::int_(info.colocation_moved);
+    case InfoKey::kRejectedRuntime: return py::float_(info.rejected_runtime);
+    case InfoKey::kBestRuntime: return py::float_(info.best_runtime);
+    case InfoKey::kBest: return solution_dict(env, best);
+  }
+  GOENV_FAIL(Error, "info key " << static_cast<int>(key) << " has no value");
+}
+
+// The keys of envs/spec.h: those present always, and the rejected decision's when there was one.
 py::dict info_dict(const Env& env, const StepInfo& info, const Solution& best) {
   py::dict d;
-  d["runtime"] = info.runtime;
-  d["initial_runtime"] = info.initial_runtime;
-  d["speedup"] = info.speedup;
-  d["lower_bound"] = info.lower_bound;
-  d["peak_memory"] = py::array_t<double>(info.peak_memory.size(), info.peak_memory.data());
-  d["bytes_moved"] = info.bytes_moved;
-  d["oom"] = info.oom;
-  d["invalid"] = info.invalid;
-  d["invalid_reason"] = info.invalid_reason;
-  d["colocation_moved"] = info.colocation_moved;
-  if (!std::isnan(info.rejected_runtime)) d["rejected_runtime"] = info.rejected_runtime;
-  d["best_runtime"] = info.best_runtime;
-  d["best"] = solution_dict(env, best);
+  for (const InfoField& field : info_fields()) {
+    if (field.presence == Presence::kRejected && std::isnan(info.rejected_runtime)) continue;  // StepInfo's "none"
+    d[field.name] = info_value(field.key, env, info, best);
+  }
   return d;
 }
 
@@ -136,25 +148,7 @@ void bind_envs(py::module_& m) {
         guarded(env.guard(), [&] { env.set_state(bytes); });
       }, py::arg("state"))
       .def_property_readonly("config", [](const Env& env) {
-        const EnvConfig& c = env.config();
-        py::dict d;
-        for (const auto& [k, v] : c.graph_params) d[py::str(k)] = v;
-        d["cluster"] = env.cluster().name();
-        d["horizon"] = c.horizon;
-        d["decision_mode"] = c.decision_mode;
-        d["invalid_penalty"] = c.invalid_penalty;
-        d["priority_levels"] = c.priority_levels;
-        d["fusion_levels"] = c.fusion_levels;
-        d["max_fusion_size"] = c.max_fusion_size;
-        d["colocation"] = c.colocation;
-        d["observation_version"] = c.observation_version;
-        // "given": decisions set as such (set_start), which no option rebuilds (envs.env_options).
-        d["start"] = !c.start.empty() ? c.start : env.has_start() ? std::string("given") : std::string("default");
-        if (c.initial_placement.empty()) d["placement"] = c.placement;
-        else d["placement"] = to_numpy(std::vector<std::int32_t>(c.initial_placement), {env.graph().num_nodes()});
-        if (c.initial_priority.empty()) d["priority"] = py::none();
-        else d["priority"] = to_numpy(std::vector<double>(c.initial_priority), {env.graph().num_nodes()});
-        return d;
+        return config_dict(env);
       }, "The options this env was made with (graph parameters included).")
       .def_property_readonly("task", &Env::task)
       .def_property_readonly("lower_bound", [](const Env& env) {
@@ -243,6 +237,26 @@ void bind_envs(py::module_& m) {
      "The decisions start `name` stands for on the env ('default' or a baseline's name), {head: values}.");
   m.def("list_env_ids", &list_env_ids);
   m.def("task_names", &task_names);
+  m.def("option_fields", [] {  // envs/spec.h
+    py::list fields;
+    for (const OptionField& f : option_fields())
+      fields.append(py::dict(py::arg("name") = f.name, py::arg("type") = option_type(f.kind), py::arg("doc") = f.doc));
+    return fields;
+  });
+  m.def("info_fields", [] {  // envs/spec.h, for the Python side and the docs' reference table
+    py::list fields;
+    for (const InfoField& f : info_fields()) {
+      py::dict d;
+      d["name"] = f.name;
+      d["type"] = f.type;
+      d["present"] = presence_name(f.presence);
+      d["doc"] = f.doc;
+      d["vector"] = f.vector_shape ? py::object(py::str(f.vector_shape)) : py::object(py::none());
+      d["vector_note"] = f.vector_note;
+      fields.append(d);
+    }
+    return fields;
+  });
 }
 
 }  // namespace goenv::bindings

@@ -15,6 +15,7 @@
 #include "bindings/env_options.h"
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
+#include "envs/spec.h"
 #include "envs/start.h"
 #include "envs/vector_env.h"
 
@@ -163,15 +164,17 @@ class PyVectorEnv {
     }
     Outputs out = outputs(false);
     std::vector<double> bounds;
+    InfoExtras extras;
     guarded(engine_->guard(), [&] {
       for (std::size_t i = 0; i < names.size(); ++i)
         if (!names[i].empty()) starts[i] = start_decisions(engine_->env(static_cast<int>(i)), names[i]);
       engine_->reset(seed_values.data(), mask.is_none() ? nullptr : mask_bytes.data(), out.buffers,
                      per_env.empty() ? nullptr : &starts);
       bounds = lower_bounds();
+      extras = info_extras();
     });
     set_lower_bounds(std::move(bounds));
-    return py::make_tuple(observation(out), info(out));
+    return py::make_tuple(observation(out), info(out, extras));
   }
 
   py::tuple step(py::handle actions) {
@@ -202,12 +205,14 @@ class PyVectorEnv {
     Outputs out = outputs(true);
     const bool need_bounds = !lower_bound_;  // a batch restored by set_state, never reset here
     std::vector<double> bounds;
+    InfoExtras extras;
     guarded(engine_->guard(), [&] {
       engine_->step(pointers.data(), layout, out.buffers);
       if (need_bounds) bounds = lower_bounds();
+      extras = info_extras();
     });
     if (need_bounds) set_lower_bounds(std::move(bounds));
-    return py::make_tuple(observation(out), out.reward, out.terminated, out.truncated, info(out));
+    return py::make_tuple(observation(out), out.reward, out.terminated, out.truncated, info(out, extras));
   }
 
   py::dict static_observation() const { return static_obs_; }
@@ -219,6 +224,12 @@ class PyVectorEnv {
   }
 
  private:
+  // Per-env info the engine's buffers do not carry.
+  struct InfoExtras {
+    std::vector<double> bytes_moved;
+    std::vector<std::string> invalid_reason;
+  };
+
   // Result arrays (null objects where a call has none) and their data pointers.
   struct Outputs {
     BatchBuffers buffers;
@@ -444,19 +455,53 @@ class PyVectorEnv {
     return obs;
   }
 
-  py::dict info(const Outputs& out) const {
+  // The info keys of envs/spec.h that a vector env reports, each with Gymnasium's "_key" mask.
+  py::dict info(const Outputs& out, const InfoExtras& extras) const {
     py::dict d;
-    const py::object* values[] = {&out.runtime, &out.initial_runtime, &out.speedup, &lower_bound_,
-                                  &out.peak_memory, &out.oom, &out.invalid, &out.colocation_moved,
-                                  &out.best_runtime};
     for (std::size_t k = 0; k < keys_.info.size(); ++k) {
-      set_item(d, keys_.info[k], *values[k]);
-      set_item(d, keys_.info_masks[k], all_true_);  // Gymnasium's "_key": which envs report key
+      const InfoField& field = *keys_.info[k].field;
+      set_item(d, keys_.info[k].name, info_value(field.key, out, extras));
+      // Only envs whose decision was rejected report the rejected keys.
+      set_item(d, keys_.info[k].mask,
+               field.presence == Presence::kRejected ? out.invalid.attr("copy")() : all_true_);
     }
-    // Only envs whose decision was rejected report its runtime (Gymnasium's "_key" mask).
-    set_item(d, keys_.rejected_runtime, out.rejected_runtime);
-    set_item(d, keys_.rejected_runtime_mask, out.invalid.attr("copy")());
     return d;
+  }
+
+  py::object info_value(InfoKey key, const Outputs& out, const InfoExtras& extras) const {
+    switch (key) {
+      case InfoKey::kRuntime: return out.runtime;
+      case InfoKey::kInitialRuntime: return out.initial_runtime;
+      case InfoKey::kSpeedup: return out.speedup;
+      case InfoKey::kLowerBound: return lower_bound_;
+      case InfoKey::kPeakMemory: return out.peak_memory;
+      case InfoKey::kBytesMoved: return to_numpy(std::vector<double>(extras.bytes_moved),
+                                                 {static_cast<py::ssize_t>(extras.bytes_moved.size())});
+      case InfoKey::kOom: return out.oom;
+      case InfoKey::kInvalid: return out.invalid;
+      case InfoKey::kInvalidReason: {
+        py::list reasons;
+        for (const std::string& reason : extras.invalid_reason) reasons.append(py::str(reason));
+        return py::module_::import("numpy").attr("array")(reasons, py::arg("dtype") = "O");
+      }
+      case InfoKey::kColocationMoved: return out.colocation_moved;
+      case InfoKey::kRejectedRuntime: return out.rejected_runtime;
+      case InfoKey::kBestRuntime: return out.best_runtime;
+      case InfoKey::kBest: break;  // not reported by a vector env (envs/spec.h says why)
+    }
+    GOENV_FAIL(Error, "info key " << static_cast<int>(key) << " has no vector value");
+  }
+
+  // What the engine's buffers do not carry, read from each env after a reset or step (under
+  // the engine's guard).
+  InfoExtras info_extras() const {
+    InfoExtras extras;
+    for (int i = 0; i < engine_->num_envs(); ++i) {
+      const StepInfo& info = engine_->env(i).last_info();
+      extras.bytes_moved.push_back(info.bytes_moved);
+      extras.invalid_reason.push_back(info.invalid_reason);
+    }
+    return extras;
   }
 
   // Each env's lower bound is fixed, reported by its first reset: one read-only array.
@@ -477,19 +522,22 @@ class PyVectorEnv {
     if (PyDict_SetItem(d.ptr(), key.ptr(), value.ptr()) != 0) throw py::error_already_set();
   }
 
-  // Interned dict keys, made once.
+  // Interned dict keys, made once: the observation's, and the info keys of envs/spec.h that a
+  // vector env reports with their masks.
+  struct InfoName {
+    const InfoField* field;
+    py::object name, mask;
+  };
   struct Keys {
     py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals"),
                device_state = py::str("device_state");
-    std::array<py::object, 9> info = {py::str("runtime"),     py::str("initial_runtime"), py::str("speedup"),
-                                      py::str("lower_bound"), py::str("peak_memory"),     py::str("oom"),
-                                      py::str("invalid"),     py::str("colocation_moved"), py::str("best_runtime")};
-    std::array<py::object, 9> info_masks = {py::str("_runtime"),     py::str("_initial_runtime"),
-                                            py::str("_speedup"),     py::str("_lower_bound"),
-                                            py::str("_peak_memory"), py::str("_oom"),
-                                            py::str("_invalid"),     py::str("_colocation_moved"),
-                                            py::str("_best_runtime")};
-    py::object rejected_runtime = py::str("rejected_runtime"), rejected_runtime_mask = py::str("_rejected_runtime");
+    std::vector<InfoName> info = [] {
+      std::vector<InfoName> names;
+      for (const InfoField& field : info_fields())
+        if (field.vector_shape != nullptr)
+          names.push_back({&field, py::str(field.name), py::str(std::string("_") + field.name)});
+      return names;
+    }();
   };
 
   Keys keys_;

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 
 import goenv
 import goenv._core
@@ -18,7 +17,6 @@ import goenv.agents
 import numpy as np
 
 MARKER = re.compile(r"^<!-- table: ([a-z0-9-]+) -->$", re.MULTILINE)
-ENV_HEADER = Path(__file__).resolve().parents[2] / "envs" / "env.h"
 # Two envs whose sizes differ in every dimension that depends on the graph or the cluster:
 # comparing their shapes tells the symbolic dimensions (N nodes, E edges, D devices) from fixed ones.
 SHAPE_PROBES = (("transformer-xl-2", "2xgpu-nvlink"), ("transformer-xl-4", "8xgpu-nvlink"))
@@ -126,76 +124,22 @@ def action_table() -> str:
     return markdown_table(["task", "action space", "baselines that decide it"], rows)
 
 
-def type_name(value: object) -> str:
-    if isinstance(value, np.ndarray):
-        return f"ndarray[{value.dtype}]"
-    if isinstance(value, dict):  # keyed by the task's heads
-        return "dict[str, " + " | ".join(sorted({type_name(item) for item in value.values()})) + "]"
-    return type(value).__name__
-
-
 def info_table() -> str:
-    seen: dict[str, dict] = {}
-    for task in goenv._core.task_names():
-        # A strict env with a random placement splits a colocation group: the step is rejected,
-        # which shows the keys only a rejected decision reports.
-        for options in ({}, {"colocation": "strict"}):
-            env = goenv.make(f"{task}-transformer-xl-2", **options)
-            _, reset_info = env.reset(seed=0)
-            env.action_space.seed(0)
-            step_info = env.step(env.action_space.sample())[4]
-            for when, info in (("reset", reset_info), ("step", step_info)):
-                for key, value in info.items():
-                    entry = seen.setdefault(key, {"type": type_name(value), "when": set(), "count": 0})
-                    entry["when"].add(when)
-                    entry["count"] += 1
-    always = max(entry["count"] for entry in seen.values())
-    rows = []
-    for key, entry in seen.items():
-        present = "always" if entry["count"] == always else "only after a rejected decision"
-        rows.append([code(key), code(entry["type"]), present])
-    return markdown_table(["key", "type", "present"], rows)
-
-
-def env_config_comments() -> dict[str, str]:
-    """The comment of each EnvConfig field in envs/env.h (the line's own, else the block above it)."""
-    text = ENV_HEADER.read_text()
-    body = text[text.index("struct EnvConfig {"):]
-    body = body[:body.index("\n};")]
-    # A comment block describes every field below it up to the next comment or blank line.
-    comments, block, after_field = {}, [], False
-    for line in body.splitlines()[1:]:
-        stripped = line.strip()
-        if stripped.startswith("//"):
-            block = ([] if after_field else block) + [stripped[2:].strip()]
-            after_field = False
-            continue
-        field = re.match(r"[\w:<>, ]+?\s+(\w+)(?:\s*=\s*[^;]+)?;\s*(?://\s*(.*))?$", stripped)
-        if field:
-            comments[field.group(1)] = field.group(2) or " ".join(block)
-            after_field = True
-        else:
-            block, after_field = [], False
-    return comments
-
-
-# EnvConfig's field that an option of make() sets, where the names differ.
-OPTION_FIELDS = {"placement": "initial_placement", "priority": "initial_priority", "cluster": "cluster"}
+    """The info keys of envs/spec.h (goenv.info_fields())."""
+    rows = [[code(f["name"]), code(f["type"]), f["present"], f["doc"],
+             code(f["vector"]) + (f" ({f['vector_note']})" if f["vector_note"] else "") if f["vector"]
+             else f"— ({f['vector_note']})"]
+            for f in goenv.info_fields()]
+    return markdown_table(["key", "type", "present", "meaning", "vector env"], rows)
 
 
 def env_options_table() -> str:
-    comments = env_config_comments()
-    env = goenv.make("placement-transformer-xl-2")
-    defaults = env.unwrapped.core.config
-    rows = []
-    for name in ("cluster",) + goenv.GraphEnv.OPTIONS:
-        field = OPTION_FIELDS.get(name, name)
-        meaning = comments.get(field, "")
-        if name == "placement":  # two fields: the named default and explicit decisions
-            meaning = f"{comments['placement']}; or an int array: {comments['initial_placement']}"
-        default = defaults.get(name)
-        rows.append([code(name), code(repr(default)) if default not in ("", None) else "—", meaning])
-    return markdown_table(["option", "default (placement-transformer-xl-2)", "meaning (envs/env.h)"], rows)
+    """The options of envs/spec.h (goenv.option_fields()), with a made env's defaults."""
+    defaults = goenv.make("placement-transformer-xl-2").unwrapped.core.config
+    rows = [[code(f["name"]), code(f["type"]),
+             code(repr(defaults[f["name"]])) if defaults[f["name"]] not in ("", None) else "—", f["doc"]]
+            for f in goenv.option_fields()]
+    return markdown_table(["option", "type", "default (placement-transformer-xl-2)", "meaning"], rows)
 
 
 def env_ids_table() -> str:

@@ -22,7 +22,9 @@ from goenv._core import (
     NotFound,
     ResetNeeded,
     SimulationResult,
+    info_fields,
     op_type_names,
+    option_fields,
 )
 from goenv.envs import GraphEnv, list_envs, make
 from goenv.simulation import lower_bound, simulate
@@ -38,8 +40,8 @@ datasets.__all__ += _LABELS_IN_DATASETS
 
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
-    "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "list_envs",
-    "GraphVectorEnv", "lower_bound", "make", "make_vec", "op_type_names", "simulate", "wrappers",
+    "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "info_fields", "list_envs",
+    "GraphVectorEnv", "lower_bound", "make", "make_vec", "op_type_names", "option_fields", "simulate", "wrappers",
 ]
 
 

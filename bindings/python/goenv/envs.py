@@ -8,12 +8,12 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium import spaces
 
 import goenv._core as _core
 from goenv._core import Cluster, Graph, InvalidArgument, NotFound, ResetNeeded
 from goenv.arguments import checked_bytes, checked_flag
 from goenv.clusters import get as get_cluster
+from goenv.spaces import action_space, observation_space
 
 # The observation version of Gymnasium ids "goenv/<id>-v<N>" (bump, with a note in
 # CHANGELOG.md, whenever the observation or the dynamics change):
@@ -44,10 +44,9 @@ def make(env_id: str, render_mode: str | None = "rgb_array", *, graph: Graph | s
       each step, as Gymnasium requires; True hands out the same read-only static
       arrays (node_features, edge_index, edge_features) every step: zero-copy, for
       agents that know (it fails check_env's data-reuse check by design).
-    Options: cluster (preset name or goenv.Cluster), horizon, decision_mode
-      ("graph" | "node"), colocation ("follow" | "strict"), invalid_penalty,
-      priority_levels, fusion_levels, max_fusion_size, placement, priority; any
-      other keyword is a parameter of the graph builder (goenv.datasets.info(name)).
+    Options: goenv.option_fields() (cluster, horizon, decision_mode, colocation,
+      ...); any other keyword is a parameter of the graph builder
+      (goenv.datasets.info(name)).
     """
     if not isinstance(env_id, str):
         raise InvalidArgument(f"env_id must be a string such as 'placement-inception' (goenv.list_envs()), "
@@ -147,24 +146,8 @@ class GraphEnv(gymnasium.Env):
         self._current_column = core.num_devices + _core.node_state_names().index("current")
         self._starts: dict[str, dict] = {}  # start names resolved on this env (deterministic)
         self.spec_id = core.id
-        n, e, d = core.num_nodes, core.num_edges, core.num_devices
-        self.observation_space = spaces.Dict({
-            "node_features": spaces.Box(-np.inf, np.inf, (n, core.node_feature_dim), np.float32),
-            "edge_index": spaces.Box(0, max(n - 1, 0), (2, e), np.int64),
-            "edge_features": spaces.Box(-np.inf, np.inf, (e, core.edge_feature_dim), np.float32),
-            "node_state": spaces.Box(-np.inf, np.inf, (n, core.node_state_dim), np.float32),
-            "action_mask": spaces.Box(0, 1, (n, core.action_mask_width), np.int8),
-            "globals": spaces.Box(-np.inf, np.inf, (core.global_dim,), np.float32),
-            **({"device_features": spaces.Box(-np.inf, np.inf, (d, core.device_feature_dim), np.float32),
-                "device_state": spaces.Box(-np.inf, np.inf, (d, core.device_state_dim), np.float32)}
-               if core.observation_version >= 2 else {}),
-        })
-        heads = {
-            name: spaces.Discrete(choices) if core.node_mode
-            else spaces.MultiDiscrete(np.full(n, choices, dtype=np.int64))
-            for name, choices in zip(core.heads, core.head_choices)
-        }
-        self.action_space = next(iter(heads.values())) if len(heads) == 1 else spaces.Dict(heads)
+        self.observation_space = observation_space(core, core.num_nodes, core.num_edges)
+        self.action_space = action_space(core, None if core.node_mode else core.num_nodes)
 
     @classmethod
     def from_graph(cls, task: str, graph: Graph, cluster: str | Cluster, render_mode: str | None = None,
@@ -273,8 +256,8 @@ class GraphEnv(gymnasium.Env):
     def set_state(self, state: bytes) -> None:
         self.core.set_state(bytes(checked_bytes(state, "set_state takes the bytes get_state() returned")))
 
-    OPTIONS = ("horizon", "decision_mode", "invalid_penalty", "priority_levels", "fusion_levels",
-                "max_fusion_size", "colocation", "placement", "priority", "observation_version", "start")
+    # The options that rebuild an env on its graph and cluster (envs/spec.h; the cluster travels apart).
+    OPTIONS = tuple(field["name"] for field in _core.option_fields() if field["name"] != "cluster")
 
     def __getstate__(self) -> dict:
         return {

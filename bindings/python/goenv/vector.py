@@ -48,6 +48,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument, ResetNeeded
 from goenv.arguments import checked_bytes, checked_flag, checked_int
 from goenv.envs import GraphEnv, core_env, parse_gym_id, readonly_copy
+from goenv.spaces import action_space, observation_space
 
 __all__ = ["GraphVectorEnv", "make_vec", "make_vec_from_gym"]
 
@@ -152,9 +153,9 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
     """B goenv environments of one task, stepped together by the C++ engine.
 
     Observations are dicts of batched arrays (see the module docstring for the
-    three layouts); infos are dicts of (B,) arrays — runtime, initial_runtime,
-    speedup, lower_bound, oom, invalid — plus peak_memory (B, D), each with the
-    usual `_key` mask (all True: every env reports every key every step).
+    three layouts); infos hold the info keys a vector env reports
+    (goenv.info_fields(), "vector"), each with Gymnasium's `_key` mask of the envs
+    that report it.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
@@ -196,66 +197,31 @@ class GraphVectorEnv(gymnasium.vector.VectorEnv):
 
     def _built_space(self, name: str) -> gymnasium.Space:
         c = self._open_core()
-        b, f, fe = c.num_envs, c.node_feature_dim, c.edge_feature_dim
-        s, a, g = c.node_state_dim, c.action_mask_width, c.global_dim
-        d, fd, sd = c.num_devices, c.device_feature_dim, c.device_state_dim
+        b, num_nodes, num_edges = c.num_envs, c.num_nodes, c.num_edges
 
-        def box(shape, dtype=np.float32, low=-np.inf, high=np.inf):
-            return spaces.Box(low, high, shape, dtype)
+        def count(rows: int):
+            return spaces.Box(0, rows, (), np.int64)
 
-        def observation_space(n, e, node_rows=None, edge_low=0, extra=None):
-            rows = n if node_rows is None else node_rows
-            entries = {
-                "node_features": box((rows, f)),
-                "edge_index": box((2, e), np.int64, edge_low, max(rows - 1, 0)),
-                "edge_features": box((e, fe)),
-                "node_state": box((rows, s)),
-                "action_mask": box((rows, a), np.int8, 0, 1),
-                "globals": box((g,)),
-            }
-            if c.observation_version >= 2:  # per device: one block per env in every layout
-                entries["device_features"] = box((d, fd))
-                entries["device_state"] = box((d, sd))
-            entries.update(extra or {})
-            return spaces.Dict(entries)
-
-        def action_space(count):
-            heads = {
-                name: spaces.Discrete(choices) if count is None
-                else spaces.MultiDiscrete(np.full(count, choices, dtype=np.int64))
-                for name, choices in zip(c.heads, c.head_choices)
-            }
-            return next(iter(heads.values())) if len(heads) == 1 else spaces.Dict(heads)
-
-        node_mode = c.node_mode
-        num_nodes, num_edges = c.num_nodes, c.num_edges
         # Single spaces: env 0's (stacked, concatenated) or the padded shape.
-        rows, padded_extra = num_nodes[0], None
-        if self.layout == "padded":
-            rows, q = c.max_nodes, c.max_edges
-            padded_extra = {"num_nodes": box((), np.int64, 0, rows), "num_edges": box((), np.int64, 0, q)}
+        rows = c.max_nodes if self.layout == "padded" else num_nodes[0]
         if name == "single_observation_space":
-            if padded_extra:
-                return observation_space(rows, c.max_edges, edge_low=-1, extra=padded_extra)
-            return observation_space(num_nodes[0], num_edges[0])
+            if self.layout == "padded":
+                return observation_space(c, rows, c.max_edges, edge_low=-1,
+                                         extra={"num_nodes": count(rows), "num_edges": count(c.max_edges)})
+            return observation_space(c, num_nodes[0], num_edges[0])
         if name == "single_action_space":
-            return action_space(None if node_mode else rows)
-        if self.layout != "concatenated" or (name == "action_space" and node_mode):
+            return action_space(c, None if c.node_mode else rows)
+        if self.layout != "concatenated" or (name == "action_space" and c.node_mode):
             return batch_space(self._space("single_" + name), b)
         # concatenated: fixed shapes over all envs
         n, e = c.total_nodes, c.total_edges
         if name == "action_space":
-            return action_space(n)
-        batched = observation_space(n, e, extra={
-            "batch": box((n,), np.int64, 0, b - 1),
-            "num_nodes": box((b,), np.int64, 0, max(num_nodes)),
-            "num_edges": box((b,), np.int64, 0, max(num_edges)),
+            return action_space(c, n)
+        return observation_space(c, n, e, batch=b, extra={
+            "batch": spaces.Box(0, b - 1, (n,), np.int64),
+            "num_nodes": spaces.Box(0, max(num_nodes), (b,), np.int64),
+            "num_edges": spaces.Box(0, max(num_edges), (b,), np.int64),
         })
-        batched.spaces["globals"] = box((b, g))
-        if c.observation_version >= 2:
-            batched.spaces["device_features"] = box((b, d, fd))
-            batched.spaces["device_state"] = box((b, d, sd))
-        return batched
 
     # -- the API -----------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
