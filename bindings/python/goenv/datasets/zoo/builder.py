@@ -36,6 +36,33 @@ def make_config(model_type: str, size: str):
     return shrink(config, size, model_type)
 
 
+def _working_inputs(torch, model, maker: InputMaker) -> tuple[dict | None, list[str]]:
+    """The first input set of the model's candidates that one forward pass accepts, and why the
+    others failed. Training mode first (dropout is part of a training step); a model that in
+    training mode insists on labels (FastSpeech2's durations) is imported in evaluation mode
+    (the model is left in the mode that worked)."""
+    problems = []
+    for training, names in [(training, names) for training in (True, False) for names in maker.candidates()]:
+        model.train(training)
+        try:
+            trial = maker.make(names)
+        except KeyError as missing:
+            if training:
+                problems.append(f"forward needs {missing.args[0]!r}, which the zoo cannot make")
+            continue
+        try:
+            torch.manual_seed(SEED)
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model(**trial)
+        except Exception as error:  # noqa: BLE001 - the model refuses these inputs: try the next set
+            if training:
+                problems.append(f"{'+'.join(names) or 'no inputs'}: {_short(error)}")
+            continue
+        return trial, problems
+    return None, problems
+
+
 def build_here(model_type: str, size: str = "tiny", library: str = "transformers") -> ZooResult:
     """Builds in this process (no limits). The caller has checked the names."""
     os.environ.update(OFFLINE)
@@ -72,30 +99,7 @@ def build_here(model_type: str, size: str = "tiny", library: str = "transformers
     except Exception as error:  # noqa: BLE001
         return failed("build", _short(error))
 
-    maker = InputMaker(torch, model, config, scale)
-    kwargs, problems = None, []
-    # Training mode first (dropout is part of a training step); a model that in training mode
-    # insists on labels (FastSpeech2's durations) is imported in evaluation mode.
-    trials = [(training, names) for training in (True, False) for names in maker.candidates()]
-    for training, names in trials:
-        model.train(training)
-        try:
-            trial = maker.make(names)
-        except KeyError as missing:
-            if training:
-                problems.append(f"forward needs {missing.args[0]!r}, which the zoo cannot make")
-            continue
-        try:
-            torch.manual_seed(SEED)
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model(**trial)
-        except Exception as error:  # noqa: BLE001 - the model refuses these inputs: try the next set
-            if training:
-                problems.append(f"{'+'.join(names) or 'no inputs'}: {_short(error)}")
-            continue
-        kwargs = trial
-        break
+    kwargs, problems = _working_inputs(torch, model, InputMaker(torch, model, config, scale))
     if kwargs is None:
         return failed("inputs", "; ".join(problems)[:600] or "no input set fits")
 

@@ -330,10 +330,9 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
     from goenv.datasets.zoo.report import write_report
 
     builder = builder or _zoo()
-    workers = checked_int("workers", workers, 1, 1024)
-    shard_size = checked_int("shard_size", shard_size, 1)
-    memory_limit = checked_int("memory_limit", memory_limit, 1)
-    time_limit = checked_number("time_limit", time_limit)
+    workers, shard_size, memory_limit, time_limit = (
+        checked_int("workers", workers, 1, 1024), checked_int("shard_size", shard_size, 1),
+        checked_int("memory_limit", memory_limit, 1), checked_number("time_limit", time_limit))
     if not time_limit > 0:
         raise InvalidArgument(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     ray, overwrite, progress = (checked_flag("ray", ray), checked_flag("overwrite", overwrite),
@@ -345,31 +344,9 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
     plan = _shard_plan(requests, shard_size)
 
     root = output_folder(out_dir, "zoo dataset folder")
-    DATASET_FOLDER.remove_temporaries(root, also=("coverage",))  # the coverage report is written here too
-    previous = _read_manifest(root)
-    present = DATASET_FOLDER.shard_names(root)
-    kept: list[dict] = []
-    if previous is not None and previous.get("family") == ZOO_FAMILY and previous.get("zoo") == identity:
-        try:
-            check_manifest(previous, os.path.join(root, MANIFEST))
-            kept = DATASET_FOLDER.verified_prefix(root, previous["shards"], "shard")
-        except InvalidGraph:
-            kept = []
-    elif (previous is not None or present or os.path.lexists(os.path.join(root, MANIFEST))) and not overwrite:
-        what = (f"a zoo dataset of another plan ({_difference(previous['zoo'], identity)})"
-                if previous is not None and isinstance(previous.get("zoo"), dict) else
-                f"a dataset of family '{previous.get('family')}'" if previous is not None else
-                "shard files or a manifest goenv cannot read")
-        raise InvalidArgument(f"{root} holds {what}; nothing was changed. Use another folder, or overwrite=True "
-                              f"(--overwrite) to replace it")
-    if overwrite:  # shard files of the replaced dataset; the kept prefix is this plan's own
-        remove_regular_files(root, [name for name in present if name not in {r["file"] for r in kept}], "shard")
-
-    seen: dict[str, str] = {}
-    for record in kept:
-        for entry in record["builds"]:
-            if entry["status"] == "imported":
-                seen[entry["structural_hash"]] = f"{entry['library']}/{entry['model_type']}/{entry['size']}"
+    kept = _kept_shards(root, identity, overwrite)
+    seen = {entry["structural_hash"]: f"{entry['library']}/{entry['model_type']}/{entry['size']}"
+            for record in kept for entry in record["builds"] if entry["status"] == "imported"}
     measurements = _previous_measurements(root, kept)
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "goenv_version": goenv_version(),
                 "family": ZOO_FAMILY, "params": {}, "seed": 0, "shard_size": shard_size,
@@ -393,7 +370,7 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
                        unit="model", dynamic_ncols=True)
     results = (_ray_results(builder, todo, workers, limits, address) if ray
                else _local_results(builder, todo, workers, limits))
-    try:
+    try:  # one shard at a time, in plan order
         shard_index, builds, blobs = len(kept), [], []
         for request, result in zip(todo, results):
             record, blob = _record(request, result, seen, manifest["count"] + len(blobs))
@@ -413,11 +390,36 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
                     on_shard(root)
                 shard_index, builds, blobs = shard_index + 1, [], []
     finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
+        if hasattr(results, "close"):
+            results.close()
         bar.close()
     return ZooDataset(root)
+
+
+def _kept_shards(root: str, identity: dict, overwrite: bool) -> list[dict]:
+    """The records of the shards an earlier run of the same plan finished in `root` (its verified
+    prefix), after removing interrupted writes; InvalidArgument, nothing changed, when `root`
+    holds another dataset and `overwrite` is False (with it, that dataset's shards are removed)."""
+    DATASET_FOLDER.remove_temporaries(root, also=("coverage",))  # the coverage report is written here too
+    previous = _read_manifest(root)
+    present = DATASET_FOLDER.shard_names(root)
+    kept: list[dict] = []
+    if previous is not None and previous.get("family") == ZOO_FAMILY and previous.get("zoo") == identity:
+        try:
+            check_manifest(previous, os.path.join(root, MANIFEST))
+            kept = DATASET_FOLDER.verified_prefix(root, previous["shards"], "shard")
+        except InvalidGraph:
+            kept = []
+    elif (previous is not None or present or os.path.lexists(os.path.join(root, MANIFEST))) and not overwrite:
+        what = (f"a zoo dataset of another plan ({_difference(previous['zoo'], identity)})"
+                if previous is not None and isinstance(previous.get("zoo"), dict) else
+                f"a dataset of family '{previous.get('family')}'" if previous is not None else
+                "shard files or a manifest goenv cannot read")
+        raise InvalidArgument(f"{root} holds {what}; nothing was changed. Use another folder, or overwrite=True "
+                              f"(--overwrite) to replace it")
+    if overwrite:  # shard files of the replaced dataset; the kept prefix is this plan's own
+        remove_regular_files(root, [name for name in present if name not in {r["file"] for r in kept}], "shard")
+    return kept
 
 
 def _difference(theirs: dict, ours: dict) -> str:
