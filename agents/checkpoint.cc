@@ -243,26 +243,17 @@ Checkpoint parse(const std::string& bytes) {
   return c;
 }
 
-Model read(const Checkpoint& c, const std::string& bytes) {
-  Model fresh(c.config);
-  if (!c.has_policy) return fresh;
-  // The policy the options and spec ask for is exactly the float32 tensors the file holds:
-  // checked before it is built, so a small file cannot make the reader build a huge policy.
-  std::uint64_t declared = 0;
-  for (const auto& [name, t] : c.file.tensors)
-    if (name.rfind("policy.", 0) == 0) declared += t.end - t.begin;
-  const std::uint64_t needed = 4 * policy_parameters(c.config, c.spec);
-  GOENV_CHECK(declared == needed, InvalidArgument,
-              "corrupt agent checkpoint: its options and spec need a policy of " << needed << " bytes, the file holds "
-                                                                                  << declared);
-  fresh.build(c.spec);
-  // Every tensor the model takes, with its destination; checked before any value is copied.
+namespace {
+
+// Every tensor the file holds is one the model takes, of its shape and dtype, and every tensor
+// the model needs is there: checked before any value is copied.
+void check_tensors(const Checkpoint& c, const Model& fresh) {
+  const auto parameters = fresh.policy->named_parameters();
   struct Slot {
     torch::Tensor like;  // shape and dtype expected
     bool optional = false;
   };
   std::map<std::string, Slot> wanted;
-  const auto parameters = fresh.policy->named_parameters();
   for (const auto& p : parameters) {
     wanted["policy." + p.key()] = {p.value()};
     for (const char* part : {".exp_avg", ".exp_avg_sq"}) wanted["adam." + p.key() + part] = {p.value(), true};
@@ -300,7 +291,11 @@ Model read(const Checkpoint& c, const std::string& bytes) {
     GOENV_CHECK(present == 0 || present == 3, InvalidArgument,
                 "corrupt agent checkpoint: Adam's state of '" << p.key() << "' is incomplete");
   }
-  // Copies: every check has passed.
+}
+
+// Copies the checked tensors into `fresh`: weights, buffers, Adam's state, generators, teachers.
+void copy_tensors(const Checkpoint& c, const std::string& bytes, Model& fresh) {
+  const auto parameters = fresh.policy->named_parameters();
   auto load = [&](const std::string& name) { return safetensors::copy(c.file, bytes, name); };
   // Values, not only bytes: a weight or Adam moment that is not finite, or beyond kMaxWeight,
   // would overflow a forward pass (or the next update) far from the file that caused it.
@@ -344,6 +339,25 @@ Model read(const Checkpoint& c, const std::string& bytes) {
     }
     fresh.teachers[header.key] = std::move(entry);
   }
+}
+
+}  // namespace
+
+Model read(const Checkpoint& c, const std::string& bytes) {
+  Model fresh(c.config);
+  if (!c.has_policy) return fresh;
+  // The policy the options and spec ask for is exactly the float32 tensors the file holds:
+  // checked before it is built, so a small file cannot make the reader build a huge policy.
+  std::uint64_t declared = 0;
+  for (const auto& [name, t] : c.file.tensors)
+    if (name.rfind("policy.", 0) == 0) declared += t.end - t.begin;
+  const std::uint64_t needed = 4 * policy_parameters(c.config, c.spec);
+  GOENV_CHECK(declared == needed, InvalidArgument,
+              "corrupt agent checkpoint: its options and spec need a policy of " << needed << " bytes, the file holds "
+                                                                                  << declared);
+  fresh.build(c.spec);
+  check_tensors(c, fresh);
+  copy_tensors(c, bytes, fresh);
   return fresh;
 }
 

@@ -64,30 +64,23 @@ struct Solution {
   std::vector<std::int32_t> fusion;
 };
 
+// What goenv.make's options set: envs/spec.cc documents each (the option "placement" sets
+// `placement` or `initial_placement`, "priority" sets `initial_priority`).
 struct EnvConfig {
-  GraphParams graph_params;        // builder parameters (batch_size, ...)
-  std::string cluster;             // preset name; empty = the graph family's default
-  int horizon = 1;                 // whole-graph decisions per episode
-  std::string decision_mode = "graph";  // "graph" | "node"
-  double invalid_penalty = -1.0;   // reward of an invalid decision
-  int priority_levels = 16;        // choices of the priority head
-  int fusion_levels = 4;           // choices of the fusion head
-  int max_fusion_size = 16;        // ops per fused kernel at most
-  // "follow": a colocation group goes to the device most of its members chose
-  // (envs/colocation.h), so every per-node placement is valid; "strict": a split
-  // group is an invalid decision.
-  std::string colocation = "follow";
-  std::string placement;           // initial placement: "" = the task's default, "single", "expert"
-  // Explicit initial decisions (empty = the defaults above): one value per node.
-  // Kept fixed when the task has no head for them, so that scheduling or fusion
-  // can be optimized for a given placement (e.g. one found by a placement agent).
+  GraphParams graph_params;  // builder parameters (batch_size, ...): every keyword that is not an option
+  std::string cluster;
+  int horizon = 1;
+  std::string decision_mode = "graph";
+  double invalid_penalty = -1.0;
+  int priority_levels = 16;
+  int fusion_levels = 4;
+  int max_fusion_size = 16;
+  std::string colocation = "follow";  // envs/colocation.h
+  std::string placement;
   std::vector<std::int32_t> initial_placement;
   std::vector<double> initial_priority;
-  // The observation's version (envs/observation.h): 2 adds per-device arrays and slack.
-  int observation_version = kObservationVersion;
-  // Where every episode starts: "" or "default" = the initial decisions above;
-  // otherwise a baseline's name ("best-heuristic", "heft", ...), resolved by
-  // make_env / make_env_on_graph (envs/start.h), which call set_start.
+  int observation_version = kObservationVersion;  // envs/observation.h
+  // A baseline's name is resolved by make_env / make_env_on_graph (envs/start.h), which call set_start.
   std::string start;
 };
 

@@ -122,14 +122,21 @@ std::string Env::get_state() const {
 // the env can recompute (both runtimes; the info of the decisions in force) must
 // match its own simulation exactly; what it cannot (a rejected decision's runtime
 // and reason, the last reward) must be consistent with how a step produces it.
-void Env::set_state(const std::string& bytes) {
+namespace {
+
+// Throws InvalidArgument naming the env, the field and why.
+[[noreturn]] void bad_field(const std::string& id, const char* field, const std::string& why) {
+  GOENV_FAIL(InvalidArgument, id << ": env state field '" << field << "' " << why);
+}
+
+EnvState decode(const std::string& bytes, const std::string& id) {
   EnvState s;
   try {
-    const std::string what = id_ + ": cannot decode env state";
+    const std::string what = id + ": cannot decode env state";
     BoundedBinaryInput(bytes, what)(s.version);  // the version says whether a checksum closes the state
     GOENV_CHECK(s.version >= kOldestEnvStateVersion && s.version <= kEnvStateVersion, InvalidArgument,
-                id_ << ": env state version " << s.version << ", this goenv reads versions " << kOldestEnvStateVersion
-                    << " to " << kEnvStateVersion);
+                id << ": env state version " << s.version << ", this goenv reads versions " << kOldestEnvStateVersion
+                   << " to " << kEnvStateVersion);
     const std::string_view record =
         s.version >= kFirstChecksummedEnvState ? without_checksum(bytes, what) : std::string_view(bytes);
     BoundedBinaryInput ar(record, what);
@@ -138,9 +145,85 @@ void Env::set_state(const std::string& bytes) {
   } catch (const InvalidGraph& e) {
     throw InvalidArgument(e.what());
   }
-  const auto bad = [this](const char* field, const std::string& why) {
-    GOENV_FAIL(InvalidArgument, id_ << ": env state field '" << field << "' " << why);
-  };
+  if (s.version < 3) {  // no best recorded: the decisions in force
+    s.best_placement = s.placement;
+    s.best_priority = s.priority;
+    s.best_fusion = s.fusion;
+  }
+  return s;
+}
+
+// What decisions an env can hold: in range, and the initial ones for heads the task does not decide.
+struct DecisionRules {
+  std::string id;
+  int num_nodes, num_devices, priority_levels, fusion_levels;
+  bool places, prioritizes, fuses;
+  const std::vector<std::int32_t>& initial_placement;
+  const std::vector<double>& initial_priority;
+  const std::vector<std::int32_t>& initial_fusion;
+
+  void check(const std::string& prefix, const std::vector<std::int32_t>& placement,
+             const std::vector<double>& priority, const std::vector<std::int32_t>& fusion) const {
+    const std::string pf = prefix + "placement", pp = prefix + "priority", pu = prefix + "fusion";
+    const int n = num_nodes;
+    if (static_cast<int>(placement.size()) != n) bad_field(id, pf.c_str(), "does not have one value per node");
+    if (static_cast<int>(priority.size()) != n) bad_field(id, pp.c_str(), "does not have one value per node");
+    if (static_cast<int>(fusion.size()) != n) bad_field(id, pu.c_str(), "does not have one value per node");
+    for (int v = 0; v < n; ++v) {
+      const std::string node = "at node " + std::to_string(v);
+      if (placement[v] < 0 || placement[v] >= num_devices) bad_field(id, pf.c_str(), node + " is out of range");
+      if (!places && placement[v] != initial_placement[v])
+        bad_field(id, pf.c_str(), node + " differs from the fixed placement");
+      const double p = priority[v];
+      const bool level = prioritizes && p >= 0 && p < priority_levels && p == std::floor(p);
+      if (!level && !(p == initial_priority[v]))  // explicit initial priorities need not be levels
+        bad_field(id, pp.c_str(), node + " is not a priority level of this env");
+      if (fuses ? (fusion[v] < 0 || fusion[v] >= fusion_levels) : fusion[v] != initial_fusion[v])
+        bad_field(id, pu.c_str(), node + " is not a fusion level of this env");
+    }
+  }
+};
+
+// The info of the state's last reset or step against the simulation of its decisions in force
+// (fill_info): what the env recomputes must match bitwise; a rejected decision's runtime, reason
+// and reward must be what a rejecting step writes. Returns whether the last step was rejected.
+bool check_info(const EnvState& s, const SimulationResult& current, double invalid_penalty, const std::string& id) {
+  const auto bad = [&id](const char* field, const std::string& why) { bad_field(id, field, why); };
+  const double scale = std::max(s.initial_runtime, kMinRuntimeScale);
+  if (!same_bits(&s.info_runtime, &current.runtime, 1))
+    bad("info_runtime", "differs from the simulation of the state's decisions");
+  if (s.info_peak_memory.size() != current.peak_memory.size() ||
+      !same_bits(s.info_peak_memory.data(), current.peak_memory.data(), current.peak_memory.size()))
+    bad("info_peak_memory", "differs from the simulation of the state's decisions");
+  if (!same_bits(&s.info_bytes_moved, &current.bytes_moved, 1))
+    bad("info_bytes_moved", "differs from the simulation of the state's decisions");
+  // The last step's decision was not adopted unless the field is StepInfo's own NaN.
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  const bool rejected = !same_bits(&s.info_rejected_runtime, &none, 1);
+  if (rejected) {
+    if (s.steps == 0 || !s.info_invalid) bad("info_rejected_runtime", "is set but no step was rejected");
+    if (!(s.info_rejected_runtime >= 0) || !float_finite(s.info_rejected_runtime / scale))
+      bad("info_rejected_runtime", "is not the runtime of a rejected decision");
+    if (s.info_invalid_reason.empty() || s.info_invalid_reason.size() > 65536 ||
+        !is_valid_utf8(s.info_invalid_reason))
+      bad("info_invalid_reason", "is not the reason of a rejected decision");
+    if (!(s.last_reward == invalid_penalty)) bad("last_reward", "is not this env's invalid_penalty");
+  } else {
+    if (s.info_oom != current.oom) bad("info_oom", "differs from the simulation of the state's decisions");
+    if (s.info_invalid != current.invalid || s.info_invalid_reason != current.invalid_reason)
+      bad("info_invalid", "differs from the simulation of the state's decisions");
+    // An adopted step's reward is (previous runtime - runtime) / scale with a previous runtime >= 0.
+    if (s.steps == 0 ? s.last_reward != 0 : !(s.last_reward >= -s.runtime / scale) || !float_finite(s.last_reward))
+      bad("last_reward", "is not a reward this state can follow");
+  }
+  return rejected;
+}
+
+}  // namespace
+
+void Env::set_state(const std::string& bytes) {
+  EnvState s = decode(bytes, id_);
+  const auto bad = [this](const char* field, const std::string& why) { bad_field(id_, field, why); };
   GOENV_CHECK(s.task == task_ && s.num_nodes == graph_->num_nodes() && s.num_edges == graph_->num_edges() &&
                   s.num_devices == cluster().num_devices() && s.graph_checksum == graph_checksum(*graph_),
               InvalidArgument, id_ << ": the state belongs to another task, graph or cluster");
@@ -159,33 +242,11 @@ void Env::set_state(const std::string& bytes) {
   }
   const int n = graph_->num_nodes();
   const auto has = [this](Head h) { return std::find(heads_.begin(), heads_.end(), h) != heads_.end(); };
-  if (s.version < 3) {  // no best recorded: the decisions in force
-    s.best_placement = s.placement;
-    s.best_priority = s.priority;
-    s.best_fusion = s.fusion;
-  }
-  // Decisions this env can hold: in range, and the initial ones for heads the task does not decide.
-  const auto check_decisions = [&](const std::string& prefix, const std::vector<std::int32_t>& placement,
-                                   const std::vector<double>& priority, const std::vector<std::int32_t>& fusion) {
-    const std::string pf = prefix + "placement", pp = prefix + "priority", pu = prefix + "fusion";
-    if (static_cast<int>(placement.size()) != n) bad(pf.c_str(), "does not have one value per node");
-    if (static_cast<int>(priority.size()) != n) bad(pp.c_str(), "does not have one value per node");
-    if (static_cast<int>(fusion.size()) != n) bad(pu.c_str(), "does not have one value per node");
-    for (int v = 0; v < n; ++v) {
-      const std::string node = "at node " + std::to_string(v);
-      if (placement[v] < 0 || placement[v] >= cluster().num_devices()) bad(pf.c_str(), node + " is out of range");
-      if (!has(Head::kPlacement) && placement[v] != initial_placement_[v])
-        bad(pf.c_str(), node + " differs from the fixed placement");
-      const double p = priority[v];
-      const bool level = has(Head::kPriority) && p >= 0 && p < config_.priority_levels && p == std::floor(p);
-      if (!level && !(p == initial_priority_[v]))  // explicit initial priorities need not be levels
-        bad(pp.c_str(), node + " is not a priority level of this env");
-      if (has(Head::kFusion) ? (fusion[v] < 0 || fusion[v] >= config_.fusion_levels) : fusion[v] != initial_fusion_[v])
-        bad(pu.c_str(), node + " is not a fusion level of this env");
-    }
-  };
-  check_decisions("", s.placement, s.priority, s.fusion);
-  check_decisions("best_", s.best_placement, s.best_priority, s.best_fusion);
+  const DecisionRules rules{id_, n, cluster().num_devices(), config_.priority_levels, config_.fusion_levels,
+                            has(Head::kPlacement), has(Head::kPriority), has(Head::kFusion),
+                            initial_placement_, initial_priority_, initial_fusion_};
+  rules.check("", s.placement, s.priority, s.fusion);
+  rules.check("best_", s.best_placement, s.best_priority, s.best_fusion);
   const std::int64_t total = total_steps();
   if (s.steps < 0 || s.steps > total) bad("steps", "is outside [0, " + std::to_string(total) + "]");
   if (s.done != (s.steps >= total)) bad("done", "disagrees with the step counter");
@@ -202,34 +263,7 @@ void Env::set_state(const std::string& bytes) {
   const double best_runtime = best.runtime;
   const SimulationResult& current = simulate(s.placement, s.priority, s.fusion);
   if (!(s.runtime == current.runtime)) bad("runtime", "differs from the simulation of the state's decisions");
-  const double scale = std::max(s.initial_runtime, kMinRuntimeScale);
-  // info describes the decisions in force after the last reset or step (fill_info).
-  if (!same_bits(&s.info_runtime, &current.runtime, 1))
-    bad("info_runtime", "differs from the simulation of the state's decisions");
-  if (s.info_peak_memory.size() != current.peak_memory.size() ||
-      !same_bits(s.info_peak_memory.data(), current.peak_memory.data(), current.peak_memory.size()))
-    bad("info_peak_memory", "differs from the simulation of the state's decisions");
-  if (!same_bits(&s.info_bytes_moved, &current.bytes_moved, 1))
-    bad("info_bytes_moved", "differs from the simulation of the state's decisions");
-  // The last step's decision was not adopted unless the field is StepInfo's own NaN.
-  const double none = std::numeric_limits<double>::quiet_NaN();
-  const bool rejected = !same_bits(&s.info_rejected_runtime, &none, 1);
-  if (rejected) {
-    if (s.steps == 0 || !s.info_invalid) bad("info_rejected_runtime", "is set but no step was rejected");
-    if (!(s.info_rejected_runtime >= 0) || !float_finite(s.info_rejected_runtime / scale))
-      bad("info_rejected_runtime", "is not the runtime of a rejected decision");
-    if (s.info_invalid_reason.empty() || s.info_invalid_reason.size() > 65536 ||
-        !is_valid_utf8(s.info_invalid_reason))
-      bad("info_invalid_reason", "is not the reason of a rejected decision");
-    if (!(s.last_reward == config_.invalid_penalty)) bad("last_reward", "is not this env's invalid_penalty");
-  } else {
-    if (s.info_oom != current.oom) bad("info_oom", "differs from the simulation of the state's decisions");
-    if (s.info_invalid != current.invalid || s.info_invalid_reason != current.invalid_reason)
-      bad("info_invalid", "differs from the simulation of the state's decisions");
-    // An adopted step's reward is (previous runtime - runtime) / scale with a previous runtime >= 0.
-    if (s.steps == 0 ? s.last_reward != 0 : !(s.last_reward >= -s.runtime / scale) || !float_finite(s.last_reward))
-      bad("last_reward", "is not a reward this state can follow");
-  }
+  const bool rejected = check_info(s, current, config_.invalid_penalty, id_);
   const bool can_move = s.steps > 0 && has(Head::kPlacement) && follow_colocation_ && colocation_.num_groups() > 0;
   if (s.info_colocation_moved < 0 || s.info_colocation_moved > (can_move ? n : 0))
     bad("info_colocation_moved", "is not a count of nodes colocation moved");

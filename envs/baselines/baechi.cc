@@ -77,92 +77,115 @@ Solution m_topo(Problem& p) {
   return with_placement(p, std::move(placement));
 }
 
-Solution m_etf(Problem& p) {
-  const Graph& g = p.graph();
-  const CostTable& costs = p.costs();
-  const Units& units = p.units();
-  const int n = g.num_nodes(), num_devices = costs.num_devices();
-  std::vector<double> unit_memory(units.size(), 0.0);
-  for (NodeId v = 0; v < n; ++v) unit_memory[units.unit[v]] += footprint(g, v);
-  std::vector<int> position(n);
-  for (int i = 0; i < n; ++i) position[g.topological_order()[i]] = i;
+// m-ETF's state: per device, the ready ops by data-arrival time there (ties: topological
+// order), and what is placed, where, and when it finishes.
+class MEtf {
+ public:
+  explicit MEtf(Problem& p)
+      : p_(p), g_(p.graph()), costs_(p.costs()), units_(p.units()), n_(g_.num_nodes()),
+        num_devices_(costs_.num_devices()), unit_memory_(units_.size(), 0.0), position_(n_), ready_(num_devices_),
+        device_(n_, kNone), unit_device_(units_.size(), kNone), pending_(n_), queued_(n_, 0), unlimited_(n_, 0),
+        finish_(n_, 0.0), free_at_(num_devices_, 0.0), used_(num_devices_, 0.0) {
+    for (NodeId v = 0; v < n_; ++v) unit_memory_[units_.unit[v]] += footprint(g_, v);
+    for (int i = 0; i < n_; ++i) position_[g_.topological_order()[i]] = i;
+  }
 
-  // Per device, the ready ops by data-arrival time there (ties: topological order).
+  Solution run() {
+    for (NodeId v = 0; v < n_; ++v) {
+      pending_[v] = g_.in_offsets()[v + 1] - g_.in_offsets()[v];
+      if (pending_[v] == 0) enqueue(v);
+    }
+    for (int placed = 0; placed < n_; ++placed) {
+      double start = kInf;
+      const int best = earliest_device(start);
+      GOENV_CHECK(best != kNone, Error, "m-ETF: no ready op left with " << n_ - placed << " ops unplaced");
+      const NodeId v = ready_[best].top().node;
+      ready_[best].pop();
+      const int u = units_.unit[v];
+      if (unit_device_[u] == kNone) unit_device_[u] = best, used_[best] += unit_memory_[u];
+      device_[v] = best;
+      finish_[v] = start + costs_.cost(v, best);
+      free_at_[best] = start + costs_.busy(v, best);
+      for (int e = g_.out_offsets()[v]; e < g_.out_offsets()[v + 1]; ++e)
+        if (--pending_[g_.edge_dst()[e]] == 0) enqueue(static_cast<NodeId>(g_.edge_dst()[e]));
+    }
+    return with_placement(p_, std::move(device_));
+  }
+
+ private:
   struct Entry {
     double arrival;
     int position;
     NodeId node;
     bool operator>(const Entry& o) const { return arrival != o.arrival ? arrival > o.arrival : position > o.position; }
   };
-  std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>> ready(num_devices);
-  std::vector<std::int32_t> device(n, kNone), unit_device(units.size(), kNone), pending(n), queued(n, 0);
-  std::vector<char> unlimited(n, 0);  // fits nowhere: placed ignoring memory
-  std::vector<double> finish(n, 0.0), free_at(num_devices, 0.0), used(num_devices, 0.0);
 
-  const auto arrival = [&](NodeId v, int d) {
+  double arrival(NodeId v, int d) const {
     double t = 0;
-    for (int i = g.in_offsets()[v]; i < g.in_offsets()[v + 1]; ++i) {
-      const int e = g.in_edges()[i];
-      const auto src = static_cast<NodeId>(g.edge_src()[e]);
-      t = std::max(t, finish[src] + costs.transfer(device[src], d, static_cast<double>(g.edge_bytes()[e])));
+    for (int i = g_.in_offsets()[v]; i < g_.in_offsets()[v + 1]; ++i) {
+      const int e = g_.in_edges()[i];
+      const auto src = static_cast<NodeId>(g_.edge_src()[e]);
+      t = std::max(t, finish_[src] + costs_.transfer(device_[src], d, static_cast<double>(g_.edge_bytes()[e])));
     }
     return t;
-  };
-  const auto enqueue = [&](NodeId v) {
-    const int u = units.unit[v];
-    for (int d = 0; d < num_devices; ++d)
-      if (unit_device[u] == kNone ? units.allows(u, d) : unit_device[u] == d) {
-        ready[d].push({arrival(v, d), position[v], v});
-        ++queued[v];
-      }
-    if (queued[v] == 0)  // no device allows every member: any device, repair settles it
-      for (int d = 0; d < num_devices; ++d) ready[d].push({arrival(v, d), position[v], v}), ++queued[v];
-  };
-  // Whether v may go on d now; drops v from d's queue for good when not (memory only fills up).
-  const auto usable = [&](NodeId v, int d) {
-    const int u = units.unit[v];
-    if (unit_device[u] == d) return true;  // its group's memory is reserved there
-    return unit_device[u] == kNone &&
-           (unlimited[v] || used[d] + unit_memory[u] <= p.cluster().device(d).memory_bytes);
-  };
-
-  for (NodeId v = 0; v < n; ++v) {
-    pending[v] = g.in_offsets()[v + 1] - g.in_offsets()[v];
-    if (pending[v] == 0) enqueue(v);
   }
-  for (int placed = 0; placed < n; ++placed) {
+
+  void enqueue(NodeId v) {
+    const int u = units_.unit[v];
+    for (int d = 0; d < num_devices_; ++d)
+      if (unit_device_[u] == kNone ? units_.allows(u, d) : unit_device_[u] == d) {
+        ready_[d].push({arrival(v, d), position_[v], v});
+        ++queued_[v];
+      }
+    if (queued_[v] == 0)  // no device allows every member: any device, repair settles it
+      for (int d = 0; d < num_devices_; ++d) ready_[d].push({arrival(v, d), position_[v], v}), ++queued_[v];
+  }
+
+  // Whether v may go on d now; drops v from d's queue for good when not (memory only fills up).
+  bool usable(NodeId v, int d) const {
+    const int u = units_.unit[v];
+    if (unit_device_[u] == d) return true;  // its group's memory is reserved there
+    return unit_device_[u] == kNone &&
+           (unlimited_[v] || used_[d] + unit_memory_[u] <= p_.cluster().device(d).memory_bytes);
+  }
+
+  // The device whose first usable ready op starts earliest (`start`), or kNone.
+  int earliest_device(double& best_start) {
     int best = kNone;
-    double best_start = kInf;
-    for (int d = 0; d < num_devices; ++d) {
-      auto& queue = ready[d];
+    for (int d = 0; d < num_devices_; ++d) {
+      auto& queue = ready_[d];
       while (!queue.empty()) {
         const NodeId v = queue.top().node;
-        if (device[v] != kNone) {
+        if (device_[v] != kNone) {
           queue.pop();
         } else if (!usable(v, d)) {
           queue.pop();
-          if (--queued[v] == 0) unlimited[v] = 1, enqueue(v);
+          if (--queued_[v] == 0) unlimited_[v] = 1, enqueue(v);
         } else {
           break;
         }
       }
       if (queue.empty()) continue;
-      const double start = std::max(free_at[d], queue.top().arrival);
+      const double start = std::max(free_at_[d], queue.top().arrival);
       if (start < best_start) best_start = start, best = d;
     }
-    GOENV_CHECK(best != kNone, Error, "m-ETF: no ready op left with " << n - placed << " ops unplaced");
-    const NodeId v = ready[best].top().node;
-    ready[best].pop();
-    const int u = units.unit[v];
-    if (unit_device[u] == kNone) unit_device[u] = best, used[best] += unit_memory[u];
-    device[v] = best;
-    finish[v] = best_start + costs.cost(v, best);
-    free_at[best] = best_start + costs.busy(v, best);
-    for (int e = g.out_offsets()[v]; e < g.out_offsets()[v + 1]; ++e)
-      if (--pending[g.edge_dst()[e]] == 0) enqueue(static_cast<NodeId>(g.edge_dst()[e]));
+    return best;
   }
-  return with_placement(p, std::move(device));
-}
+
+  Problem& p_;
+  const Graph& g_;
+  const CostTable& costs_;
+  const Units& units_;
+  const int n_, num_devices_;
+  std::vector<double> unit_memory_;
+  std::vector<int> position_;
+  std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>>> ready_;
+  std::vector<std::int32_t> device_, unit_device_, pending_, queued_;
+  std::vector<char> unlimited_;  // fits nowhere: placed ignoring memory
+  std::vector<double> finish_, free_at_, used_;
+};
+
+Solution m_etf(Problem& p) { return MEtf(p).run(); }
 
 }  // namespace
 }  // namespace goenv
