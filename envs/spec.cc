@@ -48,9 +48,9 @@ const char* option_type(OptionKind kind) {
     case OptionKind::kInt: return "int";
     case OptionKind::kFloat: return "float";
     case OptionKind::kText: return "str";
-    case OptionKind::kCluster: return "str | Cluster";
-    case OptionKind::kPlacement: return "str | int array";
-    case OptionKind::kPriority: return "float array | None";
+    case OptionKind::kCluster: return "str or Cluster";
+    case OptionKind::kPlacement: return "str or int array";
+    case OptionKind::kPriority: return "float array or None";
     case OptionKind::kStart: return "str";
   }
   return "";
