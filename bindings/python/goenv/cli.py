@@ -30,8 +30,11 @@ from typing import Callable, Sequence
 import numpy as np
 import goenv
 import goenv._core as _core
-from goenv import text
+from goenv import dataset_files, text
+from goenv.benchmark import command as benchmark_command
+from goenv.datasets.zoo import command as zoo_command
 from goenv.files import checked_output_path, new_output_path, output_folder, write_atomic
+from goenv.labels import command as labels_command
 from goenv.progress import progress_bar
 from goenv.envs import parse_gym_id
 from goenv.render import save_gantt
@@ -302,8 +305,31 @@ def _saved_when_interrupted(agent, path: str | None, trained: Callable[[], bool]
 
 def _train(args: argparse.Namespace) -> None:
     import goenv.agents
-    from goenv.agents.training_log import reference_runtimes
 
+    env, options = _train_setup(args)
+    agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
+    history, saved, stopped = _trained(args, env, agent)
+    steps_done = args.steps
+    if stopped:
+        steps_done = history[-1]["step"] if history else 0
+        print(f"training stopped by Ctrl-C after {steps_done} of {args.steps} steps")
+    if args.save:  # before the search: the trained agent is kept whatever happens next
+        if not saved:
+            agent.save(args.save, overwrite=True)  # checked before training (--overwrite)
+        print(f"agent saved to {args.save}")
+    final = _search_result(args, env, agent, steps_done)
+    if args.decision:
+        core = env.core
+        npz = io.BytesIO()  # the path as given: np.savez would add .npz (DIR -> DIR.npz beside DIR)
+        np.savez(npz, placement=core.placement, priority=core.priority, fusion=core.fusion, runtime=final)
+        write_atomic(args.decision, npz.getvalue(), what="--decision")
+        print(f"decision saved to {args.decision} (placement, priority, fusion per node)")
+    if args.log_dir:
+        print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
+
+
+def _train_setup(args: argparse.Namespace) -> tuple[goenv.GraphEnv, dict]:
+    """The env and the agent options, every flag checked before any training."""
     for flag, path in (("--save", args.save), ("--decision", args.decision)):
         if path is not None:  # refused now, not after training
             _new_output(path, flag, args.overwrite, folder_must_exist=True)
@@ -318,7 +344,12 @@ def _train(args: argparse.Namespace) -> None:
         raise goenv.InvalidArgument(f"--imitate takes a number of steps >= 0, got {args.imitate}")
     if args.teacher != "best" and not args.imitate:
         raise goenv.InvalidArgument(f"--teacher {args.teacher} is what --imitate copies; add --imitate [STEPS]")
-    agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
+    return env, options
+
+
+def _trained(args: argparse.Namespace, env: goenv.GraphEnv, agent) -> tuple[list[dict], bool, bool]:
+    """Imitation (--imitate), then PPO here or on Ray workers, until done or Ctrl-C. Returns the
+    training history, whether the agent was already saved to --save, and whether Ctrl-C stopped it."""
     imitated = []
     saved = False  # by the distributed trainer, which writes checkpoint= when it ends after an update
     with _StopOnInterrupt() as stop, _saved_when_interrupted(agent, args.save,
@@ -331,32 +362,37 @@ def _train(args: argparse.Namespace) -> None:
         if stop.requested:
             history = []
         elif args.workers > 0 or args.address:
-            import goenv.distributed
-
-            try:
-                result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
-                                                 address=args.address, log_dir=args.log_dir, agent=agent,
-                                                 callback=stop.go_on, checkpoint=args.save, progress=_bars(),
-                                                 overwrite=True)  # --save was checked before training
-            except ValueError as error:  # a malformed address: one line, like other bad input
-                raise goenv.InvalidArgument(str(error)) from error
-            history = result.history
+            history = _trained_on_ray(args, env, agent, stop)
             saved = bool(args.save and history)
-            print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
-                  f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
-                  f"{result.dropped_rollouts} stale rollouts dropped")
         else:
             history = agent.train([env], total_steps=args.steps, log_dir=args.log_dir, callback=stop.go_on,
                                   progress=_bars())
-    steps_done = args.steps
-    if stop.requested:
-        steps_done = history[-1]["step"] if history else 0
-        print(f"training stopped by Ctrl-C after {steps_done} of {args.steps} steps")
-    if args.save:  # before the search: the trained agent is kept whatever happens next
-        if not saved:
-            agent.save(args.save, overwrite=True)  # checked before training (--overwrite)
-        print(f"agent saved to {args.save}")
-    # The result: policy-guided search from the default with --samples simulator calls (the greedy
+    return history, saved, stop.requested
+
+
+def _trained_on_ray(args: argparse.Namespace, env: goenv.GraphEnv, agent, stop: _StopOnInterrupt) -> list[dict]:
+    """PPO on --workers Ray rollout workers; the history of its updates."""
+    import goenv.distributed
+
+    try:
+        result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
+                                         address=args.address, log_dir=args.log_dir, agent=agent,
+                                         callback=stop.go_on, checkpoint=args.save, progress=_bars(),
+                                         overwrite=True)  # --save was checked before training
+    except ValueError as error:  # a malformed address: one line, like other bad input
+        raise goenv.InvalidArgument(str(error)) from error
+    print(f"{len(result.history)} updates with {max(1, args.workers)} rollout workers: "
+          f"{result.samples_per_second:.0f} samples/s, {result.worker_restarts} worker restarts, "
+          f"{result.dropped_rollouts} stale rollouts dropped")
+    return result.history
+
+
+def _search_result(args: argparse.Namespace, env: goenv.GraphEnv, agent, steps_done: int) -> float:
+    """The trained agent's result, put in force in `env` and printed beside the references;
+    returns its runtime (the default's when the policy's decision is not better)."""
+    from goenv.agents.training_log import reference_runtimes
+
+    # Policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
     # than any of them, nor than the default it starts from.
     found = agent.optimize(env, budget=args.samples)
@@ -379,14 +415,7 @@ def _train(args: argparse.Namespace) -> None:
                                                   if kept_default else
                                                   f"the policy's decision ({references['default'] / final:.3f}x "
                                                   f"the default)"))
-    if args.decision:
-        core = env.core
-        npz = io.BytesIO()  # the path as given: np.savez would add .npz (DIR -> DIR.npz beside DIR)
-        np.savez(npz, placement=core.placement, priority=core.priority, fusion=core.fusion, runtime=final)
-        write_atomic(args.decision, npz.getvalue(), what="--decision")
-        print(f"decision saved to {args.decision} (placement, priority, fusion per node)")
-    if args.log_dir:
-        print(f"metrics{'' if args.workers or args.address else ' and training curve'}: {args.log_dir}")
+    return final
 
 
 def _bench(args: argparse.Namespace) -> None:
@@ -480,6 +509,19 @@ def _parser() -> argparse.ArgumentParser:
     options.add_argument("--task", default=None, choices=_core.task_names(),
                          help="the task when ID is a graph file (.goenv or .json) (default: placement)")
 
+    # In this order in `goenv --help`.
+    _add_env_commands(commands, options)
+    _add_demo_command(commands, common)
+    _add_bench_command(commands)
+    _add_train_command(commands, options)
+    benchmark_command.add_arguments(commands.add_parser(
+        "benchmark", help="score an algorithm on a named benchmark; validate results; the leaderboard"))
+    _add_dataset_commands(commands)
+    return parser
+
+
+def _add_env_commands(commands: argparse._SubParsersAction, options: argparse.ArgumentParser) -> None:
+    """list, and the commands that look at one env: info, render, baselines."""
     commands.add_parser("list", help="env ids with their graph size and default cluster").set_defaults(run=_list)
     info = commands.add_parser("info", parents=[options], help="graph, cluster, default runtime and lower bound")
     info.add_argument("id", help=ID_HELP)
@@ -500,6 +542,9 @@ def _parser() -> argparse.ArgumentParser:
                            help="baselines to run, space- or comma-separated (default: all that fit the task)")
     baselines.add_argument("--json", action="store_true", help="machine-readable output")
     baselines.set_defaults(run=_baselines)
+
+
+def _add_demo_command(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     demo = commands.add_parser("demo", parents=[common],
                                help=f"simple placements of {DEMO_ENV} compared, best one charted")
     demo.add_argument("--out", default="out", help="folder for demo_gantt.png (default: %(default)s)")
@@ -507,6 +552,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="simulated steps of a short PPO run beside the baselines; 0 skips it (default: %(default)s)")
     demo.set_defaults(run=_demo)
 
+
+def _add_bench_command(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="speed and memory benchmarks (tests/benchmarks/python_bench.py)")
     bench.add_argument("--quick", action="store_true", help="a smoke run: small sizes, few repeats")
     bench.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
@@ -522,6 +569,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--distributed", action="store_true",
                        help="Ray scale-out: samples/s against workers, weight distribution cost (needs ray)")
     bench.set_defaults(run=_bench)
+
+
+def _add_train_command(commands: argparse._SubParsersAction, options: argparse.ArgumentParser) -> None:
     train = commands.add_parser("train", parents=[options], help="train a reference agent (LibTorch) on an env",
                                 extra_help=_agent_options_help)
     train.add_argument("id", help=ID_HELP)
@@ -554,21 +604,14 @@ def _parser() -> argparse.ArgumentParser:
                                          "instead of starting a local Ray")
     train.set_defaults(run=_train)
 
-    from goenv import dataset_files
-    from goenv.labels import command as labels_command
 
-    from goenv.benchmark import command as benchmark_command
-
-    benchmark_command.add_arguments(commands.add_parser(
-        "benchmark", help="score an algorithm on a named benchmark; validate results; the leaderboard"))
+def _add_dataset_commands(commands: argparse._SubParsersAction) -> None:
     dataset = commands.add_parser("dataset", help="graph datasets and labelled ones: sharded, checksummed, resumable")
     dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, metavar="COMMAND")
     generate = dataset_commands.add_parser("generate", help="write COUNT graphs of FAMILY to a dataset directory")
     dataset_files.add_generate_arguments(generate).set_defaults(run=dataset_files.run_generate)
     label = dataset_commands.add_parser("label", help="label graphs with K simulated decisions each (Parquet)")
     labels_command.add_label_arguments(label).set_defaults(run=labels_command.run_label)
-    from goenv.datasets.zoo import command as zoo_command
-
     zoo_command.add_zoo_arguments(dataset_commands.add_parser(
         "zoo", help="build real architectures (transformers) into a dataset, with a coverage report"
     )).set_defaults(run=zoo_command.run_zoo)
@@ -579,7 +622,6 @@ def _parser() -> argparse.ArgumentParser:
         sub = dataset_commands.add_parser(name, help=what)
         sub.add_argument("path", help="dataset directory")
         sub.set_defaults(run=run)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

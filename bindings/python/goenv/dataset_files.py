@@ -311,12 +311,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     count, shard_size, seed = checked_int("count", count, 1), checked_int("shard_size", shard_size, 1), checked_int(
         "seed", seed)
     progress, overwrite = checked_flag("progress", progress), checked_flag("overwrite", overwrite)
-    params, seeded = _normalize_params(family, params)
-    if seeded and seed + count - 1 > 2**31 - 1:
-        raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")
-    if not seeded and count > 1 and not any(isinstance(v, list) for v in params.values()):
-        warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
-                      UserWarning, stacklevel=2)
+    params, seeded = _checked_params(family, params, seed, count)
     workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     checked_int("workers", workers, 1, _core.MAX_THREADS)  # the threads limit of vector envs and agents
     _check_range_ends(family, params, seeded, seed)
@@ -325,53 +320,7 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
     DATASET_FOLDER.remove_temporaries(root)
     identity = {"family": family, "params": dict(sorted(params.items())), "seed": seed, "shard_size": shard_size}
     plan = _plan(count, shard_size)
-    kept: dict[int, dict] = {}
-    previous = None
-    present = DATASET_FOLDER.shard_names(root)
-    damaged = f"{os.path.join(root, MANIFEST)}: missing" if present else None
-    if os.path.lexists(os.path.join(root, MANIFEST)):
-        try:
-            previous = _read_manifest(root)
-            damaged = None
-        except (InvalidGraph, OSError) as error:  # damaged manifest: the shards themselves may still be whole
-            damaged = str(error)
-    if damaged is not None:
-        # Nothing vouches for the shards: keep those that verify as this dataset's; any other
-        # shard file may be another dataset's graphs, which only overwrite=True replaces.
-        # A manifest.json with no shard to vouch for it may be anyone's file: not replaced either.
-        kept = _recover_shards(root, plan, family, params, seeded, seed)
-        unverified = sorted(set(present) - {record["file"] for record in kept.values()})
-        if (unverified or not kept) and not overwrite:
-            what = (f"{len(unverified)} of {len(present)} shard files there ({', '.join(unverified[:3])}"
-                    f"{', ...' if len(unverified) > 3 else ''}) do not verify as graphs of this family, params and "
-                    f"seed" if unverified else "no shard file there shows it belongs to a goenv dataset")
-            raise InvalidArgument(f"{damaged}; {what}; nothing was changed. Use another directory, or "
-                                  f"overwrite=True (--overwrite) to replace them")
-        warnings.warn(f"{damaged}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
-                      f"family, params and seed", UserWarning, stacklevel=2)
-    if previous is not None:
-        theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
-                  "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
-        ours = {**identity, "count": count}
-        # A run that failed before its first shard (a parameter the builder refuses) left only its
-        # manifest: no graphs there to keep from another run.
-        holds_graphs = bool(previous["shards"] or present)
-        if theirs != ours and not overwrite and holds_graphs:
-            differences = ", ".join(f"{k}={theirs[k]!r} there, {ours[k]!r} here"
-                                    for k in ours if theirs[k] != ours[k])
-            raise InvalidArgument(f"{root} holds {previous['count']} graphs generated with other parameters "
-                                  f"({differences}); nothing was changed. Use another directory, or "
-                                  f"overwrite=True (--overwrite) to replace them")
-        if theirs != ours:
-            previous["shards"] = []  # overwrite: nothing of the old dataset is kept
-        planned = {(p["file"], p["first"], p["count"]) for p in plan}
-        for record in previous["shards"]:
-            if ((record["file"], record["first"], record["count"]) in planned
-                    and DATASET_FOLDER.matches(root, record, "shard")):
-                kept[record["index"]] = record
-        if kept and previous.get("goenv_version") != goenv_version():
-            warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
-                          f"(this is {goenv_version()})", UserWarning, stacklevel=2)
+    kept = _kept_shards(root, plan, identity, count, seeded, overwrite)
     if overwrite:  # shards of a replaced larger dataset; never deleted without overwrite=True
         planned_files = {p["file"] for p in plan}
         for name in DATASET_FOLDER.shard_names(root):
@@ -392,6 +341,81 @@ def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size:
         _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress,
                       total=count, done=sum(r["count"] for r in kept.values()))
     return Dataset(root)
+
+
+# The warnings below point at generate()'s caller: `stacklevel` counts the frames up to it.
+
+def _checked_params(family: str, params: Mapping[str, Any] | None, seed: int, count: int) -> tuple[dict, bool]:
+    """The normalized params and whether the family is seeded; graph seeds past the builders'
+    range refused, and a warning when every graph would be the same."""
+    params, seeded = _normalize_params(family, params)
+    if seeded and seed + count - 1 > 2**31 - 1:
+        raise InvalidArgument(f"seeds {seed}..{seed + count - 1} exceed the builders' range [0, 2^31 - 1]")
+    if not seeded and count > 1 and not any(isinstance(v, list) for v in params.values()):
+        warnings.warn(f"graph '{family}' has no 'seed' parameter: all {count} graphs will be identical",
+                      UserWarning, stacklevel=3)
+    return params, seeded
+
+
+def _kept_shards(root: str, plan: list[dict], identity: dict, count: int, seeded: bool,
+                 overwrite: bool) -> dict[int, dict]:
+    """The shards already in `root` that this dataset keeps: those its manifest records and
+    still match, or without a readable manifest those that verify (_recover_shards). Another
+    dataset's graphs are refused unless `overwrite`."""
+    present = DATASET_FOLDER.shard_names(root)
+    damaged = f"{os.path.join(root, MANIFEST)}: missing" if present else None
+    if os.path.lexists(os.path.join(root, MANIFEST)):
+        try:
+            previous = _read_manifest(root)
+        except (InvalidGraph, OSError) as error:  # damaged manifest: the shards themselves may still be whole
+            damaged = str(error)
+        else:
+            return _kept_of_manifest(root, previous, plan, {**identity, "count": count}, bool(present), overwrite)
+    if damaged is None:
+        return {}
+    # Nothing vouches for the shards: keep those that verify as this dataset's; any other
+    # shard file may be another dataset's graphs, which only overwrite=True replaces.
+    # A manifest.json with no shard to vouch for it may be anyone's file: not replaced either.
+    kept = _recover_shards(root, plan, identity["family"], identity["params"], seeded, identity["seed"])
+    unverified = sorted(set(present) - {record["file"] for record in kept.values()})
+    if (unverified or not kept) and not overwrite:
+        what = (f"{len(unverified)} of {len(present)} shard files there ({', '.join(unverified[:3])}"
+                f"{', ...' if len(unverified) > 3 else ''}) do not verify as graphs of this family, params and "
+                f"seed" if unverified else "no shard file there shows it belongs to a goenv dataset")
+        raise InvalidArgument(f"{damaged}; {what}; nothing was changed. Use another directory, or "
+                              f"overwrite=True (--overwrite) to replace them")
+    warnings.warn(f"{damaged}; kept {len(kept)} of {len(plan)} shards that decode intact and match this "
+                  f"family, params and seed", UserWarning, stacklevel=3)
+    return kept
+
+
+def _kept_of_manifest(root: str, previous: dict, plan: list[dict], ours: dict, shards_present: bool,
+                      overwrite: bool) -> dict[int, dict]:
+    """The shards that a readable manifest records and whose files still match, when it records
+    this dataset (`ours`: identity and count); another one is refused unless `overwrite`."""
+    theirs = {"family": previous["family"], "params": dict(sorted(previous["params"].items())),
+              "seed": previous["seed"], "shard_size": previous["shard_size"], "count": previous["count"]}
+    # A run that failed before its first shard (a parameter the builder refuses) left only its
+    # manifest: no graphs there to keep from another run.
+    holds_graphs = bool(previous["shards"] or shards_present)
+    if theirs != ours and not overwrite and holds_graphs:
+        differences = ", ".join(f"{k}={theirs[k]!r} there, {ours[k]!r} here"
+                                for k in ours if theirs[k] != ours[k])
+        raise InvalidArgument(f"{root} holds {previous['count']} graphs generated with other parameters "
+                              f"({differences}); nothing was changed. Use another directory, or "
+                              f"overwrite=True (--overwrite) to replace them")
+    if theirs != ours:
+        return {}  # overwrite: nothing of the old dataset is kept
+    kept: dict[int, dict] = {}
+    planned = {(p["file"], p["first"], p["count"]) for p in plan}
+    for record in previous["shards"]:
+        if ((record["file"], record["first"], record["count"]) in planned
+                and DATASET_FOLDER.matches(root, record, "shard")):
+            kept[record["index"]] = record
+    if kept and previous.get("goenv_version") != goenv_version():
+        warnings.warn(f"{root}: keeping {len(kept)} shards written by goenv {previous.get('goenv_version')} "
+                      f"(this is {goenv_version()})", UserWarning, stacklevel=4)
+    return kept
 
 
 def _write_shards(family, params, seeded, seed, root, todo, kept, save_manifest, workers, progress, total, done):

@@ -115,15 +115,8 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
                               f"not this graph's {graph.num_nodes} on {cluster.num_devices}; "
                               "was it simulated (env.reset()) on this graph and cluster?")
     num_devices = cluster.num_devices
-    devices = cluster.devices
-    transfers = result.transfers
-    links, link_of_transfer = np.unique(transfers["src"] * num_devices + transfers["dst"], return_inverse=True)
-    device_names = [_literal(dev.name) for dev in devices]
-    if len(links) <= num_devices:  # a row per link used
-        link_names = [f"{device_names[link // num_devices]} → {device_names[link % num_devices]}" for link in links]
-    else:  # many pairs (up to D(D-1)): a row per sending device, so rows stay readable
-        links, link_of_transfer = np.unique(transfers["src"], return_inverse=True)
-        link_names = [f"{device_names[sender]} → others" for sender in links]
+    device_names = [_literal(dev.name) for dev in cluster.devices]
+    links, link_of_transfer, link_names = _link_rows(result.transfers, device_names)
     row_names = device_names + link_names
     num_rows = len(row_names)
 
@@ -131,10 +124,38 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     fig = Figure(figsize=(12, 0.8 + row_height * num_rows + 2.8), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     timeline, memory = fig.subplots(2, 1, sharex=True, height_ratios=[0.3 + row_height * num_rows, 2.6])
+    op_types, durations = _draw_kernels(timeline, graph, result)
+    if len(links):
+        _draw_transfers(timeline, result.transfers, link_of_transfer, num_devices)
+    timeline.set_xlim(0, max(result.runtime * MS, 1e-9) * 1.01)
+    timeline.set_ylim(num_rows - 0.5, -0.5)
+    timeline.set_yticks(range(num_rows), row_names, fontsize=9 if row_height >= 0.3 else 6)
+    timeline.grid(axis="x", color="0.9")
+    timeline.set_axisbelow(True)
+    _draw_legend(timeline, op_types, durations, transfers=bool(len(links)))
+    _draw_title(fig, graph, cluster, result, title, num_kernels=len(op_types))
+    _draw_memory(memory, graph, cluster, result, device_names)
+    return fig
 
-    # Kernels: one bar per kernel (a fused kernel takes the op type of its heaviest
-    # member) in its device's row; a thin edge in the bar's own color keeps
-    # sub-pixel kernels visible.
+
+def _link_rows(transfers: dict, device_names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The timeline's rows of transfers: the links (src * D + dst) or senders they stand for, each
+    transfer's row among them, and the rows' names."""
+    num_devices = len(device_names)
+    links, link_of_transfer = np.unique(transfers["src"] * num_devices + transfers["dst"], return_inverse=True)
+    if len(links) <= num_devices:  # a row per link used
+        link_names = [f"{device_names[link // num_devices]} → {device_names[link % num_devices]}" for link in links]
+    else:  # many pairs (up to D(D-1)): a row per sending device, so rows stay readable
+        links, link_of_transfer = np.unique(transfers["src"], return_inverse=True)
+        link_names = [f"{device_names[sender]} → others" for sender in links]
+    return links, link_of_transfer, link_names
+
+
+def _draw_kernels(timeline, graph: Graph, result: SimulationResult) -> tuple[np.ndarray, np.ndarray]:
+    """One bar per kernel in its device's row; returns each kernel's op type and duration (s).
+
+    A fused kernel takes the op type of its heaviest member; a thin edge in the bar's own color
+    keeps sub-pixel kernels visible."""
     kernel = result.kernel
     by_kernel = np.lexsort((-np.asarray(graph.flops), kernel))
     heaviest = by_kernel[np.diff(kernel[by_kernel], prepend=-1) != 0]  # the first of each kernel's run
@@ -143,38 +164,45 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     starts, finishes = result.start[heaviest], result.finish[heaviest]
     kernel_bars = _bars(result.device[heaviest].astype(np.float64), starts * MS, finishes * MS)
     timeline.add_collection(PolyCollection(kernel_bars, facecolors=colors, edgecolors=colors, linewidths=0.3))
-    if len(links):
-        rows = (num_devices + link_of_transfer.ravel()).astype(np.float64)
-        timeline.add_collection(PolyCollection(_bars(rows, transfers["start"] * MS, transfers["end"] * MS, 0.6),
-                                               facecolors=TRANSFER_COLOR, edgecolors=TRANSFER_COLOR, linewidths=0.3))
-        timeline.axhline(num_devices - 0.5, color="0.7", linewidth=0.8)
-    timeline.set_xlim(0, max(result.runtime * MS, 1e-9) * 1.01)
-    timeline.set_ylim(num_rows - 0.5, -0.5)
-    timeline.set_yticks(range(num_rows), row_names, fontsize=9 if row_height >= 0.3 else 6)
-    timeline.grid(axis="x", color="0.9")
-    timeline.set_axisbelow(True)
+    return op_types, finishes - starts
 
-    # Legend, above the chart: the op types with the most kernel time, then the transfers.
-    time_per_type = np.bincount(op_types, weights=finishes - starts, minlength=len(op_type_names()))
+
+def _draw_transfers(timeline, transfers: dict, link_of_transfer: np.ndarray, num_devices: int) -> None:
+    """The transfers in their link rows, below the devices' rows and a rule."""
+    rows = (num_devices + link_of_transfer.ravel()).astype(np.float64)
+    timeline.add_collection(PolyCollection(_bars(rows, transfers["start"] * MS, transfers["end"] * MS, 0.6),
+                                           facecolors=TRANSFER_COLOR, edgecolors=TRANSFER_COLOR, linewidths=0.3))
+    timeline.axhline(num_devices - 0.5, color="0.7", linewidth=0.8)
+
+
+def _draw_legend(timeline, op_types: np.ndarray, durations: np.ndarray, transfers: bool) -> None:
+    """Above the chart: the op types with the most kernel time, then the transfers."""
+    time_per_type = np.bincount(op_types, weights=durations, minlength=len(op_type_names()))
     shown = [t for t in np.argsort(-time_per_type, kind="stable")[:LEGEND_OP_TYPES] if time_per_type[t] > 0]
     names = op_type_names()
     handles = [Patch(color=op_type_color(t), label=names[t]) for t in shown]
-    if len(links):
+    if transfers:
         handles.append(Patch(color=TRANSFER_COLOR, label="transfer"))
     timeline.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=6, fontsize=8,
                     frameon=False, borderaxespad=0.2)
 
-    num_kernels = len(heaviest)
+
+def _draw_title(fig: Figure, graph: Graph, cluster: Cluster, result: SimulationResult, title: str | None,
+                num_kernels: int) -> None:
     fused = f", {num_kernels} kernels" if num_kernels < graph.num_nodes else ""
     flags = "".join(f"  [{flag}]" for flag, on in (("OOM", result.oom), ("INVALID", result.invalid)) if on)
     fig.suptitle(f"{_literal(title) + ': ' if title else ''}{_literal(graph.name)} ({graph.num_nodes} ops{fused}) "
                  f"on {_literal(cluster.name)}, "
                  f"{result.runtime * MS:.3f} ms{flags}", x=0.01, ha="left", fontsize=11)
 
-    # Memory: live bytes per device, capacity dashed in the same color. The axis
-    # stops a little above the peak or the smallest capacity, whichever is higher,
-    # so a large host memory does not flatten the curves; a peak under a tenth of
-    # every capacity gets the axis to itself. A capacity off the axis is in the legend.
+
+def _draw_memory(memory, graph: Graph, cluster: Cluster, result: SimulationResult, device_names: list[str]) -> None:
+    """Live bytes per device, capacity dashed in the same color.
+
+    The axis stops a little above the peak or the smallest capacity, whichever is higher, so a
+    large host memory does not flatten the curves; a peak under a tenth of every capacity gets
+    the axis to itself. A capacity off the axis is in the legend."""
+    devices, num_devices = cluster.devices, cluster.num_devices
     curves = memory_timeline(graph, result, num_devices)
     peak, smallest = max(live.max() for _, live in curves), min(dev.memory_bytes for dev in devices)
     ceiling = max(1.1 * peak if peak < 0.1 * smallest else max(1.1 * peak, 1.05 * smallest), 1.0)
@@ -194,7 +222,6 @@ def gantt_figure(graph: Graph, cluster: Cluster, result: SimulationResult, title
     memory.set_xlabel("time (ms)")
     memory.grid(color="0.9")
     memory.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
-    return fig
 
 
 def gantt_rgb(graph: Graph, cluster: Cluster, result: SimulationResult, title: str | None = None) -> np.ndarray:

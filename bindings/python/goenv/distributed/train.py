@@ -140,7 +140,6 @@ class Trainer:
         callback(metrics) after each update; returning False stops. `checkpoint`: a path
         saved every `checkpoint_every` updates (0: only at the end, also after an error); a
         file already there is refused before training unless overwrite=True."""
-        import ray
         from goenv.distributed.learner import Learner
         from goenv.distributed.metrics import MetricsLog
         from goenv.distributed.registry import WeightRegistry
@@ -156,59 +155,11 @@ class Trainer:
         self._registry = None
         try:
             self._registry = WeightRegistry.remote()
-            self._learner = learner = Learner(self.agent, self.envs, self._registry, self.max_lag)
-            learner.publish()
+            self._learner = Learner(self.agent, self.envs, self._registry, self.max_lag)
+            self._learner.publish()
             for index in range(self.num_workers):
                 self._start(index)
-            start = last = time.perf_counter()
-            for _ in range(self.requests_per_worker):
-                for index in range(self.num_workers):
-                    self._request(index)
-            first_step = self.agent.steps_trained
-            batch: list[dict] = []
-            answers = interval_samples = 0
-            waited = 0.0
-            while self.agent.steps_trained - first_step < total_steps:
-                wait_start = time.perf_counter()
-                (reference,), _ = ray.wait(list(self._pending), num_returns=1)
-                index, generation = self._pending.pop(reference)
-                try:
-                    answer = ray.get(reference)
-                except ray.exceptions.RayError as error:
-                    waited += time.perf_counter() - wait_start
-                    if generation == self.generations[index]:
-                        self._replace(index, error)
-                    continue
-                waited += time.perf_counter() - wait_start
-                interval_samples += answer["samples"]
-                result.samples += answer["samples"]
-                batch.extend(learner.accept(answer["rollouts"]))
-                answers += 1
-                if self.max_lag > 0:
-                    # The worker's next rollout starts now, on the newest weights it has, while the
-                    # learner updates: asked after the update, it would idle through it.
-                    self._request(index)
-                if answers >= self.batches_per_update and batch:
-                    with session.interrupts_held():  # Ctrl-C after the update's row: log and checkpoint agree
-                        metrics = learner.update(batch)
-                        now = time.perf_counter()
-                        metrics.update(step=self.agent.steps_trained - first_step, seconds=now - start,
-                                       samples_per_second=interval_samples / max(now - last, 1e-9),
-                                       wait_seconds=waited, worker_restarts=self.restarts)
-                        result.history.append(metrics)
-                        result.seconds = now - start
-                        batch, answers, interval_samples, waited, last = [], 0, 0, 0.0, now
-                        if log is not None:
-                            log.append(metrics)
-                    bar.update(min(metrics["step"], total_steps) - bar.n)
-                    bar.set_postfix(samples_s=f"{metrics['samples_per_second']:.0f}",
-                                    speedup=f"{metrics['best_speedup']:.3f}", restarts=self.restarts, refresh=False)
-                    if checkpoint is not None and checkpoint_every > 0 and len(result.history) % checkpoint_every == 0:
-                        learner.save(checkpoint)
-                    if callback is not None and callback(metrics) is False:
-                        break
-                if self.max_lag == 0:  # synchronous: the next rollout waits for this update's weights
-                    self._request(index)
+            self._loop(total_steps, result, bar, log, callback, checkpoint, checkpoint_every)
         finally:
             with session.interrupts_held():  # a second Ctrl-C must not cut the cleanup short
                 bar.close()
@@ -221,6 +172,69 @@ class Trainer:
         result.worker_restarts = self.restarts
         result.dropped_rollouts = self._learner.dropped
         return result
+
+    def _loop(self, total_steps: int, result: TrainingResult, bar, log, callback, checkpoint,
+              checkpoint_every: int) -> None:
+        """The loop on the started workers: each answer's rollouts go to the learner, every
+        `batches_per_update` answers it updates, until `total_steps` or `callback` stops it."""
+        import ray
+
+        start = last = time.perf_counter()
+        for _ in range(self.requests_per_worker):
+            for index in range(self.num_workers):
+                self._request(index)
+        first_step = self.agent.steps_trained
+        batch: list[dict] = []
+        answers = interval_samples = 0
+        waited = 0.0
+        while self.agent.steps_trained - first_step < total_steps:
+            wait_start = time.perf_counter()
+            (reference,), _ = ray.wait(list(self._pending), num_returns=1)
+            index, generation = self._pending.pop(reference)
+            try:
+                answer = ray.get(reference)
+            except ray.exceptions.RayError as error:
+                waited += time.perf_counter() - wait_start
+                if generation == self.generations[index]:
+                    self._replace(index, error)
+                continue
+            waited += time.perf_counter() - wait_start
+            interval_samples += answer["samples"]
+            result.samples += answer["samples"]
+            batch.extend(self._learner.accept(answer["rollouts"]))
+            answers += 1
+            if self.max_lag > 0:
+                # The worker's next rollout starts now, on the newest weights it has, while the
+                # learner updates: asked after the update, it would idle through it.
+                self._request(index)
+            if answers >= self.batches_per_update and batch:
+                metrics, last = self._update(batch, result, log, first_step, start, last, interval_samples, waited)
+                batch, answers, interval_samples, waited = [], 0, 0, 0.0
+                bar.update(min(metrics["step"], total_steps) - bar.n)
+                bar.set_postfix(samples_s=f"{metrics['samples_per_second']:.0f}",
+                                speedup=f"{metrics['best_speedup']:.3f}", restarts=self.restarts, refresh=False)
+                if checkpoint is not None and checkpoint_every > 0 and len(result.history) % checkpoint_every == 0:
+                    self._learner.save(checkpoint)
+                if callback is not None and callback(metrics) is False:
+                    break
+            if self.max_lag == 0:  # synchronous: the next rollout waits for this update's weights
+                self._request(index)
+
+    def _update(self, batch: list[dict], result: TrainingResult, log, first_step: int, start: float, last: float,
+                interval_samples: int, waited: float) -> tuple[dict, float]:
+        """One learner update on `batch`, its metrics row added to the result and the log; returns
+        the row and when it was made."""
+        with session.interrupts_held():  # Ctrl-C after the update's row: log and checkpoint agree
+            metrics = self._learner.update(batch)
+            now = time.perf_counter()
+            metrics.update(step=self.agent.steps_trained - first_step, seconds=now - start,
+                           samples_per_second=interval_samples / max(now - last, 1e-9),
+                           wait_seconds=waited, worker_restarts=self.restarts)
+            result.history.append(metrics)
+            result.seconds = now - start
+            if log is not None:
+                log.append(metrics)
+        return metrics, now
 
     def _stop(self) -> None:
         import ray

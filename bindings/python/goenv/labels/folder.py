@@ -186,32 +186,12 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
     the files are byte-identical to workers=0, which labels in this process.
     Resumable and never destructive without overwrite=True (see the module's docstring).
     """
-    if task not in _core.task_names():
-        raise InvalidArgument(f"unknown task {task!r}; tasks: {', '.join(_core.task_names())}")
-    decisions.check(sampler, decisions_per_graph, max_moves, agent is not None)
-    for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
-        checked_int(name, value, low)
+    _check_label_arguments(task, sampler, decisions_per_graph, max_moves, agent, seed, shard_size, workers)
     progress, overwrite = checked_flag("progress", progress), checked_flag("overwrite", overwrite)
-    if address is not None:  # refused before the folder is made
-        if not workers:
-            raise InvalidArgument("address= joins a Ray cluster for workers > 0; give workers=N")
-        from goenv.distributed.session import check_address
-
-        check_address(address)
-    if workers:  # Ray labels the shards: missing, it is said before any work
-        from goenv.distributed.session import require_ray
-
-        require_ray("goenv.datasets.label with workers > 0")
+    _check_ray_arguments(workers, address)
     resolved = resolve(source, cluster)
     agent_bytes = _agent_bytes(agent)
-    config = {"task": task, "cluster": resolved.cluster, "decisions_per_graph": decisions_per_graph,
-              "sampler": sampler, "seed": seed, "max_moves": max_moves, "max_fusion_size": 16,
-              "agent_sha256": hashlib.sha256(agent_bytes).hexdigest() if agent_bytes else None}
-    if task in ("fusion", "joint"):
-        # The fusion rules these labels follow: 2 since priority 0 keeps a producer alone and the
-        # lower bound counts fusion. A folder labelled under the old rules is "made otherwise",
-        # so a resumed run never mixes the two (placement and scheduling labels did not change).
-        config["fusion_rules"] = FUSION_RULES
+    config = _label_config(task, resolved.cluster, decisions_per_graph, sampler, seed, max_moves, agent_bytes)
     identity = {"source": resolved.identity, "config": config, "count": len(resolved), "shard_size": shard_size}
 
     root = output_folder(out, "labels folder")
@@ -243,9 +223,56 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
         save_manifest()
 
     save_manifest()
+    _label_shards(resolved, identity, plan, kept, agent_bytes, workers, address, root, progress, finished)
+    return Labels(root)
+
+
+def _check_label_arguments(task: str, sampler: str, decisions_per_graph: int, max_moves: int, agent, seed: int,
+                           shard_size: int, workers: int) -> None:
+    """label()'s labelling options, refused before the folder is made."""
+    if task not in _core.task_names():
+        raise InvalidArgument(f"unknown task {task!r}; tasks: {', '.join(_core.task_names())}")
+    decisions.check(sampler, decisions_per_graph, max_moves, agent is not None)
+    for name, value, low in (("seed", seed, 0), ("shard_size", shard_size, 1), ("workers", workers, 0)):
+        checked_int(name, value, low)
+
+
+def _check_ray_arguments(workers: int, address: str | None) -> None:
+    """address= and workers > 0, refused before the folder is made: a malformed address, or Ray missing."""
+    if address is not None:
+        if not workers:
+            raise InvalidArgument("address= joins a Ray cluster for workers > 0; give workers=N")
+        from goenv.distributed.session import check_address
+
+        check_address(address)
+    if workers:
+        from goenv.distributed.session import require_ray
+
+        require_ray("goenv.datasets.label with workers > 0")
+
+
+def _label_config(task: str, cluster: str | None, decisions_per_graph: int, sampler: str, seed: int, max_moves: int,
+                  agent_bytes: bytes | None) -> dict:
+    """The manifest's config: what the labels depend on besides the source."""
+    config = {"task": task, "cluster": cluster, "decisions_per_graph": decisions_per_graph,
+              "sampler": sampler, "seed": seed, "max_moves": max_moves, "max_fusion_size": 16,
+              "agent_sha256": hashlib.sha256(agent_bytes).hexdigest() if agent_bytes else None}
+    if task in ("fusion", "joint"):
+        # The fusion rules these labels follow: 2 since priority 0 keeps a producer alone and the
+        # lower bound counts fusion. A folder labelled under the old rules is "made otherwise",
+        # so a resumed run never mixes the two (placement and scheduling labels did not change).
+        config["fusion_rules"] = FUSION_RULES
+    return config
+
+
+def _label_shards(resolved, identity: dict, plan: list[dict], kept: dict[int, dict], agent_bytes: bytes | None,
+                  workers: int, address: str | None, root: str, progress: bool, finished) -> None:
+    """Labels the shards of `plan` not in `kept`, in this process (workers=0) or as Ray tasks,
+    handing each result to `finished` as it comes."""
+    config = identity["config"]
     todo = [shard for shard in plan if shard["index"] not in kept]
     done = sum(plan[k]["count"] for k in kept)
-    with progress_bar(progress, total=len(resolved), initial=done, desc=f"label {task}", unit="graph",
+    with progress_bar(progress, total=len(resolved), initial=done, desc=f"label {config['task']}", unit="graph",
                       dynamic_ncols=True) as bar:
         if workers == 0:
             for shard in todo:
@@ -258,7 +285,6 @@ def label(source, out, *, task: str = "placement", cluster: str | None = None, d
                                            os.path.abspath(root), probe):
                     finished(result)
                     bar.update(plan[result["index"]]["count"])
-    return Labels(root)
 
 
 def _kept_shards(root: str, identity: dict, overwrite: bool) -> dict[int, dict]:

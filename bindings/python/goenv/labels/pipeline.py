@@ -35,16 +35,34 @@ def label_in_order(labelled: Callable[[int], dict], writers: dict, first: int, c
     (tables.ShardWriter) in graph order and closing each writer after its last graph.
     Returns the number of label rows. An error on either thread stops both and is raised
     here (the writers are left mid-file: the caller drops their files)."""
-    end = first + count
-    state = threading.Condition()  # guards everything below but the writers themselves
-    next_graph, rows, failure = first, 0, []
-    written = {kind: first for kind in writers}  # per file: the graphs before this one are in it
-    ready: dict[str, dict[int, object]] = {kind: {} for kind in writers}  # per file: tables waiting their turn
-    appending = {kind: threading.Lock() for kind in writers}  # held by the thread appending to that file
+    pipeline = _Pipeline(labelled, writers, first, count)
+    helper = threading.Thread(target=pipeline.guarded, name=name, daemon=True)
+    helper.start()
+    pipeline.guarded()
+    helper.join()
+    if pipeline.failure:
+        raise pipeline.failure[0]
+    if any(done != pipeline.end for done in pipeline.written.values()):
+        raise RuntimeError(f"labelling pipeline: files stopped at graphs {pipeline.written}, expected {pipeline.end}")
+    return pipeline.rows
 
-    def append_ready(kind: str) -> None:
+
+class _Pipeline:
+    """What both threads of label_in_order share, and what each of them does (guarded())."""
+
+    def __init__(self, labelled: Callable[[int], dict], writers: dict, first: int, count: int) -> None:
+        self.labelled, self.writers = labelled, writers
+        self.end = first + count
+        self.state = threading.Condition()  # guards everything below but the writers themselves
+        self.next_graph, self.rows, self.failure = first, 0, []
+        self.written = {kind: first for kind in writers}  # per file: the graphs before this one are in it
+        self.ready: dict[str, dict[int, object]] = {kind: {} for kind in writers}  # per file: tables waiting their turn
+        self.appending = {kind: threading.Lock() for kind in writers}  # held by the thread appending to that file
+
+    def append_ready(self, kind: str) -> None:
         # A thread that cannot take the lock leaves its table to the holder, which looks
         # again after letting go: a table put before a failed try is always appended.
+        state, written, ready, appending = self.state, self.written, self.ready, self.appending
         while appending[kind].acquire(blocking=False):
             try:
                 while True:
@@ -52,9 +70,9 @@ def label_in_order(labelled: Callable[[int], dict], writers: dict, first: int, c
                         table = ready[kind].pop(written[kind], None)
                     if table is None:
                         break
-                    writers[kind].write(table)
-                    if written[kind] + 1 == end:
-                        writers[kind].close()
+                    self.writers[kind].write(table)
+                    if written[kind] + 1 == self.end:
+                        self.writers[kind].close()
                     with state:
                         written[kind] += 1
                         state.notify_all()
@@ -64,50 +82,41 @@ def label_in_order(labelled: Callable[[int], dict], writers: dict, first: int, c
                 if written[kind] not in ready[kind]:
                     return
 
-    def appendable() -> list[str]:  # (with state held) files whose next table waits and no thread appends
-        return [kind for kind in writers if written[kind] in ready[kind] and not appending[kind].locked()]
+    def appendable(self) -> list[str]:  # (with state held) files whose next table waits and no thread appends
+        return [kind for kind in self.writers
+                if self.written[kind] in self.ready[kind] and not self.appending[kind].locked()]
 
-    def work() -> None:
-        nonlocal next_graph, rows
+    def work(self) -> None:
+        state, written, end = self.state, self.written, self.end
         while True:
             with state:
-                state.wait_for(lambda: failure or next_graph < min(end, min(written.values()) + AHEAD) or
+                state.wait_for(lambda: self.failure or self.next_graph < min(end, min(written.values()) + AHEAD) or
                                all(done == end for done in written.values()) or
-                               (next_graph >= end and appendable()))
-                if failure or all(done == end for done in written.values()):
+                               (self.next_graph >= end and self.appendable()))
+                if self.failure or all(done == end for done in written.values()):
                     return
-                if next_graph >= end:  # no graph left: append what waits, then look again
-                    waiting = appendable()
+                if self.next_graph >= end:  # no graph left: append what waits, then look again
+                    waiting = self.appendable()
                 else:
-                    waiting, graph_id, next_graph = None, next_graph, next_graph + 1
+                    waiting, graph_id, self.next_graph = None, self.next_graph, self.next_graph + 1
             if waiting is not None:
                 for kind in waiting:
-                    append_ready(kind)
+                    self.append_ready(kind)
                 continue
-            item = labelled(graph_id)
-            tables = {kind: writer.table(item) for kind, writer in writers.items()}
+            item = self.labelled(graph_id)
+            tables = {kind: writer.table(item) for kind, writer in self.writers.items()}
             with state:
-                rows += len(item["runtime"])
+                self.rows += len(item["runtime"])
                 for kind, table in tables.items():
-                    ready[kind][graph_id] = table
+                    self.ready[kind][graph_id] = table
                 state.notify_all()  # a thread with no graph left may append them
-            for kind in writers:
-                append_ready(kind)
+            for kind in self.writers:
+                self.append_ready(kind)
 
-    def guarded() -> None:
+    def guarded(self) -> None:
         try:
-            work()
+            self.work()
         except BaseException as error:  # noqa: BLE001 (raised on the calling thread)
-            with state:
-                failure.append(error)
-                state.notify_all()
-
-    helper = threading.Thread(target=guarded, name=name, daemon=True)
-    helper.start()
-    guarded()
-    helper.join()
-    if failure:
-        raise failure[0]
-    if any(done != end for done in written.values()):
-        raise RuntimeError(f"labelling pipeline: files stopped at graphs {written}, expected {end}")
-    return rows
+            with self.state:
+                self.failure.append(error)
+                self.state.notify_all()
