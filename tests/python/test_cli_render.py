@@ -319,9 +319,9 @@ def test_cli_train_ctrl_c_stops_training_and_keeps_the_agent(tmp_path, capsys, p
     assert goenv.agents.load(str(checkpoint)).steps_trained > 0
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C means KeyboardInterrupt again
 
-    from goenv.cli import _StopOnInterrupt
+    from goenv.cli.train import StopOnInterrupt
 
-    with _StopOnInterrupt() as stop:  # the second Ctrl-C: at once
+    with StopOnInterrupt() as stop:  # the second Ctrl-C: at once
         signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
         assert stop.requested and stop.go_on({}) is False
         with pytest.raises(KeyboardInterrupt):

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from goenv.cli import main, split_names
+from goenv.cli import main
+from goenv.cli.common import split_names
 
 ENV_ID = "placement-inception"
 
