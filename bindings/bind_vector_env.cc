@@ -482,7 +482,7 @@ class PyVectorEnv {
       case InfoKey::kInvalidReason: {
         py::list reasons;
         for (const std::string& reason : extras.invalid_reason) reasons.append(py::str(reason));
-        return py::module_::import("numpy").attr("array")(reasons, py::arg("dtype") = "O");
+        return keys_.numpy_array(reasons, py::arg("dtype") = "O");
       }
       case InfoKey::kColocationMoved: return out.colocation_moved;
       case InfoKey::kRejectedRuntime: return out.rejected_runtime;
@@ -531,6 +531,7 @@ class PyVectorEnv {
   struct Keys {
     py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals"),
                device_state = py::str("device_state");
+    py::object numpy_array = py::module_::import("numpy").attr("array");  // looked up once, not per step
     std::vector<InfoName> info = [] {
       std::vector<InfoName> names;
       for (const InfoField& field : info_fields())
