@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "bindings/actions.h"
 #include "bindings/env_options.h"
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
@@ -74,43 +75,6 @@ py::dict observation_dict(const Env& env, DynamicObservation&& dynamic) {
   return obs;
 }
 
-// A single-head action is an array (a scalar in node mode); a multi-head one a
-// dict keyed by head name.
-std::vector<std::vector<std::int64_t>> action_parts(const Env& env, py::handle action) {
-  const std::int64_t count = env.node_mode() ? 1 : env.graph().num_nodes();
-  std::vector<std::vector<std::int64_t>> parts;
-  const auto& heads = env.heads();
-  const bool single = heads.size() == 1;
-  if (!single)
-    GOENV_CHECK(py::isinstance<py::dict>(action), InvalidAction,
-                env.id() << ": the action must be a dict with keys " << [&] {
-                  std::string k;
-                  for (Head h : heads) k += (k.empty() ? "" : ", ") + std::string(head_name(h));
-                  return k;
-                }());
-  for (Head h : heads) {
-    py::object part;
-    if (single) {
-      part = py::reinterpret_borrow<py::object>(action);
-    } else {
-      py::dict d = py::reinterpret_borrow<py::dict>(action);
-      GOENV_CHECK(d.contains(head_name(h)), InvalidAction, env.id() << ": action has no '" << head_name(h) << "' entry");
-      part = d[head_name(h)];
-    }
-    if (env.node_mode()) {  // a scalar or a one-element array; any other size is an InvalidAction below
-      refuse_masked(part, env.id() + " action");
-      try {
-        part = py::module_::import("numpy").attr("ravel")(part);
-      } catch (const py::error_already_set& e) {
-        GOENV_FAIL(InvalidAction, env.id() << " action is not an array of integers: " << e.what());
-      }
-    }
-    parts.push_back(integer_array(part, count, env.id() + " action" + (single ? "" : std::string("['") + head_name(h) + "']")));
-  }
-  if (!single) refuse_other_keys(py::reinterpret_borrow<py::dict>(action), heads, env.id() + " action");
-  return parts;
-}
-
 }  // namespace
 
 void bind_envs(py::module_& m) {
@@ -129,7 +93,7 @@ void bind_envs(py::module_& m) {
       }, py::arg("seed") = 0, py::arg("start") = py::none(),
          "Starts an episode: from `start` ({head: values}) when given, else from the env's start.")
       .def("step", [](Env& env, py::handle action) {
-        const auto parts = action_parts(env, action);
+        const auto parts = env_action(env, action);
         std::vector<const std::int64_t*> pointers;
         for (const auto& p : parts) pointers.push_back(p.data());
         Solution best;

@@ -12,6 +12,8 @@
 
 #include <chrono>
 
+#include "bindings/actions.h"
+#include "bindings/batch_arrays.h"
 #include "bindings/env_options.h"
 #include "bindings/guard.h"
 #include "bindings/numpy_helpers.h"
@@ -24,61 +26,6 @@ namespace goenv::bindings {
 namespace {
 
 using Engine = std::shared_ptr<VectorEnv>;
-
-// A numpy array over memory that `owner` keeps alive, with explicit strides.
-template <typename T>
-py::array strided_view(const T* data, std::vector<py::ssize_t> shape, std::vector<py::ssize_t> strides,
-                       const py::object& owner, bool writeable) {
-  py::array view(py::dtype::of<T>(), std::move(shape), std::move(strides), data, owner);
-  if (!writeable) view.attr("setflags")(py::arg("write") = false);
-  return view;
-}
-
-std::vector<py::ssize_t> row_strides(const std::vector<py::ssize_t>& shape, py::ssize_t item) {
-  std::vector<py::ssize_t> strides(shape.size());
-  py::ssize_t s = item;
-  for (std::size_t k = shape.size(); k-- > 0;) {
-    strides[k] = s;
-    s *= shape[k];
-  }
-  return strides;
-}
-
-// A read-only view; `broadcast` repeats one block `batch` times with stride 0.
-template <typename T>
-py::array static_view(const T* data, std::vector<py::ssize_t> block, const py::object& owner, bool broadcast,
-                      py::ssize_t batch) {
-  auto strides = row_strides(block, sizeof(T));
-  if (broadcast) {
-    block.insert(block.begin(), batch);
-    strides.insert(strides.begin(), 0);
-  }
-  return strided_view(data, std::move(block), std::move(strides), owner, false);
-}
-
-std::string shape_text(const py::array& a) { return py::str(py::getattr(a, "shape")); }
-
-// A fresh uninitialized C-contiguous array straight from numpy's C API (the
-// per-step path: pybind11's generic constructor costs several times more).
-py::object new_array(int type_num, std::initializer_list<py::ssize_t> shape) {
-  auto& api = py::detail::npy_api::get();
-  PyObject* descr = api.PyArray_DescrFromType_(type_num);  // new reference, stolen below
-  if (!descr) throw py::error_already_set();
-  py::ssize_t dims[3];
-  int nd = 0;
-  for (py::ssize_t d : shape) dims[nd++] = d;
-  PyObject* array = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, nd, dims, nullptr, nullptr, 0, nullptr);
-  if (!array) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(array);
-}
-
-void* array_data(const py::object& a) { return a ? py::detail::array_proxy(a.ptr())->data : nullptr; }
-
-constexpr int kFloat32 = py::detail::npy_api::NPY_FLOAT_;
-constexpr int kFloat64 = py::detail::npy_api::NPY_DOUBLE_;
-constexpr int kInt8 = py::detail::npy_api::NPY_BYTE_;
-constexpr int kBool = py::detail::npy_api::NPY_BOOL_;
-constexpr int kInt64 = py::detail::npy_api::NPY_INT64_;
 
 class PyVectorEnv {
  public:
@@ -182,24 +129,7 @@ class PyVectorEnv {
     std::array<py::array, 3> held;  // keeps converted arrays alive
     std::array<const std::int64_t*, 3> pointers{};
     ActionLayout layout;
-    if (heads.size() == 1) {
-      held[0] = head_actions(actions, "actions", layout);
-    } else {
-      GOENV_CHECK(py::isinstance<py::dict>(actions), InvalidAction,
-                  "actions must be a dict with one array per head: " << head_list());
-      auto d = py::reinterpret_borrow<py::dict>(actions);
-      for (std::size_t h = 0; h < heads.size(); ++h) {
-        const char* name = head_name(heads[h]);
-        GOENV_CHECK(d.contains(name), InvalidAction, "actions has no '" << name << "' entry; heads: " << head_list());
-        ActionLayout this_layout;
-        held[h] = head_actions(d[name], std::string("actions['") + name + "']", this_layout);
-        GOENV_CHECK(h == 0 || (this_layout.concatenated == layout.concatenated &&
-                               this_layout.row_width == layout.row_width),
-                    InvalidAction, "every head's actions must use the same layout (concatenated or padded)");
-        layout = this_layout;
-      }
-      refuse_other_keys(d, heads, "actions");
-    }
+    batch_action(*engine_, actions, held, layout);
     for (std::size_t h = 0; h < heads.size(); ++h)
       pointers[h] = static_cast<const std::int64_t*>(held[h].data());
     Outputs out = outputs(true);
@@ -236,76 +166,6 @@ class PyVectorEnv {
     py::object node_state, action_mask, globals, reward, terminated, truncated, runtime, initial_runtime, speedup,
         peak_memory, oom, invalid, rejected_runtime, colocation_moved, device_state, best_runtime;
   };
-
-  std::string head_list() const {
-    std::string k;
-    for (Head h : engine_->env(0).heads()) k += (k.empty() ? "" : ", ") + std::string(head_name(h));
-    return k;
-  }
-
-  // One head's batched actions as a C-contiguous int64 array of an accepted shape.
-  py::array head_actions(py::handle value, const std::string& what, ActionLayout& layout) const {
-    const VectorEnv& e = *engine_;
-    const py::ssize_t b = e.num_envs();
-    py::array a;
-    refuse_masked(value, what);
-    if (py::isinstance<py::array>(value)) a = py::reinterpret_borrow<py::array>(value);
-    else a = py::array::ensure(value);
-    GOENV_CHECK(a, InvalidAction, what << " must be an array of integers");
-    auto* proxy = py::detail::array_proxy(a.ptr());
-    const int nd = proxy->nd;
-    const py::ssize_t* dims = proxy->dimensions;
-    bool ok = false;
-    if (e.node_mode()) {
-      ok = nd == 1 && dims[0] == b;
-      layout = {false, 1};
-    } else if (e.layout() == BatchLayout::kConcatenated && nd == 1) {
-      ok = dims[0] == e.total_nodes();
-      layout = {true, 0};
-    } else {
-      ok = nd == 2 && dims[0] == b && dims[1] == e.max_nodes();
-      layout = {false, e.max_nodes()};
-    }
-    if (!ok) {  // name the accepted shapes
-      std::ostringstream expected;
-      if (e.node_mode()) {
-        expected << "(" << b << ",) [num_envs]";
-      } else if (e.layout() == BatchLayout::kConcatenated) {
-        expected << "(" << e.total_nodes() << ",) [total nodes, concatenated] or (" << b << ", " << e.max_nodes()
-                 << ") [num_envs, max nodes, padded]";
-      } else {
-        expected << "(" << b << ", " << e.max_nodes() << ") [num_envs, "
-                 << (e.layout() == BatchLayout::kPadded ? "max_nodes" : "num_nodes") << "]";
-      }
-      GOENV_FAIL(InvalidAction, what << " must have shape " << expected.str() << ", got " << shape_text(a));
-    }
-    const auto* descr = py::detail::array_descriptor_proxy(proxy->descr);
-    const char kind = descr->kind;
-    if (kind == 'i' || kind == 'u') {
-      if (descr->type_num == py::detail::npy_api::NPY_INT64_ &&
-          (proxy->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) && descr->byteorder != '>')
-        return a;  // no copy
-      if (kind == 'u' && a.itemsize() == 8) {  // uint64 beyond int64 would wrap to negative numbers
-        auto unsigned_values = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-        for (py::ssize_t k = 0; k < unsigned_values.size(); ++k)
-          GOENV_CHECK(unsigned_values.data()[k] <= static_cast<std::uint64_t>(INT64_MAX), InvalidAction,
-                      what << " holds " << unsigned_values.data()[k] << " at flat index " << k << ", outside int64");
-      }
-      return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    }
-    GOENV_CHECK(kind == 'f', InvalidAction,
-                what << " must have an integer dtype, got " << std::string(py::str(a.dtype())));
-    auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
-    py::array_t<std::int64_t> ints(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
-    const double* x = doubles.data();
-    std::int64_t* y = ints.mutable_data();
-    for (py::ssize_t k = 0; k < doubles.size(); ++k) {
-      GOENV_CHECK(std::isfinite(x[k]) && x[k] == std::floor(x[k]) && std::fabs(x[k]) < 9.2e18, InvalidAction,
-                  what << " holds " << x[k] << " at flat index " << k << ", not an integer in int64 range");
-      y[k] = static_cast<std::int64_t>(x[k]);
-    }
-    return ints;
-  }
 
   // Fresh arrays (copy=True) or views of the engine's reused buffers.
   Outputs outputs(bool with_step_results) {

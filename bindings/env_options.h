@@ -129,20 +129,6 @@ inline py::dict config_dict(const Env& env) {
   return d;
 }
 
-// A dict action's keys beyond the task's heads: an InvalidAction naming them (a misspelt or
-// foreign head would otherwise be ignored without a word).
-inline void refuse_other_keys(const py::dict& action, const std::vector<Head>& heads, const std::string& what) {
-  if (action.size() == heads.size()) return;  // every head is there (checked before), so nothing else
-  std::string other, names;
-  for (const auto& item : action) {
-    const std::string key = py::str(item.first);
-    if (std::none_of(heads.begin(), heads.end(), [&](Head h) { return key == head_name(h); }))
-      other += (other.empty() ? "'" : ", '") + key + "'";
-  }
-  for (Head h : heads) names += (names.empty() ? "" : ", ") + std::string(head_name(h));
-  GOENV_FAIL(InvalidAction, what << " has key(s) " << other << " that are not heads of the task; its heads: " << names);
-}
-
 // One numpy array per head the env decides: its decisions of `s` (solution_from's inverse).
 inline py::dict solution_dict(const Env& env, const Solution& s) {
   const auto n = static_cast<py::ssize_t>(env.graph().num_nodes());

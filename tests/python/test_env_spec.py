@@ -114,3 +114,26 @@ def test_a_vector_env_reports_the_spec_vector_keys_each_env_as_its_own_env(optio
         assert step_info["_rejected_runtime"][i] == single["invalid"]
         if single["invalid"]:
             assert step_info["rejected_runtime"][i] == single["rejected_runtime"]
+
+
+@pytest.mark.parametrize("make", ["env", "vector env"])
+def test_env_and_vector_env_split_an_action_into_heads_alike(make):
+    """One helper splits an action into its heads for both (bindings/actions.h): the same dict
+    rules and the same words, `what` naming the env's action or the batch's actions."""
+    if make == "env":
+        env = goenv.make("joint-transformer-xl-2")
+        what = f"{env.core.id} action"
+    else:
+        env = goenv.make_vec("joint-transformer-xl-2", num_envs=2)
+        what = "actions"
+    env.reset(seed=0)
+    heads = "placement, priority, fusion"
+    action = env.action_space.sample()
+    with pytest.raises(goenv.InvalidAction, match=re.escape(f"{what} must be a dict with one entry per head: {heads}")):
+        env.step(action["placement"])
+    with pytest.raises(goenv.InvalidAction, match=re.escape(f"{what} has no 'fusion' entry; heads: {heads}")):
+        env.step({k: v for k, v in action.items() if k != "fusion"})
+    with pytest.raises(goenv.InvalidAction, match=re.escape(f"{what} has key(s) 'fuse' that are not heads")):
+        env.step({**action, "fuse": action["fusion"]})
+    with pytest.raises(goenv.InvalidAction, match=re.escape(f"{what}['priority']")):
+        env.step({**action, "priority": "not numbers"})

@@ -316,12 +316,12 @@ def test_manifest_entries_cannot_point_outside_the_folder(tmp_path):
         bad["shards"][0]["file"] = file
         (root / "manifest.json").write_text(json.dumps(bad))
         with pytest.raises(goenv.InvalidGraph, match="names file"):
-            dataset_files.open(root)
+            goenv.datasets.open(root)
     (root / "manifest.json").write_text(json.dumps(manifest))
     os.unlink(root / "shard-00000.goenv-shard")
     os.symlink(outside, root / "shard-00000.goenv-shard")  # a link out of the folder
     with pytest.raises(goenv.InvalidGraph, match="outside the dataset folder"):
-        dataset_files.open(root)
+        goenv.datasets.open(root)
     with pytest.raises(goenv.InvalidGraph, match="outside the dataset folder"):
         _dataset(root)
     assert outside.read_bytes() == b"not yours"
@@ -352,7 +352,7 @@ def test_malformed_manifests_are_invalid_graph(tmp_path, change):
     else:
         path.write_text(json.dumps(manifest))
     with pytest.raises(goenv.InvalidGraph):
-        dataset_files.open(root)
+        goenv.datasets.open(root)
 
 
 def test_shards_are_read_only_as_regular_files(tmp_path):
@@ -361,7 +361,7 @@ def test_shards_are_read_only_as_regular_files(tmp_path):
     os.unlink(root / "shard-00001.goenv-shard")
     os.mkfifo(root / "shard-00001.goenv-shard")
     with pytest.raises(goenv.InvalidGraph):
-        ds = dataset_files.open(root)
+        ds = goenv.datasets.open(root)
         ds[3]  # would block forever on the FIFO
     with pytest.raises(goenv.InvalidArgument, match="FIFO"):
         _dataset(root)  # the manifest vouches for the shard, the writer refuses the FIFO

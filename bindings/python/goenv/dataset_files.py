@@ -66,10 +66,12 @@ SHARD_MAGIC = b"GOENVSHD"
 SHARD_VERSION = 1
 SHARD_SUFFIX = ".goenv-shard"
 DATASET_FOLDER = ShardedFolder("dataset folder", ("shard",), SHARD_SUFFIX)  # the zoo's folders too
+ZOO_FAMILY = "zoo"  # the manifest "family" of a zoo folder, whose manifest has a format of its own
 _SHARD_HEADER = struct.Struct("<8sII")   # magic, version, count
 _LENGTH = struct.Struct("<Q")
 
-__all__ = ["Dataset", "generate", "generate_main", "open", "to_pyg", "add_generate_arguments", "run_generate"]
+__all__ = ["Dataset", "generate", "generate_main", "manifest_family", "to_pyg", "add_generate_arguments",
+           "run_generate"]
 
 
 def shard_file(index: int) -> str:
@@ -112,8 +114,9 @@ def unpack_shard(data: bytes, what: str = "shard") -> list[bytes]:
     return blobs
 
 
-def _read_manifest(root: str) -> dict:
-    """The checked manifest (_check_manifest); InvalidGraph naming the problem otherwise."""
+def _read_manifest(root: str, check=None) -> dict:
+    """The manifest, checked by `check` (default _check_manifest: a family's graphs);
+    InvalidGraph naming the problem otherwise."""
     path, manifest = DATASET_FOLDER.read_manifest(root, "dataset manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InvalidGraph(f"{path}: not a goenv dataset manifest (format {manifest.get('format')!r})"
@@ -121,12 +124,7 @@ def _read_manifest(root: str) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise InvalidGraph(f"{path}: dataset format version {manifest.get('format_version')!r}, this goenv reads "
                            f"version {FORMAT_VERSION}")
-    if manifest.get("family") == "zoo":  # shards of model builds, not of a family's graphs (goenv.datasets.zoo)
-        from goenv.datasets.zoo.dataset import check_manifest as check_zoo_manifest
-
-        check_zoo_manifest(manifest, path)
-    else:
-        _check_manifest(manifest, path)
+    (check or _check_manifest)(manifest, path)
     return manifest
 
 
@@ -136,6 +134,8 @@ def _check_manifest(manifest: dict, path: str) -> None:
     def bad(what: str) -> InvalidGraph:
         return InvalidGraph(f"{path}: {what}")
 
+    if manifest.get("family") == ZOO_FAMILY:  # its own format (goenv.datasets.zoo.dataset.ZooDataset reads it)
+        raise bad("a zoo folder (goenv dataset zoo), not a family's graphs: open it with goenv.datasets.open")
     for key in ("family", "params", "seed", "count", "shard_size", "shards"):
         if key not in manifest:
             raise bad(f"the manifest has no '{key}'")
@@ -298,7 +298,7 @@ def _recover_shards(root: str, plan: list[dict], family: str, params: dict, seed
 def generate(family: str, count: int, out_dir: str | os.PathLike, *, shard_size: int = 64,
              params: Mapping[str, float | tuple[float, float]] | None = None, seed: int = 0,
              workers: int | None = None, progress: bool = True, overwrite: bool = False) -> "Dataset":
-    """Writes `count` graphs of `family` into sharded files under `out_dir`; returns open(out_dir).
+    """Writes `count` graphs of `family` into sharded files under `out_dir`; returns its Dataset.
 
     Graph i is built with `params` and seed = seed + i (families with a 'seed' parameter); a
     parameter given as a (low, high) range is drawn for each graph (graph_params), e.g.
@@ -452,6 +452,10 @@ class Dataset:
     most recently read shard is kept in memory.
     """
 
+    # How the manifest is checked: a family's graphs here; a subclass reading another kind of
+    # folder (ZooDataset) brings its own.
+    check_manifest = staticmethod(_check_manifest)
+
     def __init__(self, root: str | os.PathLike):
         self.root = os.fspath(root)
         if not os.path.isdir(self.root):
@@ -461,7 +465,7 @@ class Dataset:
             raise FileNotFoundError(2, "No such dataset directory", self.root)
         if not os.path.lexists(os.path.join(self.root, MANIFEST)):  # anything else there: _read_manifest says what
             raise FileNotFoundError(2, f"Not a goenv dataset (no {MANIFEST})", self.root)
-        self.manifest = _read_manifest(self.root)
+        self.manifest = _read_manifest(self.root, type(self).check_manifest)
         shards = sorted(self.manifest["shards"], key=lambda record: record["index"])
         count = int(self.manifest["count"])
         if not self.manifest.get("complete") or sum(r["count"] for r in shards) != count:
@@ -578,18 +582,14 @@ class Dataset:
                                f"params and seed (another goenv version's builders, or a manifest edited by hand)")
 
 
-def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
-    """The dataset generated under `path` (lazy; shards are checksummed when read); a zoo folder
-    (goenv dataset zoo) is a goenv.datasets.zoo.dataset.ZooDataset."""
+def manifest_family(path: str | os.PathLike) -> str | None:
+    """The "family" the folder's manifest names, unchecked (None when there is no readable one):
+    which reader the folder needs (goenv.datasets.open)."""
     try:
-        family = _read_manifest(os.fspath(path)).get("family")
-    except (OSError, ValueError):  # no folder, no manifest, a bad one: the constructor says which
-        family = None
-    if family == "zoo":
-        from goenv.datasets.zoo.dataset import ZooDataset
-
-        return ZooDataset(path)
-    return Dataset(path)
+        _, manifest = DATASET_FOLDER.read_manifest(os.fspath(path), "dataset manifest")
+    except (OSError, ValueError):  # no folder, no manifest, a bad one: the reader says which
+        return None
+    return manifest.get("family") if isinstance(manifest, dict) else None
 
 
 # ---------------------------------------------------------------------------
@@ -667,18 +667,6 @@ def run_generate(args: argparse.Namespace) -> None:
                            params=_parse_params(args.param), seed=args.seed, workers=args.workers,
                            progress=not args.no_progress, overwrite=args.overwrite)
     print(f"{len(dataset)} graphs of {dataset.family} in {len(dataset.shards)} shards at {dataset.root}")
-
-
-def run_info(args: argparse.Namespace) -> None:
-    """`goenv dataset info DIR`: what a dataset holds, from its manifest (nothing is read but it)."""
-    print(open(args.path).summary())
-
-
-def run_verify(args: argparse.Namespace) -> None:
-    """`goenv dataset verify DIR`: every shard's checksum and every graph's validation."""
-    dataset = open(args.path)
-    dataset.verify()
-    print(f"{dataset.root}: {len(dataset)} graphs in {len(dataset.shards)} shards, all checksums and graphs valid")
 
 
 def generate_main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -23,7 +24,8 @@ from typing import Any, Mapping
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.arguments import checked_number
-from goenv.dataset_files import Dataset, generate, generate_main, graph_params, open, to_pyg  # noqa: A004
+from goenv.dataset_files import ZOO_FAMILY, Dataset, generate, generate_main, graph_params, manifest_family, to_pyg
+from goenv.datasets.zoo.dataset import ZooDataset
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
 
 # label, open_labels, Labels and export_tpugraphs are goenv.labels' names, added to this module by
@@ -32,6 +34,12 @@ __all__ = [
     "CostEstimateWarning", "Dataset", "SuiteEntry", "from_onnx", "from_torch", "generate", "generate_main",
     "graph_params", "info", "lineage", "list", "load", "open", "suite", "suite_description", "suites", "to_pyg",
 ]
+
+
+def open(path: str | os.PathLike) -> Dataset:  # noqa: A001 - the public name
+    """The dataset generated under `path` (lazy; shards are checksummed when read); a zoo folder
+    (goenv dataset zoo) is a goenv.datasets.zoo.dataset.ZooDataset."""
+    return (ZooDataset if manifest_family(path) == ZOO_FAMILY else Dataset)(path)
 
 
 def list() -> builtins.list[str]:  # noqa: A001 - the documented public name

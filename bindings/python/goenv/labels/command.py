@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 
 from goenv.arguments import as_command_line
 from goenv.labels.decisions import SAMPLERS
+from goenv.labels.folder import label
+from goenv.labels.tpugraphs import export_tpugraphs
 
 
 def add_label_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -41,8 +41,6 @@ def add_label_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
 
 def run_label(args: argparse.Namespace) -> None:
-    from goenv.labels.folder import label
-
     source = args.source[0] if len(args.source) == 1 else args.source
     with as_command_line("decisions_per_graph", "seed", "max_moves", "shard_size", "workers"):
         labels = label(source, args.out, task=args.task, cluster=args.cluster,
@@ -62,48 +60,5 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def run_export(args: argparse.Namespace) -> None:
-    from goenv.labels.tpugraphs import export_tpugraphs
-
     paths = export_tpugraphs(args.labels, args.out, keep_infeasible=args.keep_infeasible, overwrite=args.overwrite)
     print(f"{len(paths)} TpuGraphs-layout files in {args.out}")
-
-
-def _is_labels(path: str) -> bool:
-    from goenv.labels.folder import FORMAT, MANIFEST
-
-    try:
-        with open(os.path.join(path, MANIFEST), "rb") as file:
-            return json.loads(file.read(1 << 20).decode("utf-8", "replace")).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False  # the dataset reader says what is wrong
-
-
-def run_info(args: argparse.Namespace) -> None:
-    """`goenv dataset info DIR`: a labelled dataset's manifest, or a dataset of graphs'."""
-    if not _is_labels(args.path):
-        from goenv.dataset_files import run_info as graphs_info
-
-        return graphs_info(args)
-    from goenv.labels.folder import Labels
-
-    labels = Labels(args.path)
-    config = labels.config
-    cluster = config["cluster"] or "each graph's own"
-    total = sum(entry["bytes"] for record in labels.shards for entry in record["files"].values())
-    print(f"{labels.root}: {len(labels)} graphs x {config['decisions_per_graph']} decisions ({config['task']}, "
-          f"sampler {config['sampler']}, seed {config['seed']}, cluster {cluster}), "
-          f"{labels.num_decisions} labels in {len(labels.shards)} shards, {total / 2**20:.1f} MiB")
-
-
-def run_verify(args: argparse.Namespace) -> None:
-    """`goenv dataset verify DIR`: every shard's checksum (and every graph, for datasets of graphs)."""
-    if not _is_labels(args.path):
-        from goenv.dataset_files import run_verify as graphs_verify
-
-        return graphs_verify(args)
-    from goenv.labels.folder import Labels
-
-    labels = Labels(args.path)
-    labels.verify()
-    print(f"{labels.root}: {labels.num_decisions} labels of {len(labels)} graphs in {len(labels.shards)} shards, "
-          f"all checksums valid")

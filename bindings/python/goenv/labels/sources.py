@@ -14,7 +14,8 @@ import os
 import goenv._core as _core
 from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.clusters import get as get_cluster
-from goenv.dataset_files import Dataset, graph_params
+from goenv.dataset_files import graph_params
+from goenv.datasets import open as open_dataset
 from goenv.datasets import suite, suites
 from goenv.files import MAX_FILE_BYTES, read_regular_file
 
@@ -54,7 +55,7 @@ class Source:
 
     def _open_dataset(self):
         if self._dataset is None:
-            self._dataset = Dataset(self.spec)
+            self._dataset = open_dataset(self.spec)
         return self._dataset
 
     def __len__(self) -> int:
@@ -123,7 +124,7 @@ def resolve(source, cluster: str | None) -> Source:
         if not os.path.exists(manifest):
             raise InvalidArgument(f"source {text}: not a goenv dataset (no manifest.json); make one with "
                                   f"`goenv dataset generate`, or give a suite name or graph files")
-        Dataset(text)  # InvalidGraph when the manifest is damaged or the dataset incomplete
+        open_dataset(text)  # InvalidGraph when the manifest is damaged or the dataset incomplete
         return Source("dataset", os.path.abspath(text), cluster)
     if os.path.isfile(text):
         if not text.endswith(GRAPH_SUFFIXES):

@@ -28,6 +28,7 @@ import numpy as np
 from goenv._core import InvalidArgument
 from goenv.arguments import checked_flag, checked_int
 from goenv.files import output_folder, read_json_file, remove_regular_files, write_atomic
+from goenv.labels.folder import Labels
 
 CONFIG_FEATURES = 18
 MAX_DEVICES = 16
@@ -96,8 +97,6 @@ def export_tpugraphs(labels, out_dir: str | os.PathLike, *, keep_infeasible: boo
     replaces those files (and only those): an export never mixes with another one. What the
     layout cannot hold (more than 16 devices, levels beyond the given counts, a kept runtime
     that is not a finite count of nanoseconds) is refused before anything is written."""
-    from goenv.labels.folder import Labels
-
     keep_infeasible, overwrite = checked_flag("keep_infeasible", keep_infeasible), checked_flag("overwrite", overwrite)
     for name, levels in (("priority_levels", priority_levels), ("fusion_levels", fusion_levels)):
         checked_int(f"{name} (the env's number of levels)", levels, low=1)

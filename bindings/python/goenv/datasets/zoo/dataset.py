@@ -43,17 +43,17 @@ import numpy as np
 
 from goenv._core import Graph, InvalidArgument, InvalidGraph, NotFound
 from goenv.arguments import checked_flag, checked_int, checked_number, is_count
-from goenv.dataset_files import DATASET_FOLDER, FORMAT, FORMAT_VERSION, Dataset, pack_shard, shard_file
+from goenv.dataset_files import DATASET_FOLDER, FORMAT, FORMAT_VERSION, ZOO_FAMILY, Dataset, pack_shard, shard_file
 from goenv.extras import import_extra
 from goenv.files import output_folder, remove_regular_files
 from goenv.ordered import in_order
 from goenv.progress import progress_bar
+from goenv.datasets.zoo.report import read_measurements, write_report
 from goenv.storage import MANIFEST, goenv_version, is_sha256
 
 __all__ = ["ZOO_FAMILY", "BuildRequest", "ZooDataset", "build_dataset", "check_manifest", "plan_requests",
            "structural_hash"]
 
-ZOO_FAMILY = "zoo"  # the manifest's "family" of a zoo dataset (not a registered graph family)
 DEFAULT_SHARD_SIZE = 16  # builds per shard
 DEFAULT_MEMORY_LIMIT = 4 << 30
 DEFAULT_TIME_LIMIT = 300.0
@@ -255,10 +255,12 @@ def _shard_plan(requests: list[BuildRequest], shard_size: int) -> list[list[Buil
 
 def check_manifest(manifest: dict, path: str) -> None:
     """A zoo manifest's fields, and every shard record matching the plan it states: InvalidGraph
-    naming the problem (goenv.dataset_files reads a zoo folder's manifest through this)."""
+    naming the problem (ZooDataset reads its manifest through this)."""
     def bad(what: str) -> InvalidGraph:
         return InvalidGraph(f"{path}: {what}")
 
+    if manifest.get("family") != ZOO_FAMILY:
+        raise bad(f"a dataset of family {manifest.get('family')!r}, not a zoo: open it with goenv.datasets.open")
     zoo = manifest.get("zoo")
     if not isinstance(zoo, dict) or not isinstance(zoo.get("library"), str):
         raise bad("a zoo manifest without its 'zoo' plan (library, model types, sizes)")
@@ -327,8 +329,6 @@ def build_dataset(out_dir: str | os.PathLike, *, library: str = "transformers",
     machine or, with ray=True, as Ray tasks (a local Ray of `workers` CPUs, or the cluster at
     `address`). `builder` is the module that builds models (goenv.datasets.zoo; tests pass a
     stand-in with the same names). `on_shard(root)` is called after each finished shard."""
-    from goenv.datasets.zoo.report import write_report
-
     builder = builder or _zoo()
     workers, shard_size, memory_limit, time_limit = (
         checked_int("workers", workers, 1, 1024), checked_int("shard_size", shard_size, 1),
@@ -433,8 +433,6 @@ def _difference(theirs: dict, ours: dict) -> str:
 
 def _previous_measurements(root: str, kept: list[dict]) -> dict[str, dict]:
     """Times, memory and op mixes of the kept shards' builds, from the last coverage report."""
-    from goenv.datasets.zoo.report import read_measurements
-
     wanted = {f"{e['library']}/{e['model_type']}/{e['size']}" for record in kept for e in record["builds"]}
     return {key: value for key, value in read_measurements(root).items() if key in wanted}
 
@@ -446,11 +444,10 @@ class ZooDataset(Dataset):
     """A zoo folder, read lazily like any goenv dataset (len, ds[i], slices, iteration), plus
     where each graph came from: provenance(i), and every build of the plan (records)."""
 
+    check_manifest = staticmethod(check_manifest)
+
     def __init__(self, root: str | os.PathLike):
         super().__init__(root)
-        if self.manifest.get("family") != ZOO_FAMILY:
-            raise InvalidGraph(f"{self.root}: a dataset of family '{self.manifest.get('family')}', not a zoo; "
-                               f"open it with goenv.datasets.open")
         self.records = [entry for record in self.shards for entry in record["builds"]]
         self._imported = [entry for entry in self.records if entry["status"] == "imported"]
 
