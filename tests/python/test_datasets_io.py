@@ -28,7 +28,7 @@ SMALL = {"num_layers": 4, "width": 3}  # random-layered graphs of ~12 nodes
 
 
 def test_suites_are_listed_and_unknown_names_raise_not_found():
-    assert datasets.suites() == ["go-placement", "transfer", "zoo"]
+    assert datasets.suites() == ["go-placement", "transfer", "zoo", "zoo-diffusers"]
     with pytest.raises(goenv.NotFound, match="known suites: go-placement, transfer"):
         datasets.suite("placeto")
     with pytest.raises(KeyError):

@@ -1,4 +1,4 @@
-"""The zoo as a dataset (goenv.datasets.zoo.dataset, .report, .lineages, `goenv dataset zoo`).
+"""The zoo as a dataset (goenv.datasets.zoo.dataset, .report, .publish, .lineages, `goenv dataset zoo`).
 
 Most tests run the dataset machinery on a stand-in builder with the zoo's API (fast, no
 transformers); the tests marked `real` build real transformers models (skipped without the zoo
@@ -21,7 +21,7 @@ import pytest
 
 import goenv
 from goenv.datasets.zoo import dataset as zoo_dataset
-from goenv.datasets.zoo import lineages, report
+from goenv.datasets.zoo import lineages, publish
 from goenv.datasets.zoo.result import ZooResult
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -282,7 +282,7 @@ def test_the_command_builds_and_names_bad_choices(tmp_path, monkeypatch, capsys)
     from goenv.datasets.zoo import command
 
     real_build = zoo_dataset.build_dataset
-    monkeypatch.setattr(zoo_dataset, "build_dataset", lambda *a, **k: real_build(*a, **{**k, "builder": FakeZoo()}))
+    monkeypatch.setattr(command, "build_dataset", lambda *a, **k: real_build(*a, **{**k, "builder": FakeZoo()}))
     assert cli.main(["dataset", "zoo", "--out", str(tmp_path / "zoo"), "--types", "alpha,beta", "--sizes", "tiny",
                      "--workers", "2", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -296,8 +296,8 @@ def test_publish_writes_the_docs_copies(tmp_path):
     _build(tmp_path / "zoo")
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "zoo.md").write_text(f"# Zoo\n\nbefore\n{report.BEGIN}\nold table\n{report.END}\nafter\n")
-    paths = report.publish(str(tmp_path / "zoo"), str(docs))
+    (docs / "zoo.md").write_text(f"# Zoo\n\nbefore\n{publish.BEGIN}\nold table\n{publish.END}\nafter\n")
+    paths = publish.publish(str(tmp_path / "zoo"), str(docs))
     page = (docs / "zoo.md").read_text()
     assert "old table" not in page and "before" in page and "after" in page
     assert "| **all** | **7** | **6** |" in page  # 7 types tried, 6 imported (broken failed)
@@ -306,7 +306,7 @@ def test_publish_writes_the_docs_copies(tmp_path):
     assert results["totals"]["graphs"] == 10 and results["totals"]["duplicates"] == 2  # alpha, tiny and small
     assert open(paths["figure"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(goenv.InvalidArgument, match="markers"):
-        report.replace_between_markers("no markers", "x")
+        publish.replace_between_markers("no markers", "x")
 
 
 # ---------------------------------------------------------------------------
@@ -347,7 +347,7 @@ def test_the_docs_table_of_the_split_is_the_committed_one():
 def test_a_type_the_list_lacks_is_refused():
     with pytest.raises(goenv.NotFound, match="not in the zoo's lineage list.*--write"):
         lineages.lineage("a_model_of_next_year")
-    with pytest.raises(goenv.NotFound, match="covers transformers"):
+    with pytest.raises(goenv.NotFound, match="no lineage split for .timm.; libraries: transformers, diffusers"):
         lineages.split("bert", library="timm")
 
     class Newer(FakeZoo):

@@ -177,10 +177,10 @@ def _default_cluster(family: str) -> str:
     return info(family)["default_cluster"]
 
 
-def _zoo() -> dict:
+def _zoo(library: str = "transformers") -> dict:
     from goenv.datasets.zoo.lineages import suite as zoo_suite
 
-    return zoo_suite()
+    return zoo_suite(library)
 
 
 _SUITES = {  # name: (entries, the families they use, description)
@@ -190,6 +190,9 @@ _SUITES = {  # name: (entries, the families they use, description)
                  "train / validation / test splits; validation and test architectures unseen in train"),
     "zoo": (_zoo, lambda: [], "real architectures (goenv.datasets.zoo), one ZooEntry per transformers model type, "
                               "split by lineage into train / validation / test"),
+    "zoo-diffusers": (lambda: _zoo("diffusers"), lambda: [],
+                      "diffusion models (goenv.datasets.zoo), one ZooEntry per diffusers model class, split by "
+                      "lineage into train / validation / test"),
 }
 
 

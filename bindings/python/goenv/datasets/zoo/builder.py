@@ -29,11 +29,35 @@ def _short(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}"[:300]
 
 
-def make_config(model_type: str, size: str):
+def make_config(model_type: str, size: str, library: str = "transformers"):
+    """The shrunk config: a transformers config object, or a diffusers class's constructor
+    arguments (a dict)."""
+    if library == "diffusers":
+        from goenv.datasets.zoo import diffusers_models
+
+        return diffusers_models.make_config(model_type, size)
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(model_type)
     return shrink(config, size, model_type)
+
+
+def _make_model(config, library: str):
+    if library == "diffusers":
+        from goenv.datasets.zoo import diffusers_models
+
+        return diffusers_models.make_model(config)
+    from transformers import AutoModel
+
+    return AutoModel.from_config(config)
+
+
+def _input_maker(torch, model, config, scale, library: str):
+    if library == "diffusers":
+        from goenv.datasets.zoo import diffusers_models
+
+        return diffusers_models.InputMaker(torch, model, config, scale)
+    return InputMaker(torch, model, config, scale)
 
 
 def _working_inputs(torch, model, maker: InputMaker) -> tuple[dict | None, list[str]]:
@@ -47,8 +71,9 @@ def _working_inputs(torch, model, maker: InputMaker) -> tuple[dict | None, list[
         try:
             trial = maker.make(names)
         except KeyError as missing:
-            if training:
-                problems.append(f"forward needs {missing.args[0]!r}, which the zoo cannot make")
+            problem = f"forward needs {missing.args[0]!r}, which the zoo cannot make"
+            if training and problem not in problems:
+                problems.append(problem)
             continue
         try:
             torch.manual_seed(SEED)
@@ -82,24 +107,22 @@ def build_here(model_type: str, size: str = "tiny", library: str = "transformers
 
     scale = SCALES[size]
     try:
-        config = make_config(model_type, size)
+        config = make_config(model_type, size, library)
     except Exception as error:  # noqa: BLE001 - any library error is this type's failure
         return failed("config", _short(error))
     result.provenance = {"library": library, "library_version": LIBRARIES[library], "model_type": model_type,
                          "size": size, "config_hash": config_hash(config), "goenv_version": goenv.__version__,
                          "torch_version": torch.__version__.split("+")[0]}
     try:
-        from transformers import AutoModel
-
         torch.manual_seed(SEED)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = AutoModel.from_config(config)
+            model = _make_model(config, library)
         model.train()
     except Exception as error:  # noqa: BLE001
         return failed("build", _short(error))
 
-    kwargs, problems = _working_inputs(torch, model, InputMaker(torch, model, config, scale))
+    kwargs, problems = _working_inputs(torch, model, _input_maker(torch, model, config, scale, library))
     if kwargs is None:
         return failed("inputs", "; ".join(problems)[:600] or "no input set fits")
 

@@ -1,6 +1,7 @@
-"""Which model types the zoo tries, and their modality, read from transformers' own auto
-mappings: every type with a base model (MODEL_MAPPING_NAMES) is tried; its modality is the
-kind of task heads the library registers for it."""
+"""Which model types the zoo tries, and their modality. For transformers, read from its own
+auto mappings: every type with a base model (MODEL_MAPPING_NAMES) is tried; its modality is the
+kind of task heads the library registers for it. For diffusers, every model class it exports
+(zoo/diffusers_models.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import functools
 from goenv._core import NotFound
 from goenv.extras import import_extra
 
-LIBRARIES = {"transformers": "5.23.0"}
+LIBRARIES = {"transformers": "5.23.0", "diffusers": "0.42.1"}
 MODALITIES = ("text", "vision", "audio", "multimodal", "other")
 
 # Task mappings that name a modality, checked in this order: a type with image-and-text heads is
@@ -38,6 +39,10 @@ def checked_library(library: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _types(library: str) -> tuple:
+    if library == "diffusers":
+        from goenv.datasets.zoo import diffusers_models
+
+        return diffusers_models.model_types()
     # The zoo's first use of transformers: a missing one names the extra that installs it.
     auto = import_extra("transformers.models.auto.modeling_auto", extra="zoo", feature="goenv.datasets.zoo")
     return tuple(sorted(auto.MODEL_MAPPING_NAMES))
@@ -87,6 +92,10 @@ _NAME_WORDS = (
 def modality(model_type: str, library: str = "transformers") -> str:
     """"text", "vision", "audio", "multimodal" or "other" (time series, decision models, ...)."""
     checked_model_type(model_type, library)
+    if library == "diffusers":
+        from goenv.datasets.zoo import diffusers_models
+
+        return diffusers_models.modality(model_type)
     known = _modalities(library).get(model_type)
     if known is not None:
         return known

@@ -14,6 +14,9 @@ import time
 
 from goenv._core import InvalidArgument
 from goenv.arguments import as_command_line
+from goenv.datasets.zoo.dataset import DEFAULT_MEMORY_LIMIT, DEFAULT_SHARD_SIZE, DEFAULT_TIME_LIMIT, build_dataset
+from goenv.datasets.zoo.publish import publish
+from goenv.datasets.zoo.report import COVERAGE_MD
 
 __all__ = ["add_zoo_arguments", "run_zoo"]
 
@@ -28,8 +31,6 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def add_zoo_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from goenv.datasets.zoo.dataset import DEFAULT_MEMORY_LIMIT, DEFAULT_SHARD_SIZE, DEFAULT_TIME_LIMIT
-
     parser.add_argument("--out", required=True, help="dataset folder (created; an interrupted run is resumed)")
     parser.add_argument("--workers", type=int, default=1,
                         help="builds at once, each in its own limited child process (default: %(default)s)")
@@ -56,9 +57,6 @@ def add_zoo_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
 
 
 def run_zoo(args: argparse.Namespace) -> None:
-    from goenv.datasets.zoo.dataset import build_dataset
-    from goenv.datasets.zoo.report import COVERAGE_MD, publish
-
     if args.memory_limit <= 0:
         raise InvalidArgument(f"--memory-limit must be a positive number of GiB, got {args.memory_limit:g}")
     started = time.perf_counter()

@@ -279,6 +279,7 @@ def _fit_rope(config, head_dim: int) -> None:
 
 
 def config_hash(config) -> str:
-    """sha256 of the config's canonical JSON (sorted keys)."""
-    text = json.dumps(config.to_dict(), sort_keys=True, default=str, separators=(",", ":"))
+    """sha256 of the config's canonical JSON (sorted keys): a library config or a plain dict."""
+    data = config if isinstance(config, dict) else config.to_dict()
+    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

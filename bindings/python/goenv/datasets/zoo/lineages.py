@@ -49,6 +49,9 @@ TARGET_SHARES = {"train": 0.70, "validation": 0.15, "test": 0.15}
 BIG_LINEAGE_SHARE = 0.05  # lineages larger than this share of the types always train
 MODULAR_POINTS, COPIED_POINTS, PARENT_MIN_POINTS = 3, 1, 6
 LINEAGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lineages.json")
+# One committed list per library; transformers' keeps its first name.
+LINEAGES_FILES = {"transformers": LINEAGES_FILE,
+                  "diffusers": os.path.join(os.path.dirname(LINEAGES_FILE), "lineages_diffusers.json")}
 ZOO_CLUSTER = "2xgpu-nvlink"  # where a zoo graph runs unless told otherwise (as for imported graph files)
 
 # Where transformers' evidence misleads: model folder -> (its parent folder, why). Applied by
@@ -80,7 +83,9 @@ def _load(path: str = LINEAGES_FILE) -> dict:
 
 
 def _committed(library: str) -> dict:
-    data = _load()
+    if library not in LINEAGES_FILES:
+        raise NotFound(f"the zoo has no lineage split for {library!r}; libraries: {', '.join(LINEAGES_FILES)}")
+    data = _load(LINEAGES_FILES[library])
     if library != data["library"]:
         raise NotFound(f"the zoo's lineage split covers {data['library']} {data['library_version']}, not "
                        f"{library!r}")
@@ -94,7 +99,7 @@ def _entry(model_type: str, library: str) -> dict:
         raise NotFound(f"{library} model type {model_type!r} is not in the zoo's lineage list (made from "
                        f"{library} {data['library_version']}): a type new to another release gets a lineage and "
                        f"a split only when the list is derived again and reviewed (python -m "
-                       f"goenv.datasets.zoo.lineages --write)")
+                       f"goenv.datasets.zoo.lineages --library {library} --write)")
     return entry
 
 
@@ -200,7 +205,7 @@ def suite(library: str = "transformers", builder=None) -> dict[str, builtins.lis
         raise NotFound(f"{len(missing)} {library} model types are not in the zoo's lineage list (made from {library} "
                        f"{data['library_version']}; {installed} is pinned): {', '.join(missing[:20])}"
                        f"{', ...' if len(missing) > 20 else ''}. Derive it again and review it: python -m "
-                       f"goenv.datasets.zoo.lineages --write")
+                       f"goenv.datasets.zoo.lineages --library {library} --write")
     return {name: [ZooEntry(t, lineage(t, library), name, library=library) for t in types]
             for name, types in splits(library).items()}
 
@@ -211,6 +216,43 @@ def suite(library: str = "transformers", builder=None) -> dict[str, builtins.lis
 _MODULAR_IMPORT = re.compile(r"^from (?:\.\.|transformers\.models\.)(\w+)\.(\w+) import (\(([^)]*)\)|([^\n]+))",
                              re.MULTILINE)
 _COPIED = re.compile(r"Copied from transformers\.models\.(\w+)\.")
+
+
+def _folder_points(models_root: str, folder: str) -> dict:
+    """transformers' evidence of `folder` ("xlm_roberta"): points per other model folder."""
+    path = os.path.join(models_root, *folder.split("."))
+    points = _folder_evidence(path) if os.path.isdir(path) else collections.Counter()
+    return {name: n for name, n in points.items() if os.path.isdir(os.path.join(models_root, name))}
+
+
+_RELATIVE_IMPORT = re.compile(r"^from (\.+)([\w.]*) import (\(([^)]*)\)|([^\n]+))", re.MULTILINE)
+_DIFFUSERS_COPIED = re.compile(r"Copied from diffusers\.models\.([\w.]+)")
+
+
+def module_points(models_root: str, modules: set[str], module: str) -> dict:
+    """diffusers' evidence of `module` ("controlnets.controlnet_flux"): 3 points per name its
+    file imports from another model module, 1 per "Copied from" line naming one."""
+    path = os.path.join(models_root, *module.split(".")) + ".py"
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    package = module.split(".")[:-1]
+    points: collections.Counter = collections.Counter()
+    for match in _RELATIVE_IMPORT.finditer(text):
+        up = len(match.group(1)) - 1
+        base = package[:len(package) - up] if up <= len(package) else None
+        source = ".".join((base or []) + [p for p in match.group(2).split(".") if p])
+        if base is not None and source in modules:
+            names = [n for n in re.split(r"[\s,]+", match.group(4) or match.group(5) or "") if n and not n.startswith("#")]
+            points[source] += MODULAR_POINTS * len(names)
+    for match in _DIFFUSERS_COPIED.finditer(text):
+        parts = match.group(1).split(".")
+        source = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
+        if source is not None:
+            points[source] += COPIED_POINTS
+    points.pop(module, None)
+    return dict(points)
 
 
 def _folder_evidence(folder: str) -> collections.Counter:
@@ -265,11 +307,14 @@ def _assign_splits(members: dict[str, list[str]], modality_of: dict[str, str]) -
 
 
 def derive(model_types: Sequence[str], modality: Callable[[str], str], folder_of: Callable[[str], str],
-           models_root: str, reviewed: dict[str, tuple[str, str]] | None = None) -> dict:
+           models_root: str, reviewed: dict[str, tuple[str, str]] | None = None,
+           points_of: Callable[[str], dict] | None = None) -> dict:
     """The lineage list of `model_types`: each type's folder (folder_of, e.g. "xlm_roberta"),
-    its parent folder by the evidence under `models_root` (transformers/models), its lineage
-    and each lineage's split. A `reviewed` parent (default REVIEWED) wins over the evidence."""
+    its parent folder by the evidence under `models_root` (transformers/models; `points_of`
+    gives a folder's points per other folder, transformers' rule by default), its lineage and
+    each lineage's split. A `reviewed` parent (default REVIEWED) wins over the evidence."""
     reviewed = REVIEWED if reviewed is None else reviewed
+    points_of = points_of or functools.partial(_folder_points, models_root)
     folders = {t: folder_of(t) for t in model_types}
     stale = sorted((set(reviewed) | {parent for parent, _ in reviewed.values()}) - set(folders.values()))
     if stale:
@@ -281,12 +326,11 @@ def derive(model_types: Sequence[str], modality: Callable[[str], str], folder_of
     parents: dict[str, str | None] = {}
     evidence: dict[str, dict] = {}
     for folder in sorted(set(folders.values())):
-        path = os.path.join(models_root, *folder.split("."))
-        points = _folder_evidence(path) if os.path.isdir(path) else collections.Counter()
-        known = {name: n for name, n in points.items() if os.path.isdir(os.path.join(models_root, name))}
+        known = points_of(folder)
         mine = folder_modality[folder.split(".")[-1]]
         related = {name: n for name, n in known.items()
-                   if folder_modality.get(name) == mine or "multimodal" in (mine, folder_modality.get(name))}
+                   if folder_modality.get(name.split(".")[-1]) == mine
+                   or "multimodal" in (mine, folder_modality.get(name.split(".")[-1]))}
         best = max(sorted(related), key=lambda name: related[name], default=None)
         parents[folder] = best if best is not None and related[best] >= PARENT_MIN_POINTS else None
         evidence[folder] = dict(collections.Counter(known).most_common(3))
@@ -318,19 +362,29 @@ def derive(model_types: Sequence[str], modality: Callable[[str], str], folder_of
     return {"types": types, "splits": _assign_splits(dict(members), modality_of)}
 
 
-def _derive_installed(builder) -> dict:
-    """derive() over the zoo's transformers model types, from the installed transformers."""
-    import transformers
-    from transformers.models.auto.configuration_auto import model_type_to_module_name
+def _derive_installed(builder, library: str = "transformers") -> dict:
+    """derive() over the zoo's model types of `library`, from its installed release."""
+    import importlib
 
-    library = "transformers"
-    if transformers.__version__ != builder.LIBRARIES[library]:
-        raise InvalidArgument(f"transformers {transformers.__version__} is installed, the zoo pins "
+    module = importlib.import_module(library)
+    if module.__version__ != builder.LIBRARIES[library]:
+        raise InvalidArgument(f"{library} {module.__version__} is installed, the zoo pins "
                               f"{builder.LIBRARIES[library]}: derive the list from the pinned release")
-    derived = derive(builder.model_types(library), lambda t: builder.modality(t, library=library),
-                     model_type_to_module_name, os.path.join(os.path.dirname(transformers.__file__), "models"))
-    return {"library": library, "library_version": transformers.__version__,
-            "made_by": "python -m goenv.datasets.zoo.lineages --write", **derived}
+    types = builder.model_types(library)
+    models_root = os.path.join(os.path.dirname(module.__file__), "models")
+    if library == "diffusers":
+        from goenv.datasets.zoo.diffusers_models import module_of
+
+        modules = {module_of(t) for t in types}
+        derived = derive(types, lambda t: builder.modality(t, library=library), module_of, models_root, reviewed={},
+                         points_of=functools.partial(module_points, models_root, modules))
+    else:
+        from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+        derived = derive(types, lambda t: builder.modality(t, library=library), model_type_to_module_name,
+                         models_root)
+    return {"library": library, "library_version": module.__version__,
+            "made_by": f"python -m goenv.datasets.zoo.lineages --library {library} --write", **derived}
 
 
 def describe(data: dict) -> str:
@@ -352,19 +406,22 @@ def describe(data: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m goenv.datasets.zoo.lineages",
-                                     description="Derive the zoo's lineage split from the installed transformers.")
-    parser.add_argument("--write", action="store_true", help=f"write {LINEAGES_FILE} (default: only print)")
+                                     description="Derive the zoo's lineage split from the installed library.")
+    parser.add_argument("--library", default="transformers", choices=sorted(LINEAGES_FILES),
+                        help="model library (default: %(default)s)")
+    parser.add_argument("--write", action="store_true", help="write the library's committed list (default: only print)")
     args = parser.parse_args(argv)
     from goenv.datasets import zoo
 
-    data = _derive_installed(zoo)
+    data = _derive_installed(zoo, args.library)
     print(describe(data))
     if args.write:
         from goenv.files import write_atomic
 
-        write_atomic(LINEAGES_FILE, (json.dumps(data, indent=1, sort_keys=False) + "\n").encode(), "lineage list")
+        path = LINEAGES_FILES[args.library]
+        write_atomic(path, (json.dumps(data, indent=1, sort_keys=False) + "\n").encode(), "lineage list")
         _load.cache_clear()
-        print(f"wrote {LINEAGES_FILE}")
+        print(f"wrote {path}")
     return 0
 
 

@@ -1,5 +1,5 @@
 """Imported once by the zoo's forkserver, so every forked build child starts with torch,
-transformers and goenv loaded and offline, and with torch.export's first-use imports done (a
+transformers, diffusers (when installed) and goenv loaded and offline, and with torch.export's first-use imports done (a
 warm-up export of a one-layer module): a child then starts in well under a second."""
 
 import os
@@ -13,6 +13,11 @@ import transformers  # noqa: E402,F401
 from transformers import AutoConfig, AutoModel, PreTrainedModel  # noqa: E402,F401
 
 import goenv.importers.torch_fx  # noqa: E402
+
+try:
+    import diffusers  # noqa: E402,F401
+except ImportError:  # a diffusers build reports the missing extra itself
+    pass
 
 
 def _warm_up() -> None:

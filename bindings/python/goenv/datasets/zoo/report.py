@@ -1,39 +1,31 @@
 """The zoo's coverage report: which model types imported, which failed where and why, how big
 and how costly each build was, per modality and in total.
 
-    goenv dataset zoo --out data/zoo                         # writes data/zoo/coverage.json and coverage.md
-    python -m goenv.datasets.zoo.report data/zoo --docs docs # publishes a report into the docs
+    goenv dataset zoo --out data/zoo    # writes data/zoo/coverage.json and coverage.md
 
 coverage.json holds one row per build of the plan that has run (model type, size, modality,
 lineage and split, status, failure stage and reason, nodes, seconds, peak memory of the child,
 its op counts), the totals, per modality and per failure stage, the op mix of the zoo's graphs
 and the versions. Times and memory are measured, so they differ from run to run, unlike the
-dataset's shards and manifest. Publishing copies the report to docs/zoo/coverage.md and
-docs/results/zoo_coverage.json (with the source commit, goenv.provenance), draws
-docs/zoo/statistics.png and rewrites the summary in docs/zoo.md between its
-<!-- zoo-coverage:begin --> and <!-- zoo-coverage:end --> markers.
+dataset's shards and manifest. zoo/publish.py copies a report into the docs.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import statistics
-import sys
-from typing import Sequence
 
 from goenv._core import InvalidArgument
 from goenv.files import read_json_file, write_atomic
 
-__all__ = ["COVERAGE_JSON", "COVERAGE_MD", "coverage", "markdown", "publish", "read_measurements", "summary_markdown",
-           "write_report"]
+__all__ = ["COVERAGE_FORMAT", "COVERAGE_JSON", "COVERAGE_MD", "MAX_REPORT_BYTES", "coverage", "markdown",
+           "read_measurements", "summary_markdown", "write_report"]
 
 COVERAGE_JSON = "coverage.json"
 COVERAGE_MD = "coverage.md"
 COVERAGE_FORMAT = "goenv-zoo-coverage"
-BEGIN, END = "<!-- zoo-coverage:begin -->", "<!-- zoo-coverage:end -->"
 MAX_REPORT_BYTES = 64 << 20
 MODALITIES = ("text", "vision", "audio", "multimodal", "other")
 STAGES = ("unknown", "config", "build", "inputs", "trace", "cost", "limits")
@@ -222,91 +214,3 @@ def write_report(root: str, manifest: dict, measurements: dict[str, dict], build
     write_atomic(os.path.join(root, COVERAGE_JSON), (json.dumps(report, indent=1) + "\n").encode(), "coverage report")
     write_atomic(os.path.join(root, COVERAGE_MD), markdown(report).encode(), "coverage report")
     return report
-
-
-def replace_between_markers(text: str, body: str, where: str = "page") -> str:
-    """`text` with what lies between the zoo-coverage markers replaced by `body`."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise InvalidArgument(f"{where} has no {BEGIN} ... {END} markers to write the coverage table between")
-    return text[:start + len(BEGIN)] + "\n" + body.rstrip("\n") + "\n" + text[end:]
-
-
-def publish(root: str, docs: str) -> dict:
-    """Copies the report of the zoo folder `root` into the docs folder `docs`: zoo/coverage.md,
-    zoo/statistics.png, results/zoo_coverage.json (with the source commit, without the per-build
-    op counts) and the summary in zoo.md between its markers. Returns the written paths."""
-    from goenv.provenance import source_commit
-
-    report = read_json_file(os.path.join(root, COVERAGE_JSON), MAX_REPORT_BYTES, what="coverage report")
-    if not isinstance(report, dict) or report.get("format") != COVERAGE_FORMAT:
-        raise InvalidArgument(f"{os.path.join(root, COVERAGE_JSON)}: not a zoo coverage report")
-    page = os.path.join(docs, "zoo.md")
-    with open(page, encoding="utf-8") as file:
-        text = replace_between_markers(file.read(), summary_markdown(report), page)
-    os.makedirs(os.path.join(docs, "zoo"), exist_ok=True)
-    os.makedirs(os.path.join(docs, "results"), exist_ok=True)
-    paths = {"page": page, "table": os.path.join(docs, "zoo", COVERAGE_MD),
-             "figure": os.path.join(docs, "zoo", "statistics.png"),
-             "results": os.path.join(docs, "results", "zoo_coverage.json")}
-    committed = {**source_commit(), **report,
-                 "builds": [{k: v for k, v in row.items() if k != "op_counts"} for row in report["builds"]]}
-    write_atomic(paths["results"], (json.dumps(committed, indent=1) + "\n").encode(), "results file")
-    write_atomic(paths["table"], markdown(report).encode(), "coverage table")
-    draw_statistics(report, paths["figure"])
-    write_atomic(page, text.encode(), "docs page")
-    return paths
-
-
-def draw_statistics(report: dict, path: str) -> None:
-    """docs/zoo/statistics.png: nodes per graph by size, model types imported and failed per
-    modality, and the op mix of the zoo's graphs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(15, 4.6), layout="constrained")
-    FigureCanvasAgg(figure)
-    sizes_axis, modality_axis, ops_axis = figure.subplots(1, 3)
-    imported = [row for row in report["builds"] if row["status"] == "imported"]
-    counts = [row["num_nodes"] for row in imported]
-    if counts:
-        bins = np.logspace(np.log10(max(1, min(counts))), np.log10(max(counts) + 1), 30)
-        for size in report["sizes"]:
-            mine = [row["num_nodes"] for row in imported if row["size"] == size]
-            if mine:
-                sizes_axis.hist(mine, bins=bins, alpha=0.6, label=f"{size} ({len(mine)})")
-        sizes_axis.set_xscale("log")
-        sizes_axis.legend()
-    sizes_axis.set(title="nodes per graph", xlabel="nodes (ops of the training step)", ylabel="graphs")
-    names = list(report["modalities"])
-    good = [report["modalities"][m]["types_imported"] for m in names]
-    bad = [report["modalities"][m]["types_tried"] - report["modalities"][m]["types_imported"] for m in names]
-    modality_axis.bar(names, good, label="imported", color="tab:green")
-    modality_axis.bar(names, bad, bottom=good, label="failed", color="tab:red")
-    modality_axis.set(title="model types per modality", ylabel="model types")
-    modality_axis.legend()
-    total = sum(report["op_mix"].values())
-    top = list(report["op_mix"].items())[:15]
-    if total:
-        ops_axis.barh([name for name, _ in top][::-1], [100 * n / total for _, n in top][::-1], color="tab:blue")
-    ops_axis.set(title=f"op mix ({total:,} ops in all; top 15)", xlabel="% of ops")
-    write_atomic(path, lambda file: figure.savefig(file, format="png", dpi=90), "figure")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m goenv.datasets.zoo.report",
-                                     description="Publish a zoo folder's coverage report into the docs.")
-    parser.add_argument("folder", help="a folder written by `goenv dataset zoo`")
-    parser.add_argument("--docs", default="docs", help="the docs folder (default: %(default)s)")
-    args = parser.parse_args(argv)
-    for name, path in publish(args.folder, args.docs).items():
-        print(f"{name}: {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
