@@ -78,7 +78,8 @@ class FakeZoo:
                       "config_hash": hashlib.sha256(f"{model_type}{size}".encode()).hexdigest(),
                       "goenv_version": goenv.__version__, "torch_version": "2.13.0"}
         return ZooResult(model_type, size, library, ok=True, graph_bytes=graph.to_bytes(), provenance=provenance,
-                         num_nodes=n, seconds=0.01 * n, peak_memory_bytes=n << 20)
+                         num_nodes=n, seconds=0.01 * n, peak_memory_bytes=n << 20,
+                         uncosted_ops=("aten.odd_op",) if model_type == "gamma" else ())
 
 
 def _files(folder) -> dict[str, bytes]:
@@ -301,6 +302,7 @@ def test_publish_writes_the_docs_copies(tmp_path):
     page = (docs / "zoo.md").read_text()
     assert "old table" not in page and "before" in page and "after" in page
     assert "| **all** | **7** | **6** |" in page  # 7 types tried, 6 imported (broken failed)
+    assert "no cost rule, costed at 1 FLOP per output element (builds): `aten.odd_op` (2)" in page  # gamma's two
     results = json.load(open(paths["results"]))
     assert "commit" in results and all("op_counts" not in row for row in results["builds"])
     assert results["totals"]["graphs"] == 10 and results["totals"]["duplicates"] == 2  # alpha, tiny and small

@@ -192,3 +192,25 @@ def test_limits_must_be_positive(bad):
     if not isinstance(bad, float):
         with pytest.raises(goenv.InvalidArgument, match="time_limit"):
             zoo.build("gpt2", time_limit=bad if bad != 1.5 else float("inf"))
+
+
+@pytest.mark.parametrize("op, module", [
+    ("pixel_shuffle", lambda: nn.PixelShuffle(2)), ("pixel_unshuffle", lambda: nn.PixelUnshuffle(2)),
+    ("upsample_bicubic2d_aa", lambda: nn.Upsample(scale_factor=2, mode="bicubic"))])
+def test_ops_the_zoo_met_without_a_cost_rule_have_one(op, module):
+    import warnings
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.op = nn.Conv2d(4, 4, 1), module()
+
+        def forward(self, x):
+            if op == "upsample_bicubic2d_aa":
+                return torch.nn.functional.interpolate(self.conv(x), scale_factor=2, mode="bicubic", antialias=True)
+            return self.op(self.conv(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", goenv.importers.CostEstimateWarning)  # the default rule would warn
+        graph = datasets.from_torch(Model(), (torch.randn(1, 4, 8, 8),), training=True)
+    assert graph.num_nodes > 2

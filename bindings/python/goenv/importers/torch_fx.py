@@ -227,7 +227,7 @@ _rule("tanh softsign", "Tanh", _elementwise)
 _rule("dropout native_dropout feature_dropout alpha_dropout feature_alpha_dropout bernoulli", "Dropout",
       _elementwise)
 _rule("upsample_bilinear2d upsample_linear1d upsample_bicubic2d upsample_trilinear3d grid_sampler_2d "
-      "_upsample_bilinear2d_aa", "Mul", lambda c: elementwise_flops(c.outs[:1], 4.0))
+      "_upsample_bilinear2d_aa _upsample_bicubic2d_aa", "Mul", lambda c: elementwise_flops(c.outs[:1], 4.0))
 
 # Ordering and counting. A comparison sort of n keys along a dim: n*log2(n) comparisons per row;
 # top-k by a heap over the dim: log2(k) per input element; a histogram: one bin update per element.
@@ -270,7 +270,7 @@ _rule("_to_copy to type_as clone contiguous copy _copy_from lift_fresh_copy deta
 _rule("cat concat concatenate stack hstack vstack dstack repeat tile repeat_interleave expand_copy", "Concat", _zero)
 _rule("constant_pad_nd pad reflection_pad1d reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d "
       "replication_pad3d zero_pad2d", "Pad", _zero)
-_rule("flip roll rot90", "Transpose", _zero)
+_rule("flip roll rot90 pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle", "Transpose", _zero)
 _rule("index_select gather index take take_along_dim masked_select nonzero one_hot scatter scatter_add "
       "scatter_reduce index_add index_put index_copy index_fill masked_scatter select_scatter slice_scatter "
       "diagonal_scatter im2col col2im upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact2d",

@@ -222,9 +222,12 @@ def _record(request: BuildRequest, result, seen: dict[str, str], next_graph: int
 
 
 def _measurement(result, graph_bytes: bytes | None) -> dict:
-    """What the coverage report keeps of a build beside its record: time, memory and op mix."""
+    """What the coverage report keeps of a build beside its record: time, memory, op mix and the
+    ops the importer had no cost rule for."""
     measured = {"seconds": float(getattr(result, "seconds", 0.0) or 0.0),
                 "peak_memory_bytes": int(getattr(result, "peak_memory_bytes", 0) or 0)}
+    if getattr(result, "uncosted_ops", ()):
+        measured["uncosted_ops"] = sorted(result.uncosted_ops)
     if graph_bytes is not None:
         names = Graph.from_bytes(graph_bytes).op_type_names
         measured["op_counts"] = dict(sorted(collections.Counter(names).items()))

@@ -27,6 +27,7 @@ COVERAGE_JSON = "coverage.json"
 COVERAGE_MD = "coverage.md"
 COVERAGE_FORMAT = "goenv-zoo-coverage"
 MAX_REPORT_BYTES = 64 << 20
+MEASURED = ("seconds", "peak_memory_bytes", "op_counts", "uncosted_ops")  # per build, beside its manifest record
 MODALITIES = ("text", "vision", "audio", "multimodal", "other")
 STAGES = ("unknown", "config", "build", "inputs", "trace", "cost", "limits")
 
@@ -43,7 +44,7 @@ def read_measurements(root: str) -> dict[str, dict]:
     measured = {}
     for row in report.get("builds", []):
         if isinstance(row, dict) and isinstance(row.get("key"), str):
-            measured[row["key"]] = {k: row[k] for k in ("seconds", "peak_memory_bytes", "op_counts") if k in row}
+            measured[row["key"]] = {k: row[k] for k in MEASURED if k in row}
     return measured
 
 
@@ -75,7 +76,7 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
                      "reason": record["reason"], "num_nodes": record["num_nodes"],
                      "duplicate_of": record["duplicate_of"], "graph": record["graph"],
                      "seconds": measured.get("seconds"), "peak_memory_bytes": measured.get("peak_memory_bytes"),
-                     **({"op_counts": measured["op_counts"]} if "op_counts" in measured else {})})
+                     **{k: measured[k] for k in ("op_counts", "uncosted_ops") if k in measured}})
     ok = [row for row in rows if row["status"] != "failed"]
     nodes = sorted(row["num_nodes"] for row in ok)
     versions = {zoo["library"]: zoo["library_version"], "goenv": manifest.get("goenv_version")}
@@ -93,9 +94,10 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
             imported = {row["model_type"] for row in mine if row["status"] != "failed"}
             modalities[modality] = {"types_tried": len(tried), "types_imported": len(imported),
                                     "builds": len(mine), "graphs": sum(row["status"] == "imported" for row in mine)}
-    op_mix = collections.Counter()
+    op_mix, uncosted = collections.Counter(), collections.Counter()
     for row in rows:
         op_mix.update(row.get("op_counts", {}))
+        uncosted.update(row.get("uncosted_ops", ()))
     seconds = [row["seconds"] for row in rows if row["seconds"] is not None]
     memory = [row["peak_memory_bytes"] for row in rows if row["peak_memory_bytes"]]
     fewer = zoo.get("types_by_size", {})
@@ -116,6 +118,7 @@ def coverage(manifest: dict, measurements: dict[str, dict], builder, run: dict |
             "nodes": ({"min": nodes[0], "median": statistics.median(nodes), "max": nodes[-1],
                        "total": sum(nodes)} if nodes else None),
             "build_seconds": round(sum(seconds), 3), "max_peak_memory_bytes": max(memory) if memory else None,
+            "uncosted_ops": dict(sorted(uncosted.items())),  # op: builds that had it costed by the default rule
         },
         "sizes_detail": sizes,
         "modalities": modalities,
@@ -176,6 +179,9 @@ def summary_markdown(report: dict) -> str:
                               else ("", "", ""))
             lines.append(f"| {size} | {row['builds_tried']:,} of {row['builds_planned']:,} | {row['builds_imported']:,} "
                          f"| {row['graphs']:,} | {low} | {mid} | {high} | {row['build_seconds'] / 3600:.2f} |")
+    if totals.get("uncosted_ops"):
+        ops = ", ".join(f"`{op}` ({n})" for op, n in totals["uncosted_ops"].items())
+        lines += ["", f"Ops with no cost rule, costed at 1 FLOP per output element (builds): {ops}."]
     if totals["failed_by_stage"]:
         lines += ["", "| failure stage | builds |", "|---|---:|"]
         lines += [f"| {stage} | {count} |" for stage, count in totals["failed_by_stage"].items()]
