@@ -1042,6 +1042,73 @@ def test_a_shard_that_declares_more_decoded_bytes_than_it_may_is_refused(graphs,
         goenv.datasets.open_labels(root).decisions(0)
 
 
+def _understate_footer(path) -> None:
+    """Rewrites the Parquet footer of `path` to declare that each row group decodes to 1 byte
+    (RowGroup.total_byte_size: an i64 field, header byte 0x16, then a zigzag varint)."""
+    import struct
+
+    import pyarrow.parquet as pq
+
+    def varint(n: int) -> bytes:
+        n, out = (n << 1) ^ (n >> 63), bytearray()
+        while n >= 0x80:
+            out.append(n & 0x7F | 0x80)
+            n >>= 7
+        return bytes(out + bytes([n]))
+
+    data = path.read_bytes()
+    meta = pq.ParquetFile(path).metadata
+    size = struct.unpack("<I", data[-8:-4])[0]
+    footer = data[-8 - size:-8]
+    for group in range(meta.num_row_groups):
+        footer = footer.replace(b"\x16" + varint(meta.row_group(group).total_byte_size), b"\x16" + varint(1), 1)
+    path.write_bytes(data[:-8 - size] + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    meta = pq.ParquetFile(path).metadata
+    assert all(meta.row_group(group).total_byte_size == 1 for group in range(meta.num_row_groups))
+
+
+def test_a_shard_that_decodes_to_more_than_its_footer_declares_is_refused_while_read(graphs, tmp_path,
+                                                                                    monkeypatch):
+    import hashlib
+
+    from goenv.labels import tables
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    for kind in ("graphs", "labels"):
+        path = root / folder.shard_file(kind, 0)
+        _understate_footer(path)
+        data = path.read_bytes()
+        manifest["shards"][0]["files"][kind].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(tables, "MAX_EXPANSION", 0)  # a bound of 64 bytes: the declared 1 byte passes it
+    monkeypatch.setattr(tables, "EXPANSION_ALLOWANCE", 64)
+    monkeypatch.setattr(tables, "READ_BATCH_ROWS", 1)
+    with pytest.raises(goenv.InvalidGraph, match="decodes to more than 64 bytes, more than its footer declares"):
+        goenv.datasets.open_labels(root).decisions(0)
+
+
+def test_a_shard_without_goenvs_columns_is_refused_before_its_values_are_decoded(graphs, tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    from goenv.labels import tables
+
+    root = tmp_path / "l"
+    _label(graphs, root)
+    rows = json.loads((root / "manifest.json").read_text())["shards"][0]["rows"]
+    _reseal(root, 0, "labels", pa.table({"graph_id": pa.array(np.zeros(rows, np.int64))}))
+    read = tables._read_bounded
+
+    def read_graphs_only(pa, parquet, bound, what):
+        assert "labels-" not in what, "the labels shard's values were decoded before its schema was checked"
+        return read(pa, parquet, bound, what)
+
+    monkeypatch.setattr(tables, "_read_bounded", read_graphs_only)
+    with pytest.raises(goenv.InvalidGraph, match="no column 'decision'"):
+        goenv.datasets.open_labels(root).decisions(0)
+
+
 @pytest.mark.parametrize("kind, column, change, message", [
     ("labels", "placement", lambda v: v + 99, "a device the cluster does not have"),
     ("labels", "runtime", lambda v: np.where(np.arange(len(v)) == 3, np.nan, v), "runtime is not a finite"),

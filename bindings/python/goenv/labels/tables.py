@@ -277,34 +277,55 @@ class _LeftOpen:
         pass
 
 
-# A shard may declare at most this many decoded bytes per byte of file, plus a fixed allowance
-# (goenv's own shards declare under 4): Parquet's sizes are checked before anything is decoded.
+# A shard may decode to at most this many bytes per byte of file, plus a fixed allowance (goenv's
+# own shards decode to under 4): checked on the footer's declared sizes before anything is
+# decoded, and on the decoded batches as they are read, since a footer can understate them.
 MAX_EXPANSION, EXPANSION_ALLOWANCE = 8, 64 << 20
+READ_BATCH_ROWS = 4096  # rows decoded at a time: what a read may hold beyond the bound
+# A shard's required columns and every column's type, by kind.
+SCHEMAS = {"graphs": (GRAPH_COLUMNS, GRAPH_TYPES), "labels": (LABEL_COLUMNS, LABEL_TYPES)}
 
 
-def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard"):
-    """A shard's table, after its footer is checked: `rows` rows if given, and no more decoded
-    bytes than MAX_EXPANSION times the file's plus EXPANSION_ALLOWANCE. InvalidGraph naming
-    `what` otherwise, as for any file pyarrow cannot read."""
+def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard", kind: str | None = None):
+    """A shard's table, after its footer is checked: `rows` rows if given, goenv's columns and
+    types for a `kind` ("graphs" or "labels") before any value is decoded, and no more decoded
+    bytes than MAX_EXPANSION times the file's plus EXPANSION_ALLOWANCE, declared or actual.
+    InvalidGraph naming `what` otherwise, as for any file pyarrow cannot read."""
     pa = pyarrow()
+    bound = MAX_EXPANSION * len(data) + EXPANSION_ALLOWANCE
     try:
         with pa.parquet.ParquetFile(pa.BufferReader(data)) as parquet:
             meta = parquet.metadata
             if rows is not None and meta.num_rows != rows:
                 raise InvalidGraph(f"{what}: {meta.num_rows} rows, the manifest says {rows}")
+            if kind is not None:
+                _check_schema(parquet.schema_arrow, *SCHEMAS[kind], what)
             declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-            if declared > MAX_EXPANSION * len(data) + EXPANSION_ALLOWANCE:
+            if declared > bound:
                 raise InvalidGraph(f"{what}: declares {declared} decoded bytes for a {len(data)}-byte file (at most "
                                    f"{MAX_EXPANSION}x plus {EXPANSION_ALLOWANCE >> 20} MiB)")
-            # Read on this thread only: Arrow's worker threads may otherwise drop the last reference
-            # to `data` (a Python object) while the interpreter shuts down, which aborts the process.
-            table = parquet.read(use_threads=False)
+            table = _read_bounded(pa, parquet, bound, what)
         table.validate(full=True)  # Parquet does not check its strings are UTF-8; Arrow's readers assume it
         return table
     except InvalidGraph:  # the checks above (a ValueError too): already named
         raise
     except (pa.ArrowException, OSError, ValueError) as error:
         raise InvalidGraph(f"{what}: not a readable Parquet file ({error})") from error
+
+
+def _read_bounded(pa, parquet, bound: int, what: str):
+    """The file's rows, READ_BATCH_ROWS at a time, refused as soon as they decode to more than
+    `bound` bytes. Read on this thread only: Arrow's worker threads may otherwise drop the last
+    reference to the file's bytes (a Python object) while the interpreter shuts down, which
+    aborts the process."""
+    batches, decoded = [], 0
+    for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, use_threads=False):
+        decoded += batch.nbytes
+        if decoded > bound:
+            raise InvalidGraph(f"{what}: decodes to more than {bound} bytes, more than its footer declares (at "
+                               f"most {MAX_EXPANSION}x the file plus {EXPANSION_ALLOWANCE >> 20} MiB)")
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=parquet.schema_arrow)
 
 
 def check_graphs(table, first: int, what: str) -> None:
@@ -414,12 +435,16 @@ def _refusal(what: str):
 def _columns(table, required: tuple[str, ...], types: dict[str, str], what: str) -> set[str]:
     """The table's column names, after checking it has every required one and only columns of
     `types`, each of its type."""
+    return _check_schema(table.schema, required, types, what)
+
+
+def _check_schema(schema, required: tuple[str, ...], types: dict[str, str], what: str) -> set[str]:
     bad = _refusal(what)
-    columns = set(table.column_names)
+    columns = set(schema.names)
     missing = [name for name in required if name not in columns]
     if missing:
         raise bad(f"no column {missing[0]!r}")
-    for field in table.schema:
+    for field in schema:
         if field.name not in types:
             raise bad(f"a column goenv does not write, {field.name[:80]!r}")
         if _type_name(field.type) != types[field.name]:
