@@ -53,24 +53,24 @@ py::dict observation_dict(const Env& env, DynamicObservation&& dynamic) {
                     [](void* p) { delete static_cast<std::shared_ptr<const StaticObservation>*>(p); });
   const py::ssize_t n = s.num_nodes;
   py::dict obs;
-  obs["node_features"] = readonly_view(s.node_features, {n, s.node_feature_dim}, owner);
-  obs["edge_index"] = readonly_view(s.edge_index, {2, s.num_edges}, owner);
-  obs["edge_features"] = readonly_view(s.edge_features, {s.num_edges, s.edge_feature_dim}, owner);
+  obs[observation_name(ObservationKey::kNodeFeatures)] = readonly_view(s.node_features, {n, s.node_feature_dim}, owner);
+  obs[observation_name(ObservationKey::kEdgeIndex)] = readonly_view(s.edge_index, {2, s.num_edges}, owner);
+  obs[observation_name(ObservationKey::kEdgeFeatures)] = readonly_view(s.edge_features, {s.num_edges, s.edge_feature_dim}, owner);
   const auto state_dim = static_cast<py::ssize_t>(dynamic.node_state.size()) / std::max<py::ssize_t>(n, 1);
-  obs["node_state"] = to_numpy(std::move(dynamic.node_state), {n, state_dim});
-  obs["action_mask"] = to_numpy(std::move(dynamic.action_mask), {n, env.action_mask_width()});
+  obs[observation_name(ObservationKey::kNodeState)] = to_numpy(std::move(dynamic.node_state), {n, state_dim});
+  obs[observation_name(ObservationKey::kActionMask)] = to_numpy(std::move(dynamic.action_mask), {n, env.action_mask_width()});
   const auto g = static_cast<py::ssize_t>(dynamic.globals.size());
-  obs["globals"] = to_numpy(std::move(dynamic.globals), {g});
+  obs[observation_name(ObservationKey::kGlobals)] = to_numpy(std::move(dynamic.globals), {g});
   if (env.observation_version() >= 2) {
     const auto d = static_cast<py::ssize_t>(env.cluster().num_devices());
     auto features = env.device_features_ptr();
     py::capsule features_owner(new std::shared_ptr<const std::vector<float>>(features), [](void* p) {
       delete static_cast<std::shared_ptr<const std::vector<float>>*>(p);
     });
-    obs["device_features"] =
+    obs[observation_name(ObservationKey::kDeviceFeatures)] =
         readonly_view(*features, {d, static_cast<py::ssize_t>(features->size()) / std::max<py::ssize_t>(d, 1)},
                       features_owner);
-    obs["device_state"] = to_numpy(std::move(dynamic.device_state), {d, env.device_state_dim()});
+    obs[observation_name(ObservationKey::kDeviceState)] = to_numpy(std::move(dynamic.device_state), {d, env.device_state_dim()});
   }
   return obs;
 }
@@ -205,6 +205,25 @@ void bind_envs(py::module_& m) {
     py::list fields;
     for (const OptionField& f : option_fields())
       fields.append(py::dict(py::arg("name") = f.name, py::arg("type") = option_type(f.kind), py::arg("doc") = f.doc));
+    return fields;
+  });
+  m.def("observation_fields", [] {  // envs/spec.h: goenv/spaces.py builds the spaces from these, the docs a table
+    py::list fields;
+    for (const ObservationField& f : observation_fields()) {
+      py::dict d;
+      d["name"] = f.name;
+      d["dtype"] = f.dtype;
+      py::list dims;
+      for (const char* dim : f.dims) dims.append(dim);
+      d["dims"] = dims;
+      d["per_env"] = f.per_env;
+      d["static"] = f.is_static;
+      d["range"] = range_name(f.range);
+      d["since_version"] = f.since_version;
+      d["columns"] = f.columns ? py::object(py::cast(f.columns())) : py::object(py::none());
+      d["doc"] = f.doc;
+      fields.append(d);
+    }
     return fields;
   });
   m.def("info_fields", [] {  // envs/spec.h, for the Python side and the docs' reference table

@@ -269,27 +269,27 @@ class PyVectorEnv {
       py::capsule owner(new std::shared_ptr<const StaticObservation>(s.shared),
                         [](void* p) { delete static_cast<std::shared_ptr<const StaticObservation>*>(p); });
       const StaticObservation& x = *s.shared;
-      d["node_features"] = static_view(x.node_features.data(), {x.num_nodes, f}, owner, true, b);
-      d["edge_index"] = static_view(x.edge_index.data(), {2, x.num_edges}, owner, true, b);
-      d["edge_features"] = static_view(x.edge_features.data(), {x.num_edges, fe}, owner, true, b);
+      d[observation_name(ObservationKey::kNodeFeatures)] = static_view(x.node_features.data(), {x.num_nodes, f}, owner, true, b);
+      d[observation_name(ObservationKey::kEdgeIndex)] = static_view(x.edge_index.data(), {2, x.num_edges}, owner, true, b);
+      d[observation_name(ObservationKey::kEdgeFeatures)] = static_view(x.edge_features.data(), {x.num_edges, fe}, owner, true, b);
     } else {
       py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
       if (e.layout() == BatchLayout::kConcatenated) {
         const py::ssize_t n = e.total_nodes(), m = e.total_edges();
-        d["node_features"] = static_view(s.node_features.data(), {n, f}, owner, false, b);
-        d["edge_index"] = static_view(s.edge_index.data(), {2, m}, owner, false, b);
-        d["edge_features"] = static_view(s.edge_features.data(), {m, fe}, owner, false, b);
+        d[observation_name(ObservationKey::kNodeFeatures)] = static_view(s.node_features.data(), {n, f}, owner, false, b);
+        d[observation_name(ObservationKey::kEdgeIndex)] = static_view(s.edge_index.data(), {2, m}, owner, false, b);
+        d[observation_name(ObservationKey::kEdgeFeatures)] = static_view(s.edge_features.data(), {m, fe}, owner, false, b);
         d["batch"] = static_view(s.batch.data(), {n}, owner, false, b);
       } else {
         const py::ssize_t p = e.max_nodes(), q = e.max_edges();
         const bool shared = s.broadcast;
-        d["node_features"] = static_view(s.node_features.data(), shared ? std::vector<py::ssize_t>{p, f}
+        d[observation_name(ObservationKey::kNodeFeatures)] = static_view(s.node_features.data(), shared ? std::vector<py::ssize_t>{p, f}
                                                                          : std::vector<py::ssize_t>{b, p, f},
                                          owner, shared, b);
-        d["edge_index"] = static_view(s.edge_index.data(), shared ? std::vector<py::ssize_t>{2, q}
+        d[observation_name(ObservationKey::kEdgeIndex)] = static_view(s.edge_index.data(), shared ? std::vector<py::ssize_t>{2, q}
                                                                    : std::vector<py::ssize_t>{b, 2, q},
                                       owner, shared, b);
-        d["edge_features"] = static_view(s.edge_features.data(), shared ? std::vector<py::ssize_t>{q, fe}
+        d[observation_name(ObservationKey::kEdgeFeatures)] = static_view(s.edge_features.data(), shared ? std::vector<py::ssize_t>{q, fe}
                                                                          : std::vector<py::ssize_t>{b, q, fe},
                                          owner, shared, b);
       }
@@ -298,7 +298,7 @@ class PyVectorEnv {
     }
     if (e.device_feature_dim() > 0) {  // per env: each its own cluster
       py::capsule owner(new Engine(engine_), [](void* p) { delete static_cast<Engine*>(p); });
-      d["device_features"] = static_view(s.device_features.data(),
+      d[observation_name(ObservationKey::kDeviceFeatures)] = static_view(s.device_features.data(),
                                          {b, static_cast<py::ssize_t>(e.num_devices()), e.device_feature_dim()},
                                          owner, false, b);
     }
@@ -389,8 +389,9 @@ class PyVectorEnv {
     py::object name, mask;
   };
   struct Keys {
-    py::object node_state = py::str("node_state"), action_mask = py::str("action_mask"), globals = py::str("globals"),
-               device_state = py::str("device_state");
+    static py::object key(ObservationKey k) { return py::str(observation_name(k)); }
+    py::object node_state = key(ObservationKey::kNodeState), action_mask = key(ObservationKey::kActionMask),
+               globals = key(ObservationKey::kGlobals), device_state = key(ObservationKey::kDeviceState);
     py::object numpy_array = py::module_::import("numpy").attr("array");  // looked up once, not per step
     std::vector<InfoName> info = [] {
       std::vector<InfoName> names;

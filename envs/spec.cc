@@ -1,5 +1,8 @@
 #include "envs/spec.h"
 
+#include "core/error.h"
+#include "envs/observation.h"
+
 namespace goenv {
 
 const std::vector<OptionField>& option_fields() {
@@ -89,6 +92,47 @@ const std::vector<InfoField>& info_fields() {
 
 const char* presence_name(Presence presence) {
   return presence == Presence::kAlways ? "always" : "only after a rejected decision";
+}
+
+const std::vector<ObservationField>& observation_fields() {
+  using K = ObservationKey;
+  using R = ValueRange;
+  static const std::vector<ObservationField> fields = {
+      {K::kNodeFeatures, "node_features", "float32", {"N", "node_feature_dim"}, false, true, R::kReal, 1,
+       &node_feature_names, "per node: its op type (one-hot), log-scaled costs, depth and position, degrees, op "
+                            "kind, colocation"},
+      {K::kEdgeIndex, "edge_index", "int64", {"2", "E"}, false, true, R::kNodeIndex, 1, nullptr,
+       "sources (row 0) and destinations (row 1) of the edges, PyG's layout"},
+      {K::kEdgeFeatures, "edge_features", "float32", {"E", "edge_feature_dim"}, false, true, R::kReal, 1,
+       &edge_feature_names, "per edge: log-scaled bytes, relative bytes, crossing a colocation group"},
+      {K::kNodeState, "node_state", "float32", {"N", "node_state_dim"}, false, false, R::kReal, 1,
+       []() -> const std::vector<std::string>& { return node_state_names(); },
+       "per node: its current device (one-hot, num_devices columns), then the decisions and schedule in force"},
+      {K::kActionMask, "action_mask", "int8", {"N", "action_mask_width"}, false, false, R::kBinary, 1, nullptr,
+       "per node: 1 where a choice is allowed, each head's choices in turn"},
+      {K::kGlobals, "globals", "float32", {"global_dim"}, true, false, R::kReal, 1, &global_names,
+       "runtimes relative to the start, progress, the last reward and the decision's outcome"},
+      {K::kDeviceFeatures, "device_features", "float32", {"num_devices", "device_feature_dim"}, true, true, R::kReal,
+       2, &device_feature_names, "per device: its kind, log-scaled speed, bandwidth and memory, links"},
+      {K::kDeviceState, "device_state", "float32", {"num_devices", "device_state_dim"}, true, false, R::kReal, 2,
+       &device_state_names, "per device: busy and idle time, memory in use, nodes placed, over capacity"},
+  };
+  return fields;
+}
+
+const char* observation_name(ObservationKey key) {
+  for (const ObservationField& field : observation_fields())
+    if (field.key == key) return field.name;
+  GOENV_FAIL(Error, "observation key " << static_cast<int>(key) << " is not in the spec");
+}
+
+const char* range_name(ValueRange range) {
+  switch (range) {
+    case ValueRange::kReal: return "real";
+    case ValueRange::kBinary: return "binary";
+    case ValueRange::kNodeIndex: return "node index";
+  }
+  return "";
 }
 
 }  // namespace goenv

@@ -1,7 +1,8 @@
-// The env's options and info keys, declared once: the options of goenv.make (what each sets
-// in EnvConfig), and what `reset` and `step` report, when, and how a vector env reports each.
-// The bindings parse and write exactly these, Python derives its lists from them, and the
-// docs' reference tables are printed from them (docs/environments.md, "Options" and "Info").
+// The env's options, info keys and observation arrays, declared once: the options of goenv.make
+// (what each sets in EnvConfig), what `reset` and `step` report, when, and how a vector env
+// reports each, and the arrays of the observation with their shapes and columns. The bindings
+// parse and write exactly these, Python derives its lists and spaces from them, and the docs'
+// reference tables are printed from them (docs/environments.md, "Observation", "Options", "Info").
 #pragma once
 
 #include <string>
@@ -51,5 +52,31 @@ struct InfoField {
 
 const std::vector<InfoField>& info_fields();
 const char* presence_name(Presence presence);
+
+enum class ObservationKey {
+  kNodeFeatures, kEdgeIndex, kEdgeFeatures, kNodeState, kActionMask, kGlobals, kDeviceFeatures, kDeviceState,
+};
+
+// The values an array holds: any float, 0 or 1, or a node's index (edges' endpoints).
+enum class ValueRange { kReal, kBinary, kNodeIndex };
+
+struct ObservationField {
+  ObservationKey key;
+  const char* name;
+  const char* dtype;  // numpy's name of its element type
+  // One env's shape: "N" nodes, "E" edges, a number, or the name of a width every env reports
+  // (node_feature_dim, num_devices, ...).
+  std::vector<const char*> dims;
+  bool per_env;    // one block per env in a batch of concatenated graphs (not one row per node or edge)
+  bool is_static;  // fixed by the graph and cluster: built once, read-only
+  ValueRange range;
+  int since_version;                               // the first observation version that has it
+  const std::vector<std::string>& (*columns)();   // the names of its last axis, or nullptr
+  const char* doc;
+};
+
+const std::vector<ObservationField>& observation_fields();
+const char* observation_name(ObservationKey key);
+const char* range_name(ValueRange range);
 
 }  // namespace goenv

@@ -60,20 +60,11 @@ def shape_of(spaces: list, envs: tuple) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-COLUMN_NAMES = {
-    "node_features": goenv._core.node_feature_names,
-    "node_state": goenv._core.node_state_names,
-    "edge_features": goenv._core.edge_feature_names,
-    "device_features": goenv._core.device_feature_names,
-    "device_state": goenv._core.device_state_names,
-    "globals": goenv._core.global_names,
-}
+FIELDS = {field["name"]: field for field in goenv._core.observation_fields()}  # envs/spec.h
 
 
 def columns(key: str, limit: int = 14) -> str:
-    if key not in COLUMN_NAMES:
-        return ""
-    names = list(COLUMN_NAMES[key]())
+    names = (FIELDS[key]["columns"] or []) if key in FIELDS else []
     shown = ", ".join(code(name) for name in names[:limit])
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
@@ -94,8 +85,9 @@ def observation_table() -> str:
     for key, variants in by_key.items():
         for (shape, dtype), tasks in variants.items():
             where = "" if len(variants) == 1 else " (" + ", ".join(tasks) + ")"
-            table.append([code(key) + where, code(shape), code(dtype), columns(key)])
-    return markdown_table(["key", "shape", "dtype", "columns (goenv._core.*_names())"], table)
+            meaning = FIELDS[key]["doc"] if key in FIELDS else ""
+            table.append([code(key) + where, code(shape), code(dtype), meaning, columns(key)])
+    return markdown_table(["key", "shape", "dtype", "meaning", "columns"], table)
 
 
 def action_space_text(space, envs: tuple) -> str:

@@ -137,3 +137,50 @@ def test_env_and_vector_env_split_an_action_into_heads_alike(make):
         env.step({**action, "fuse": action["fusion"]})
     with pytest.raises(goenv.InvalidAction, match=re.escape(f"{what}['priority']")):
         env.step({**action, "priority": "not numbers"})
+
+
+OBSERVATION = {field["name"]: field for field in goenv.observation_fields()}
+LAYOUT_ARRAYS = {"batch", "num_nodes", "num_edges"}  # a vector layout's own arrays, not the env's
+
+
+def _spec_names(version: int) -> list:
+    return [name for name, field in OBSERVATION.items() if field["since_version"] <= version]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_env_observes_exactly_the_spec_arrays_of_their_dtypes_and_columns(version):
+    env = goenv.make("placement-transformer-xl-2", observation_version=version)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == set(env.observation_space.spaces) == set(_spec_names(version))
+    for name, array in obs.items():
+        field = OBSERVATION[name]
+        assert array.dtype == np.dtype(field["dtype"]), name
+        assert array.ndim == len(field["dims"]), name
+        if name == "node_state":  # the current device (one-hot), then the version's columns (v1: no slack)
+            assert array.shape[-1] == env.core.num_devices + len(goenv._core.node_state_names(version))
+            assert goenv._core.node_state_names(version) == field["columns"][:array.shape[-1] - env.core.num_devices]
+        elif field["columns"] is not None:
+            assert array.shape[-1] == len(field["columns"]), name
+        assert (not array.flags.writeable) == field["static"], name  # static arrays are shared read-only views
+
+
+@pytest.mark.parametrize("layout", ["stacked", "concatenated", "padded"])
+def test_a_vector_env_observes_the_spec_arrays_in_every_layout(layout):
+    if layout == "concatenated":
+        venv = goenv.make_vec(["placement-transformer-xl-2", "placement-gnmt-2"])
+    else:
+        venv = goenv.make_vec("placement-transformer-xl-2", num_envs=2,
+                              **({"pad_to": (256, 512)} if layout == "padded" else {}))
+    assert venv.layout == layout
+    obs, _ = venv.reset(seed=0)
+    assert set(obs) - LAYOUT_ARRAYS == set(_spec_names(2))
+    assert set(venv.observation_space.spaces) - LAYOUT_ARRAYS == set(_spec_names(2))
+    for name in _spec_names(2):
+        assert obs[name].dtype == np.dtype(OBSERVATION[name]["dtype"]), name
+
+
+def test_the_spec_columns_are_the_cores():
+    assert OBSERVATION["node_features"]["columns"] == list(goenv._core.node_feature_names())
+    assert OBSERVATION["node_state"]["columns"] == list(goenv._core.node_state_names())
+    assert OBSERVATION["globals"]["columns"] == list(goenv._core.global_names())
+    assert all(field["doc"] and field["range"] in ("real", "binary", "node index") for field in OBSERVATION.values())

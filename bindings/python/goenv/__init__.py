@@ -23,6 +23,7 @@ from goenv._core import (
     ResetNeeded,
     SimulationResult,
     info_fields,
+    observation_fields,
     op_type_names,
     option_fields,
 )
@@ -41,7 +42,8 @@ datasets.__all__ += _LABELS_IN_DATASETS
 __all__ = [
     "agents", "Cluster", "Device", "Error", "Graph", "GraphEnv", "InvalidAction", "InvalidArgument", "InvalidGraph",
     "Link", "NotFound", "ResetNeeded", "SimulationResult", "baselines", "clusters", "datasets", "info_fields", "list_envs",
-    "GraphVectorEnv", "lower_bound", "make", "make_vec", "op_type_names", "option_fields", "simulate", "wrappers",
+    "GraphVectorEnv", "lower_bound", "make", "make_vec", "observation_fields", "op_type_names", "option_fields",
+    "simulate", "wrappers",
 ]
 
 

@@ -1,16 +1,30 @@
 """The observation and action spaces of goenv's envs, built once for a single env and for every
-vector layout, from the widths the core reports (its node_state_dim, action_mask_width, ...)."""
+vector layout: the observation's arrays, dtypes and shapes from envs/spec.h
+(goenv._core.observation_fields()), the widths from the core (its node_state_dim, ...)."""
 
 from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["action_space", "observation_space"]
+from goenv import _core
+
+__all__ = ["OBSERVATION_FIELDS", "action_space", "observation_space"]
+
+OBSERVATION_FIELDS = tuple(_core.observation_fields())
 
 
-def _box(shape: tuple, dtype=np.float32, low=-np.inf, high=np.inf) -> spaces.Box:
-    return spaces.Box(low, high, shape, dtype)
+def _size(core, dim: str, rows: int, edges: int) -> int:
+    """One of a field's dims: "N" nodes, "E" edges, a number, or a width the core reports."""
+    if dim == "N":
+        return rows
+    if dim == "E":
+        return edges
+    return int(dim) if dim.isdigit() else int(getattr(core, dim))
+
+
+def _bounds(field: dict, rows: int, edge_low: int) -> tuple:
+    return {"real": (-np.inf, np.inf), "binary": (0, 1), "node index": (edge_low, max(rows - 1, 0))}[field["range"]]
 
 
 def observation_space(core, rows: int, edges: int, *, batch: int | None = None, edge_low: int = 0,
@@ -18,18 +32,15 @@ def observation_space(core, rows: int, edges: int, *, batch: int | None = None, 
     """The Dict of a core env's (or vector env's) observation with `rows` node rows and `edges`
     edges; `batch`: the per-env arrays (globals, per-device ones) lead with that many envs;
     edge_low -1 where padding marks absent edges; `extra`: a layout's own arrays."""
-    lead = () if batch is None else (batch,)
-    entries = {
-        "node_features": _box((rows, core.node_feature_dim)),
-        "edge_index": _box((2, edges), np.int64, edge_low, max(rows - 1, 0)),
-        "edge_features": _box((edges, core.edge_feature_dim)),
-        "node_state": _box((rows, core.node_state_dim)),
-        "action_mask": _box((rows, core.action_mask_width), np.int8, 0, 1),
-        "globals": _box(lead + (core.global_dim,)),
-    }
-    if core.observation_version >= 2:  # per device: one block per env in every layout
-        entries["device_features"] = _box(lead + (core.num_devices, core.device_feature_dim))
-        entries["device_state"] = _box(lead + (core.num_devices, core.device_state_dim))
+    entries = {}
+    for field in OBSERVATION_FIELDS:
+        if core.observation_version < field["since_version"]:
+            continue
+        shape = tuple(_size(core, dim, rows, edges) for dim in field["dims"])
+        if batch is not None and field["per_env"]:
+            shape = (batch,) + shape
+        low, high = _bounds(field, rows, edge_low)
+        entries[field["name"]] = spaces.Box(low, high, shape, np.dtype(field["dtype"]))
     entries.update(extra or {})
     return spaces.Dict(entries)
 
