@@ -5,6 +5,8 @@
 // docs/limits.md lists the limits each reader applies.
 
 #include <cstddef>
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace goenv {
@@ -18,5 +20,11 @@ struct JsonScan {
 // Stops at the first array/object opened deeper than max_depth. Strings (with their escapes)
 // are skipped; the text is not otherwise validated (the parser does that).
 JsonScan scan_json(std::string_view json, int max_depth);
+
+// The element count of every array that is a member of an object at nesting depth `depth`
+// (the root is depth 1), by member name: {"graph": {"names": [...]}} at depth 2 gives
+// {"names": n}. The text is assumed scanned (scan_json) and otherwise unvalidated: a reader
+// checks the counts against each other and its limits before parsing builds anything.
+std::map<std::string, std::size_t> json_array_lengths(std::string_view json, int depth);
 
 }  // namespace goenv

@@ -449,7 +449,29 @@ GraphPtr graph_from_bytes(const std::string& bytes, const std::string& what) {
 
 std::string graph_to_json(const Graph& graph) { return json_text(to_record(graph), "graph"); }
 
+// The graph record's columns, counted on the text before it is parsed: columns whose lengths
+// disagree, or more nodes or edges than a graph may have, are refused before a parse builds them
+// (its values cost up to 15x their text; docs/limits.md).
+void check_graph_json_columns(const std::string& json, const std::string& what) {
+  const auto lengths = json_array_lengths(json, 2);
+  const auto length = [&](const char* column) {
+    const auto it = lengths.find(column);
+    return it == lengths.end() ? std::size_t{0} : it->second;
+  };
+  const std::size_t n = length("names"), m = length("edge_src");
+  GOENV_CHECK(n <= static_cast<std::size_t>(kMaxNodes) && m <= static_cast<std::size_t>(kMaxEdges), InvalidGraph,
+              what << ": " << n << " nodes and " << m << " edges, at most " << kMaxNodes << " and " << kMaxEdges);
+  bool consistent = length("edge_dst") == m && length("edge_bytes") == m && length("cost") == n * kNumDeviceKinds &&
+                    length("shape_offsets") == n + 1;
+  for (const char* column : {"op_type", "flops", "output_bytes", "param_bytes", "group", "colocation", "allowed_kinds"})
+    consistent = consistent && length(column) == n;
+  // A record without its columns (another format, a hand-written file) is left to the parser's message.
+  GOENV_CHECK(consistent || lengths.empty(), InvalidGraph, what << ": node or edge columns have inconsistent lengths");
+}
+
 GraphPtr graph_from_json(const std::string& json, const std::string& what) {
+  check_json_depth(json, what);
+  check_graph_json_columns(json, what);
   auto record = parse_json<GraphRecord>(json, "graph", what);
   return from_record(record, what);
 }

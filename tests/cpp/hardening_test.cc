@@ -74,6 +74,25 @@ TEST(Hardening, JsonScanCountsValuesAndStopsAtTheFirstTooDeepBracket) {
   EXPECT_FALSE(scan_json("[[[1]]]", 3).too_deep);
 }
 
+TEST(Hardening, JsonArrayLengthsCountTheMembersOfAnObjectAtADepth) {
+  const auto lengths =
+      json_array_lengths(R"({"graph": {"names": ["a,b", "", "]"], "flops": [], "shape": [[1, 2], [3]], "x": 1}})", 2);
+  EXPECT_EQ(lengths.at("names"), 3u);  // commas and brackets inside strings do not count
+  EXPECT_EQ(lengths.at("flops"), 0u);
+  EXPECT_EQ(lengths.at("shape"), 2u);  // nested arrays are one element each
+  EXPECT_EQ(lengths.count("x"), 0u);
+  EXPECT_TRUE(json_array_lengths("[1, 2]", 2).empty());
+}
+
+TEST(Hardening, GraphJsonWhoseColumnsDisagreeIsRefusedBeforeItIsParsed) {
+  std::string json = graph_to_json(*chain(3));
+  const std::size_t names = json.find("\"names\": [");
+  ASSERT_NE(names, std::string::npos);
+  json.insert(names + 10, "\"\", ");  // a fourth name for three nodes
+  EXPECT_HAS(error_message<InvalidGraph>([&] { graph_from_json(json); }), "inconsistent lengths");
+  EXPECT_EQ(graph_from_json(graph_to_json(*chain(3)))->num_nodes(), 3);
+}
+
 TEST(Hardening, ClusterParseErrorsAreInvalidArgumentNotInvalidGraph) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
   for (const std::string& text : {deep, std::string("{"), std::string("[1, 2]")}) {
