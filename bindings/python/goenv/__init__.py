@@ -28,10 +28,9 @@ from goenv._core import (
     option_fields,
 )
 from goenv.envs import GraphEnv, list_envs, make
+from goenv.provenance import __version__
 from goenv.simulation import lower_bound, simulate
 from goenv.vector import GraphVectorEnv, make_vec
-
-__version__ = "0.5.0"
 
 # goenv.datasets.label and the rest of labelling live in goenv.labels, which builds on goenv.datasets
 # (never the reverse); users find them beside the datasets they label, so they join that namespace here.
@@ -48,8 +47,9 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # goenv.distributed (and goenv.integrations) after a plain `import goenv`: imported on first
-    # use, as they import Ray (seconds, hundreds of MB) or an RL library that most users never need.
+    # goenv.integrations (and goenv.distributed) after a plain `import goenv`: imported on first
+    # use, as it imports an RL library that most users never need. goenv.labels imports
+    # goenv.distributed already (its address and Ray checks); Ray itself loads only when a run uses it.
     if name in ("distributed", "integrations"):
         import importlib
 

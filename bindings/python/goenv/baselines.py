@@ -31,6 +31,7 @@ import goenv._core as _core
 from goenv._core import InvalidArgument
 from goenv import text
 from goenv.arguments import checked_int
+from goenv.envs import GraphEnv
 from goenv.progress import progress_bar
 
 __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities", "solve", "table"]
@@ -38,8 +39,6 @@ __all__ = ["format_table", "info", "list", "lower_bound", "quantize_priorities",
 
 def _core_env(env: Any) -> _core.Env:
     if isinstance(env, str):  # an env id, as the agents' methods take: a fresh env of it
-        from goenv.envs import GraphEnv
-
         return GraphEnv(env).core
     core = getattr(getattr(env, "unwrapped", env), "core", env)  # GraphEnv, a gymnasium wrapper, or the core
     if not isinstance(core, _core.Env):

@@ -27,6 +27,7 @@ import threading
 from typing import BinaryIO, Callable
 
 from goenv._core import InvalidArgument
+from goenv.arguments import checked_flag
 
 MAX_FILE_BYTES = 2 << 30  # as for graph files (docs/limits.md)
 
@@ -86,8 +87,6 @@ def new_output_path(path: str | os.PathLike, what: str, overwrite: bool, flag: s
     """checked_output_path, and a file already at `path` refused (InvalidArgument naming the path
     and `flag`) unless `overwrite`: goenv replaces none of the user's files without being told.
     Checked before the work that makes the output, so the refusal costs nothing."""
-    from goenv.arguments import checked_flag
-
     target = checked_output_path(path, what, folder_must_exist=folder_must_exist)
     if not checked_flag("overwrite", overwrite) and os.path.lexists(path):
         raise InvalidArgument(f"{what} {os.fspath(path)}: the file exists; pass {flag} to replace it "

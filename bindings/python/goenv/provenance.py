@@ -19,7 +19,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from goenv.files import write_atomic
+
 __all__ = ["made_by", "source_commit", "write_run_record"]
+
+# goenv's version, kept here (below the modules that record it) so that none of them imports the goenv
+# package for it; goenv/__init__.py re-exports it as goenv.__version__. pyproject.toml and
+# CMakeLists.txt carry the same version (tests/python/test_packaging.py checks).
+__version__ = "0.5.0"
 
 PACKAGE_FOLDER = Path(__file__).resolve().parent
 
@@ -48,8 +55,6 @@ def source_commit(folder: str | os.PathLike = PACKAGE_FOLDER, exclude: tuple[str
 def made_by() -> dict:
     """goenv's version, its source commit (source_commit), the Python, torch (when imported)
     and platform, the command line and the UTC time: a JSON-ready dict."""
-    from goenv import __version__
-
     record = {"goenv": __version__, **source_commit(), "python": platform.python_version(),
               "platform": platform.platform(), "argv": list(sys.argv),
               "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
@@ -63,8 +68,6 @@ def write_run_record(folder: str | os.PathLike, name: str = "run.json", **detail
     and `details` (JSON-ready) beside it; returns its path. Training logs write it when they
     start, next to their metrics CSV."""
     import json
-
-    from goenv.files import write_atomic
 
     path = os.path.join(os.fspath(folder), name)
     text = json.dumps({"made_by": made_by(), **details}, indent=2, allow_nan=False, default=str)

@@ -12,36 +12,11 @@ from goenv._core import InvalidArgument
 from goenv.agents import registry
 from goenv.agents.documented import DocumentedOptions
 from goenv.agents.env_arguments import env_argument, env_arguments, listed, title
+from goenv.agents.native import native, options
+from goenv.agents.training_log import TrainingLog, reference_runtimes
 from goenv.arguments import checked_bytes, checked_flag, checked_int
 from goenv.files import new_output_path, read_regular_file, write_atomic
 from goenv.progress import progress_bar
-
-_NATIVE = None
-
-
-def native():
-    """goenv._agents, loaded after torch so that one LibTorch is mapped, shared by both."""
-    global _NATIVE
-    if _NATIVE is None:
-        try:
-            import torch  # noqa: F401  (maps the LibTorch goenv._agents was linked against)
-        except ImportError as error:
-            raise ImportError(
-                "goenv.agents needs PyTorch: pip install 'torch==2.13.0' (or pip install 'goenv[torch]'), "
-                "then rebuild goenv so that goenv._agents is built against it") from error
-        try:
-            import goenv._agents as _agents
-        except ImportError as error:
-            raise ImportError(
-                "goenv was built without its agents module (goenv._agents): LibTorch was not found when goenv "
-                f"was built ({error}). Install torch==2.13.0 and rebuild (make build).") from error
-        _NATIVE = _agents
-    return _NATIVE
-
-
-def options() -> list[tuple[str, str, Any, str]]:
-    """Every agent option as (name, type, default, meaning); type is 'i', 'd', 'b' or 's'."""
-    return [tuple(field) for field in native().config_fields()]
 
 
 def _check_count(name: str, value: Any, low: int = 1, high: int = 2**63 - 1) -> int:
@@ -79,8 +54,6 @@ class Agent(metaclass=DocumentedOptions):
         metrics.csv as training goes and training_curve.png at the end.
         Returns the metrics of every update (step, mean_reward, mean_runtime,
         best_runtime, mean_speedup, best_speedup, losses, ...)."""
-        from goenv.agents.training_log import TrainingLog, reference_runtimes
-
         _check_count("total_steps", total_steps)
         described = env_arguments(envs)
         log = None

@@ -24,7 +24,10 @@ import zlib
 
 import numpy as np
 
+from goenv._core import InvalidArgument
 from goenv.agents.legacy_archive import TENSOR_RATIO, Module, read_module_tree
+from goenv.agents.native import native
+from goenv.files import new_output_path, read_regular_file, write_atomic
 
 LEGACY_MAGIC = b"GOENVAGT"
 
@@ -139,9 +142,6 @@ def legacy_contents(data: bytes) -> tuple[dict, dict]:
 
 def convert_bytes(data: bytes) -> bytes:
     """The current format of a format 1 or 2 checkpoint's bytes; goenv.InvalidArgument when it is not one."""
-    from goenv._core import InvalidArgument
-    from goenv.agents.agent import native
-
     try:
         metadata, arrays = legacy_contents(data)
         for text in (*metadata, *metadata.values(), *arrays):
@@ -165,9 +165,6 @@ def convert(source: str | os.PathLike, target: str | os.PathLike, overwrite: boo
     """Writes the current format of the format 1 or 2 checkpoint `source` to `target`; a file
     already at `target` is refused unless overwrite=True (`source` itself too: keep the old one).
     goenv.InvalidArgument naming `source` when it cannot be converted."""
-    from goenv._core import InvalidArgument
-    from goenv.files import new_output_path, read_regular_file, write_atomic
-
     new_output_path(target, "checkpoint", overwrite, flag="overwrite=True (--overwrite)")
     try:
         converted = convert_bytes(read_regular_file(source, what="checkpoint"))

@@ -12,14 +12,14 @@ import inspect
 import textwrap
 from typing import Any
 
+from goenv.agents.native import options
+
 _TYPES = {"i": int, "d": float, "b": bool, "s": str}
 
 
 def _fields(cls: type) -> list[tuple[str, str, Any, str]] | None:
     """The options a class takes as keywords (not `algorithm` when the class fixes it); None
     when the agents module cannot load (the doc then says why)."""
-    from goenv.agents.agent import options
-
     try:
         fields = options()
     except ImportError:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 import os
 
+import goenv._core as _core
+from goenv import baselines
+from goenv.envs import env_options, strip_gym_id
 from goenv.files import CsvLog, checked_output_path, output_folder, write_atomic
 from goenv.provenance import write_run_record
 
@@ -24,10 +27,6 @@ SEARCHES = ("random-search", "local-search", "genetic")
 def reference_runtimes(env) -> dict[str, float]:
     """Seconds: the compiler default, the best one-shot heuristic of the env's task (named) and
     the lower bound, for the lines of the training curve and for reports."""
-    import goenv._core as _core
-    from goenv import baselines
-    from goenv.envs import env_options, strip_gym_id
-
     core = env if isinstance(env, _core.Env) else getattr(getattr(env, "unwrapped", env), "core", None)
     if isinstance(env, str):
         core = _core.make_env(strip_gym_id(env))

@@ -12,7 +12,9 @@ from typing import Any, Mapping
 
 from goenv._core import InvalidGraph, NotFound
 from goenv.datasets import SuiteEntry, suite
+from goenv.datasets.zoo.dataset import structural_hash
 from goenv.datasets.zoo.lineages import ZooEntry, lineage, split
+from goenv.envs import make
 
 # Env options every case is made with, written down so that a change of a library default
 # cannot move a published score.
@@ -34,8 +36,6 @@ class Case:
     def make(self, **options: Any):
         """A fresh env of the case with the benchmark's env options (and `options`, e.g. horizon)."""
         if isinstance(self.entry, ZooEntry):  # built once per process, and checked against its pinned hash
-            from goenv.envs import make
-
             return make(self.task, graph=_pinned_zoo_graph(self.entry), cluster=self.entry.cluster,
                         **{**ENV_OPTIONS, **options})
         return self.entry.make(self.task, **{**ENV_OPTIONS, **options})
@@ -60,8 +60,6 @@ ZOO_BENCHMARK_CLUSTER = "4xgpu-nvlink"
 
 @functools.lru_cache(maxsize=None)
 def _pinned_zoo_graph(entry: ZooEntry):
-    from goenv.datasets.zoo.dataset import structural_hash
-
     graph = entry.load()
     pinned = ZOO_CASES.get(entry.model_type)
     if pinned is not None and not structural_hash(graph).startswith(pinned):

@@ -7,7 +7,10 @@ import importlib
 import json
 import os
 
+import goenv
 from goenv._core import InvalidArgument
+from goenv.benchmark import catalog, evaluate, leaderboard, validate
+from goenv.files import new_output_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _list(args) -> None:
-    from goenv.benchmark import catalog
-
     for name in catalog.names():
         benchmark = catalog.get(name)
         print(f"{name}: {benchmark.description}\n  {len(benchmark.cases)} cases x seeds "
@@ -47,8 +48,6 @@ def _list(args) -> None:
 
 def method_from(text: str):
     """What `goenv benchmark run METHOD` names, as evaluate() takes it."""
-    import goenv
-
     if text in goenv.baselines.list():
         return text
     if text == "go-placement":
@@ -79,9 +78,6 @@ def _print_summary(results, as_json: bool) -> None:
 
 
 def _run(args) -> None:
-    from goenv.benchmark import evaluate
-    from goenv.files import new_output_path
-
     if args.out:  # refused before the work, not after it
         new_output_path(args.out, "results file", args.overwrite, flag="--overwrite", folder_must_exist=True)
     results = evaluate(method_from(args.method), args.benchmark, budget=args.budget, name=args.name,
@@ -92,8 +88,6 @@ def _run(args) -> None:
 
 
 def _validate(args) -> None:
-    from goenv.benchmark import validate
-
     results = validate(args.file)
     _print_summary(results, args.json)
     if not args.json:
@@ -101,8 +95,6 @@ def _validate(args) -> None:
 
 
 def _leaderboard(args) -> None:
-    from goenv.benchmark import leaderboard
-
     results = leaderboard.collect(args.paths)
     print(leaderboard.markdown(results))
     if args.plot:

@@ -18,6 +18,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from goenv import baselines
 from goenv._core import InvalidArgument, NotFound
 from goenv.benchmark import catalog, decisions
 from goenv.files import read_json_file, write_atomic
@@ -46,8 +47,6 @@ def of(case: catalog.Case) -> dict:
 
 
 def _search(case: catalog.Case, progress: bool) -> dict:
-    from goenv import baselines
-
     env = case.make()
     env.reset(seed=0)
     heuristic = baselines.solve(env, "best-heuristic")

@@ -12,9 +12,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from goenv import baselines
 from goenv._core import InvalidArgument
+from goenv.agents.agent import Agent
 from goenv.benchmark import decisions
 from goenv.benchmark.catalog import Case
+from goenv.envs import make
 
 SEARCHES = ("best-heuristic", "random-search", "local-search", "genetic")
 
@@ -114,15 +117,11 @@ class BaselineRunner:
     search given the budget; its own count of calls is charged."""
 
     def __init__(self, name: str):
-        from goenv import baselines
-
         if name not in baselines.list():
             raise InvalidArgument(f"unknown baseline {name!r}; known: {', '.join(baselines.list())}")
         self.name = name
 
     def __call__(self, case: Case, budget: int, seed: int) -> Found:
-        from goenv import baselines
-
         env = case.make()
         env.reset(seed=seed)
         options = {"budget": budget, "seed": seed} if self.name in SEARCHES else {}
@@ -144,9 +143,6 @@ class AgentRunner:
     def start_cost(self, task: str) -> int:
         """Calls of a search started at "best-heuristic": one per heuristic of the task, plus the
         agent's two measurements; counted once per task on a graph of no benchmark."""
-        from goenv import baselines
-        from goenv.envs import make
-
         if task not in self.start_costs:
             probe = make(f"{task}-random-layered", num_layers=3, width=2)
             self.start_costs[task] = int(baselines.solve(probe, "best-heuristic")["simulator_calls"]) + 2
@@ -220,8 +216,6 @@ def _is_rllib(method) -> bool:
 
 def runner_for(method, name: str | None, wrap: Callable | None):
     """(runner, name) for what evaluate() was given."""
-    from goenv.agents.agent import Agent
-
     if isinstance(method, str):
         if wrap is not None:
             raise InvalidArgument("wrap= applies to policies, not to a baseline given by name")

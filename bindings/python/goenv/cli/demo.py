@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import goenv
+import goenv.agents
 from goenv.files import output_folder
 from goenv.render import save_gantt
 from goenv.cli.common import MS, bars, make_env
@@ -26,8 +27,6 @@ def _demo_training(env: goenv.GraphEnv, steps: int, seed: int, out: str) -> str:
     where the heuristics end), then PPO, then its best decision (the agents need torch; say so if
     it is missing)."""
     try:
-        import goenv.agents
-
         agent = goenv.agents.PPO(seed=seed)
     except ImportError as error:
         return f"PPO agent skipped: {error}"

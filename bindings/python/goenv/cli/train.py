@@ -14,6 +14,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 import goenv
+import goenv.agents
+import goenv.distributed
+from goenv.agents.training_log import reference_runtimes
 from goenv.files import write_atomic
 from goenv.cli.common import ID_HELP, MS, bars, make_env, new_output, print_table
 
@@ -21,8 +24,6 @@ from goenv.cli.common import ID_HELP, MS, bars, make_env, new_output, print_tabl
 def _agent_options(items: Sequence[str]) -> dict:
     """--option KEY=VALUE pairs, each value read as its option's type: an integer, a number,
     true/false/1/0 for a bool, text for a string (the agent checks the ranges, agents/config.cc)."""
-    import goenv.agents
-
     types = {name: kind for name, kind, *_ in goenv.agents.options()}
     readers = {"i": int, "d": float, "b": lambda text: {"true": True, "1": True, "false": False, "0": False}[text.lower()],
                "s": str}
@@ -44,8 +45,6 @@ def _agent_options(items: Sequence[str]) -> dict:
 def _agent_options_help() -> str:
     """The agent options, for `goenv train --help` (made only when help is shown: it loads torch)."""
     try:
-        import goenv.agents
-
         fields = goenv.agents.options()
     except ImportError as error:
         return f"\nagent options: unavailable ({error})\n"
@@ -100,8 +99,6 @@ def _saved_when_interrupted(agent, path: str | None, trained: Callable[[], bool]
 
 
 def _train(args: argparse.Namespace) -> None:
-    import goenv.agents
-
     env, options = _train_setup(args)
     agent = goenv.agents.make_agent(args.agent, **{"seed": args.seed, **options})
     history, saved, stopped = _trained(args, env, agent)
@@ -168,8 +165,6 @@ def _trained(args: argparse.Namespace, env: goenv.GraphEnv, agent) -> tuple[list
 
 def _trained_on_ray(args: argparse.Namespace, env: goenv.GraphEnv, agent, stop: StopOnInterrupt) -> list[dict]:
     """PPO on --workers Ray rollout workers; the history of its updates."""
-    import goenv.distributed
-
     try:
         result = goenv.distributed.train([env], num_workers=max(1, args.workers), total_steps=args.steps,
                                          address=args.address, log_dir=args.log_dir, agent=agent,
@@ -186,8 +181,6 @@ def _trained_on_ray(args: argparse.Namespace, env: goenv.GraphEnv, agent, stop: 
 def _search_result(args: argparse.Namespace, env: goenv.GraphEnv, agent, steps_done: int) -> float:
     """The trained agent's result, put in force in `env` and printed beside the references;
     returns its runtime (the default's when the policy's decision is not better)."""
-    from goenv.agents.training_log import reference_runtimes
-
     # Policy-guided search from the default with --samples simulator calls (the greedy
     # decision, the policy's moves and samples, the best decisions training found): never worse
     # than any of them, nor than the default it starts from.

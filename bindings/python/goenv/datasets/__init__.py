@@ -26,6 +26,7 @@ from goenv._core import Graph, InvalidArgument, NotFound
 from goenv.arguments import checked_number
 from goenv.dataset_files import ZOO_FAMILY, Dataset, generate, generate_main, graph_params, manifest_family, to_pyg
 from goenv.datasets.zoo.dataset import ZooDataset
+from goenv.envs import make as _make_env
 from goenv.importers import CostEstimateWarning, from_onnx, from_torch
 
 # label, open_labels, Labels and export_tpugraphs are goenv.labels' names, added to this module by
@@ -115,9 +116,7 @@ class SuiteEntry:
 
     def make(self, task: str = "placement", **options: Any):
         """The env: goenv.make(env_id(task), cluster=cluster, **params, **options)."""
-        from goenv.envs import make
-
-        return make(self.env_id(task), **{"cluster": self.cluster, **self.params, **options})
+        return _make_env(self.env_id(task), **{"cluster": self.cluster, **self.params, **options})
 
 
 def _nvlink(devices: int) -> str:
@@ -178,6 +177,8 @@ def _default_cluster(family: str) -> str:
 
 
 def _zoo(library: str = "transformers") -> dict:
+    # here, not at import: the zoo's lineage module (its patterns compiled at import) adds about 4 ms
+    # to `import goenv`, for the zoo suites only
     from goenv.datasets.zoo.lineages import suite as zoo_suite
 
     return zoo_suite(library)

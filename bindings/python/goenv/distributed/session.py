@@ -13,6 +13,7 @@ import signal
 import threading
 
 from goenv._core import InvalidArgument
+from goenv.extras import import_extra
 
 LOCAL = (None, "", "local")
 
@@ -20,8 +21,6 @@ LOCAL = (None, "", "local")
 def require_ray(feature: str = "goenv.distributed"):
     """The ray module; ImportError naming the extra that installs it when it is missing (checked
     before any work, so a run without Ray fails at once, not after building its agent)."""
-    from goenv.extras import import_extra
-
     return import_extra("ray", extra="distributed", feature=feature)
 
 

@@ -18,9 +18,13 @@ import time
 from dataclasses import dataclass, field
 
 from goenv._core import InvalidArgument
+from goenv.agents import make_agent
+from goenv.agents.env_arguments import env_arguments
+from goenv.agents.registry import describe
 from goenv.arguments import checked_int, checked_number
 from goenv.progress import progress_bar
 from goenv.distributed import session
+from goenv.distributed.metrics import MetricsLog
 from goenv.files import new_output_path
 
 
@@ -58,10 +62,6 @@ class Trainer:
                  max_lag: int = 2, requests_per_worker: int = 1, batches_per_update: int | None = None,
                  cpus_per_worker: float = 1.0, num_cpus: float | None = None, max_worker_restarts: int = 8,
                  connect_timeout: float = 25.0, **options) -> None:
-        from goenv.agents import make_agent
-        from goenv.agents.env_arguments import env_arguments
-        from goenv.agents.registry import describe
-
         session.require_ray()
         if agent is not None:  # go on training it (e.g. after agent.imitate): its config is the options
             if options:
@@ -141,7 +141,6 @@ class Trainer:
         saved every `checkpoint_every` updates (0: only at the end, also after an error); a
         file already there is refused before training unless overwrite=True."""
         from goenv.distributed.learner import Learner
-        from goenv.distributed.metrics import MetricsLog
         from goenv.distributed.registry import WeightRegistry
 
         total_steps = _positive_int("total_steps", total_steps)

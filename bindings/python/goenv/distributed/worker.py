@@ -13,14 +13,13 @@ import time
 
 import ray
 
+from goenv.agents import make_agent
 from goenv.distributed.weight_client import WeightClient
 
 
 @ray.remote
 class RolloutWorker:
     def __init__(self, index: int, envs: list, sampled: list[int], options: dict, registry, stream: int) -> None:
-        from goenv.agents import make_agent
-
         options = dict(options)
         algorithm = options.pop("algorithm")
         self.index = index

@@ -31,7 +31,9 @@ import numpy as np
 
 import goenv._core as _core
 from goenv._core import InvalidArgument, InvalidGraph
+from goenv.agents import load_bytes
 from goenv.arguments import checked_flag, checked_int, is_count
+from goenv.distributed.session import check_address, require_ray
 from goenv.files import output_folder, read_regular_file, remove_regular_files
 from goenv.labels import decisions, tables
 from goenv.labels.ray_workers import label_on_ray
@@ -155,8 +157,6 @@ def _agent_bytes(agent) -> bytes | None:
     """A checkpoint's bytes from a path or an agent; checked by loading it once."""
     if agent is None:
         return None
-    from goenv.agents import load_bytes
-
     if isinstance(agent, (str, os.PathLike)):
         data = read_regular_file(agent, what="checkpoint")
     else:
@@ -242,12 +242,8 @@ def _check_ray_arguments(workers: int, address: str | None) -> None:
     if address is not None:
         if not workers:
             raise InvalidArgument("address= joins a Ray cluster for workers > 0; give workers=N")
-        from goenv.distributed.session import check_address
-
         check_address(address)
     if workers:
-        from goenv.distributed.session import require_ray
-
         require_ray("goenv.datasets.label with workers > 0")
 
 

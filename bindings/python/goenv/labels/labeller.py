@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import goenv._core as _core
+from goenv.agents import load_bytes
 from goenv.clusters import get as get_cluster
 from goenv.labels.decisions import HEADS, Decider, check_size, plan
 
@@ -85,8 +86,6 @@ def draw(prepared: dict, config: dict, agent_bytes: bytes | None = None) -> dict
     if counts["random"]:
         drawn.append((["random"] * counts["random"], decider.random(counts["random"])))
     if counts["policy"]:
-        from goenv.agents import load_bytes
-
         agent = load_bytes(agent_bytes)  # a fresh generator per graph: samples independent of the order
         drawn.append((["policy"] * counts["policy"],
                       stack([decider.policy(agent, observation) for _ in range(counts["policy"])])))

@@ -22,6 +22,7 @@ import json
 import os
 from typing import Iterator
 
+from goenv.distributed import session
 from goenv.labels.shard import label_shard
 from goenv.labels.sources import Source
 
@@ -53,8 +54,6 @@ def label_on_ray(source: Source, identity: dict, config: dict, shards: list[dict
     """Labels `shards` as Ray tasks, `workers` at a time, yielding each result as it finishes (any
     order); tasks that see the file `probe` in `root` (an absolute path) write their files there."""
     import ray
-
-    from goenv.distributed import session
 
     if not shards:
         return
