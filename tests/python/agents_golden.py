@@ -157,24 +157,40 @@ def shipped_cases(out: dict) -> None:
             checkpoint_digest(agent._agent.to_bytes(), env) == checkpoint_digest(path.read_bytes(), env))
 
 
-def cpu_name() -> str:
-    """Vendor and model of this CPU ("AuthenticAMD AMD EPYC"), from /proc/cpuinfo where there is one."""
-    import platform
-
-    fields = {}
+def _cpuinfo() -> dict:
+    fields: dict = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def cpu_name() -> str:
+    """Vendor and model of this CPU ("AuthenticAMD AMD EPYC"), from /proc/cpuinfo where there is one."""
+    import platform
+
+    fields = _cpuinfo()
     name = " ".join(part for part in (fields.get("vendor_id"), fields.get("model name")) if part)
     return name or platform.processor() or platform.machine()
 
 
+def cpu_generation() -> str:
+    """cpu_name() with the family and model numbers: CPUs of one name but another generation
+    ("AMD EPYC" of family 25 and of family 26) run other math-library kernels, so other last bits."""
+    fields = _cpuinfo()
+    if "cpu family" not in fields or "model" not in fields:
+        return cpu_name()
+    return f"{cpu_name()} (family {fields['cpu family']}, model {fields['model']})"
+
+
 def expected_hashes(golden: dict) -> dict:
-    """The file's hashes, with this CPU's own where it has recorded some (--write-cpu)."""
-    return {**golden["hashes"], **golden.get("cpu_hashes", {}).get(cpu_name(), {})}
+    """The file's hashes, with this CPU's own where it has recorded some (--write-cpu): those of
+    its name, then those of its generation."""
+    recorded = golden.get("cpu_hashes", {})
+    return {**golden["hashes"], **recorded.get(cpu_name(), {}), **recorded.get(cpu_generation(), {})}
 
 
 def compute() -> dict:
@@ -191,10 +207,11 @@ if __name__ == "__main__":
     if "--write" in sys.argv:  # a change of behaviour: every CPU's hashes are new
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    elif "--write-cpu" in sys.argv:  # the same behaviour, other last bits on this CPU
+    elif "--write-cpu" in sys.argv:  # the same behaviour, other last bits on this CPU's generation
         golden = json.loads(GOLDEN.read_text())
-        own = {k: v for k, v in result["hashes"].items() if golden["hashes"].get(k) != v}
-        golden.setdefault("cpu_hashes", {})[cpu_name()] = own
+        golden.setdefault("cpu_hashes", {}).pop(cpu_generation(), None)
+        known = expected_hashes(golden)  # the file's and this CPU name's
+        golden["cpu_hashes"][cpu_generation()] = {k: v for k, v in result["hashes"].items() if known.get(k) != v}
         GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(json.dumps(result, sort_keys=True))
     sys.stdout.flush()
