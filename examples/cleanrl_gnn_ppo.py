@@ -57,6 +57,59 @@ class GraphPolicy(nn.Module):
         return logits, self.value(h.mean(dim=1)).squeeze(-1)
 
 
+def observe(obs: dict, num_devices: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch's node inputs (static features and decision state) and its allowed devices."""
+    x = torch.as_tensor(np.concatenate([obs["node_features"], obs["node_state"]], axis=-1))
+    return x, torch.as_tensor(obs["action_mask"][..., :num_devices].astype(bool))
+
+
+def ppo_update(policy: GraphPolicy, optimizer, batch: dict, edge_index: torch.Tensor, epochs: int,
+               clip: float) -> None:
+    """PPO-clip per node plus a value loss, the whole batch of one-shot episodes one minibatch."""
+    advantage = batch["reward"] - batch["value"]
+    spread = advantage.std() if advantage.numel() > 1 else torch.ones(())  # one sample: no spread to divide by
+    advantage = (advantage - advantage.mean()) / (spread + 1e-8)
+    for _ in range(epochs):
+        logits, value = policy(batch["x"], edge_index, batch["mask"])
+        dist = torch.distributions.Categorical(logits=logits)
+        ratio = torch.exp(dist.log_prob(batch["action"]) - batch["log_prob"])  # (episodes, nodes)
+        per_node = advantage[:, None]
+        policy_loss = -torch.min(ratio * per_node, ratio.clamp(1 - clip, 1 + clip) * per_node).mean()
+        value_loss = ((value - batch["reward"]) ** 2).mean()
+        optimizer.zero_grad()
+        (policy_loss + 0.5 * value_loss).backward()
+        nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+        optimizer.step()
+
+
+def train(reset, step, num_devices: int, updates: int, rollouts: int, epochs: int = 4, learning_rate: float = 3e-3,
+          clip: float = 0.2, seed: int = 0) -> list[float]:
+    """PPO on one-shot episodes: `reset(seed)` gives a batch's observation, `step(action)` its
+    (reward, runtime) arrays after a whole-graph decision. Returns every episode's runtime."""
+    torch.manual_seed(seed)
+    obs = reset(seed)
+    edge_index = torch.from_numpy(np.array(obs["edge_index"][0]))  # a writable copy for torch
+    policy = GraphPolicy(obs["node_features"].shape[-1] + obs["node_state"].shape[-1], num_devices)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    runtimes: list[float] = []
+    for update in range(updates):
+        batch = {"x": [], "mask": [], "action": [], "log_prob": [], "value": [], "reward": []}
+        for _ in range(rollouts):  # one-shot episodes: reset, decide for every node, simulate
+            x, mask = observe(reset(seed + update * rollouts), num_devices)
+            with torch.no_grad():
+                logits, value = policy(x, edge_index, mask)
+                dist = torch.distributions.Categorical(logits=logits)
+                action = dist.sample()
+            reward, runtime = step(action.numpy())
+            runtimes.extend(np.asarray(runtime).tolist())
+            for key, item in (("x", x), ("mask", mask), ("action", action), ("log_prob", dist.log_prob(action)),
+                              ("value", value), ("reward", torch.as_tensor(reward, dtype=torch.float32))):
+                batch[key].append(item)
+        ppo_update(policy, optimizer, {key: torch.cat(items) for key, items in batch.items()}, edge_index, epochs,
+                   clip)
+    return runtimes
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="placement-transformer-xl-2")
@@ -75,54 +128,18 @@ def main(argv: list[str] | None = None) -> dict:
     if args.num_envs * args.rollouts * args.updates < 8:  # the report compares the first and last quarters
         parser.error("--num-envs x --rollouts x --updates must be >= 8 episodes")
 
-    torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     envs = goenv.make_vec(args.env, num_envs=args.num_envs)
     if envs.core.heads != ["placement"]:
         raise SystemExit(f"this example decides placements; {args.env} decides {', '.join(envs.core.heads)}")
-    num_devices = envs.core.head_choices[0]
-    obs, _ = envs.reset(seed=args.seed)
-    node_dim = obs["node_features"].shape[-1] + obs["node_state"].shape[-1]
-    edge_index = torch.from_numpy(np.array(obs["edge_index"][0]))  # a writable copy for torch
-    policy = GraphPolicy(node_dim, num_devices)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate)
 
-    def observe(o):
-        x = torch.as_tensor(np.concatenate([o["node_features"], o["node_state"]], axis=-1))
-        return x, torch.as_tensor(o["action_mask"][..., :num_devices].astype(bool))
+    def step(action):
+        _, reward, _, _, info = envs.step(action)
+        return reward, info["runtime"]
 
-    runtimes: list[float] = []
     start = time.perf_counter()
-    for update in range(args.updates):
-        batch = {"x": [], "mask": [], "action": [], "log_prob": [], "value": [], "reward": []}
-        for _ in range(args.rollouts):  # one-shot episodes: reset, decide for every node, simulate
-            obs, _ = envs.reset(seed=args.seed + update * args.rollouts)
-            x, mask = observe(obs)
-            with torch.no_grad():
-                logits, value = policy(x, edge_index, mask)
-                dist = torch.distributions.Categorical(logits=logits)
-                action = dist.sample()
-            _, reward, _, _, info = envs.step(action.numpy())
-            runtimes.extend(info["runtime"].tolist())
-            for key, item in (("x", x), ("mask", mask), ("action", action), ("log_prob", dist.log_prob(action)),
-                              ("value", value), ("reward", torch.as_tensor(reward, dtype=torch.float32))):
-                batch[key].append(item)
-        batch = {key: torch.cat(items) for key, items in batch.items()}
-        advantage = batch["reward"] - batch["value"]
-        spread = advantage.std() if advantage.numel() > 1 else torch.ones(())  # one sample: no spread to divide by
-        advantage = (advantage - advantage.mean()) / (spread + 1e-8)
-        for _ in range(args.epochs):  # the whole batch is one minibatch: PPO-clip + value loss
-            logits, value = policy(batch["x"], edge_index, batch["mask"])
-            dist = torch.distributions.Categorical(logits=logits)
-            ratio = torch.exp(dist.log_prob(batch["action"]) - batch["log_prob"])  # (episodes, nodes)
-            per_node = advantage[:, None]
-            policy_loss = -torch.min(ratio * per_node,
-                                     ratio.clamp(1 - args.clip, 1 + args.clip) * per_node).mean()
-            value_loss = ((value - batch["reward"]) ** 2).mean()
-            optimizer.zero_grad()
-            (policy_loss + 0.5 * value_loss).backward()
-            nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-            optimizer.step()
+    runtimes = train(lambda seed: envs.reset(seed=seed)[0], step, envs.core.head_choices[0], args.updates,
+                     args.rollouts, args.epochs, args.learning_rate, args.clip, args.seed)
     return report("CleanRL-style GNN PPO", args.env, runtimes, time.perf_counter() - start, args.json,
                   describe_run(parser, args))
 

@@ -11,6 +11,7 @@ table between the <!-- leaderboard:begin/end --> markers and docs/benchmark/lead
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,32 @@ def sb3_on_the_case(algorithm: str):
     return goenv.benchmark.Search(train, f"sb3 {algorithm} (trained on the case)")
 
 
+def cleanrl_on_the_case():
+    """examples/cleanrl_gnn_ppo.py's GNN PPO trained on the case itself, on batches of the one env
+    the harness gives: 4 one-shot episodes (reset, a whole-graph decision, its reward) per update,
+    so the budget is its episodes."""
+
+    def train(env, seed):
+        import torch
+
+        sys.path.insert(0, str(ROOT / "examples"))
+        import cleanrl_gnn_ppo
+
+        torch.set_num_threads(1)
+
+        def reset(episode_seed):
+            obs, _ = env.reset(seed=episode_seed)
+            return {key: np.asarray(value)[None] for key, value in obs.items()}  # a batch of one
+
+        def step(action):
+            _, reward, _, _, info = env.step(action[0])
+            return np.array([reward]), np.array([info["runtime"]])
+
+        cleanrl_gnn_ppo.train(reset, step, env.unwrapped.core.head_choices[0], updates=10**9, rollouts=4, seed=seed)
+
+    return goenv.benchmark.Search(train, "cleanrl GNN PPO (trained on the case)")
+
+
 def entries(benchmark: str):
     """(method, name, budgets): what the leaderboard runs on `benchmark`."""
     placer = goenv.agents.pretrained("go-placement")
@@ -77,6 +104,8 @@ def entries(benchmark: str):
     for algorithm in ("PPO", "MaskablePPO"):
         search = sb3_on_the_case(algorithm)
         yield search, search.name, (16,)  # 256 steps of training cost 80 s a case here: 2 h a row
+    search = cleanrl_on_the_case()
+    yield search, search.name, (16, 256)
 
 
 def results_folder(benchmark: str) -> Path:
