@@ -114,6 +114,18 @@ state = venv.get_state()
 size = len(state)
 """
 
+def names_case(count: int, what: str) -> tuple:
+    """A graph JSON file of one node whose names column holds `count` empty names."""
+    return ("graph JSON", what, "", f"""
+path = os.path.join(work, "names.json")
+graph = json.loads(goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.ones(1)).to_json())
+graph["graph"]["names"] = [""] * {count}
+open(path, "w").write(json.dumps(graph))
+size = os.path.getsize(path)
+def read(): goenv.Graph.load(path)
+""")
+
+
 # (reader, input, setup shared by the reader's cases, this case's preparation).
 CASES = [
     ("graph file", "gnmt-8 (binary)", GRAPH, "def read(): goenv.Graph.load(path)"),
@@ -131,14 +143,8 @@ open(path, "w").write("[" * (64 << 20))
 size = os.path.getsize(path)
 def read(): goenv.Graph.load(path)
 """),
-    ("graph JSON", "5 million empty names (a graph of 1 node)", "", """
-path = os.path.join(work, "names.json")
-graph = json.loads(goenv.Graph.from_arrays(np.zeros((2, 0), np.int64), flops=np.ones(1)).to_json())
-graph["graph"]["names"] = [""] * 5_000_000
-open(path, "w").write(json.dumps(graph))
-size = os.path.getsize(path)
-def read(): goenv.Graph.load(path)
-"""),
+    names_case(5_000_000, "5 million empty names (a graph of 1 node)"),
+    names_case(2_000_000, "2 million empty names, under the node limit (a graph of 1 node)"),
     ("Graph.from_arrays", "a broadcast flops array claiming 2e8 nodes (8 bytes)", "", """
 flops = np.broadcast_to(np.float64(1.0), (200_000_000,))
 size = 8

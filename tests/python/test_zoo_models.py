@@ -196,7 +196,8 @@ def test_limits_must_be_positive(bad):
 
 @pytest.mark.parametrize("op, module", [
     ("pixel_shuffle", lambda: nn.PixelShuffle(2)), ("pixel_unshuffle", lambda: nn.PixelUnshuffle(2)),
-    ("upsample_bicubic2d_aa", lambda: nn.Upsample(scale_factor=2, mode="bicubic"))])
+    ("upsample_bicubic2d_aa", lambda: nn.Upsample(scale_factor=2, mode="bicubic")),
+    ("cdist", lambda: (lambda y: torch.cdist(y.flatten(2), y.flatten(2))))])
 def test_ops_the_zoo_met_without_a_cost_rule_have_one(op, module):
     import warnings
 

@@ -167,6 +167,9 @@ def _rnn_cell(hidden_states: int, per_gate_element: float) -> Callable[[_Call], 
 _rule("mm bmm matmul mv dot vdot inner", _matmul_type, lambda c: matmul_flops(c.outs[0], _contracted(c.ins[0])))
 _rule("addmm addmv addbmm baddbmm", _matmul_type,
       lambda c: matmul_flops(c.outs[0], _contracted(c.ins[1]), bias=True))
+# Pairwise distances of (..., P, M) and (..., R, M): a difference, a square and a sum per pair and
+# feature (p=2; other norms cost about the same), like a product contracting M.
+_rule("cdist _cdist_forward", "MatMul", lambda c: 1.5 * matmul_flops(c.outs[0], _contracted(c.ins[0])))
 _rule("linear", "MatMul", lambda c: matmul_flops(c.outs[0], _contracted(c.ins[1]), bias=len(c.ins) > 2))
 _rule("outer ger", "Mul", _elementwise)
 _rule("einsum", lambda c: "BatchMatMul" if any(len(s) > 2 for s in c.ins) else "MatMul",
