@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 #include <fcntl.h>
@@ -454,19 +455,32 @@ std::string graph_to_json(const Graph& graph) { return json_text(to_record(graph
 // (its values cost up to 15x their text; docs/limits.md).
 void check_graph_json_columns(const std::string& json, const std::string& what) {
   const auto lengths = json_array_lengths(json, 2);
-  const auto length = [&](const char* column) {
+  // Only the columns the text holds as whole arrays are compared: a missing, truncated or
+  // mistyped one is left to the parser, whose message names it.
+  const auto length = [&](const char* column) -> std::optional<std::size_t> {
     const auto it = lengths.find(column);
-    return it == lengths.end() ? std::size_t{0} : it->second;
+    return it == lengths.end() ? std::nullopt : std::optional<std::size_t>(it->second);
   };
-  const std::size_t n = length("names"), m = length("edge_src");
-  GOENV_CHECK(n <= static_cast<std::size_t>(kMaxNodes) && m <= static_cast<std::size_t>(kMaxEdges), InvalidGraph,
-              what << ": " << n << " nodes and " << m << " edges, at most " << kMaxNodes << " and " << kMaxEdges);
-  bool consistent = length("edge_dst") == m && length("edge_bytes") == m && length("cost") == n * kNumDeviceKinds &&
-                    length("shape_offsets") == n + 1;
-  for (const char* column : {"op_type", "flops", "output_bytes", "param_bytes", "group", "colocation", "allowed_kinds"})
-    consistent = consistent && length(column) == n;
-  // A record without its columns (another format, a hand-written file) is left to the parser's message.
-  GOENV_CHECK(consistent || lengths.empty(), InvalidGraph, what << ": node or edge columns have inconsistent lengths");
+  std::optional<std::size_t> n, m;
+  bool consistent = true;
+  const auto agree = [&](std::optional<std::size_t>& count, const char* column, std::size_t per = 1,
+                         std::size_t extra = 0) {
+    const auto found = length(column);
+    if (!found || *found < extra) return;
+    const std::size_t implied = (*found - extra) / per;
+    consistent = consistent && (*found - extra) % per == 0 && (!count || *count == implied);
+    count = count.value_or(implied);
+  };
+  for (const char* column : {"names", "op_type", "flops", "output_bytes", "param_bytes", "group", "colocation",
+                             "allowed_kinds"})
+    agree(n, column);
+  agree(n, "cost", kNumDeviceKinds);
+  agree(n, "shape_offsets", 1, 1);
+  for (const char* column : {"edge_src", "edge_dst", "edge_bytes"}) agree(m, column);
+  GOENV_CHECK(n.value_or(0) <= static_cast<std::size_t>(kMaxNodes) && m.value_or(0) <= static_cast<std::size_t>(kMaxEdges),
+              InvalidGraph, what << ": " << n.value_or(0) << " nodes and " << m.value_or(0) << " edges, at most "
+                                 << kMaxNodes << " and " << kMaxEdges);
+  GOENV_CHECK(consistent, InvalidGraph, what << ": node or edge columns have inconsistent lengths");
 }
 
 GraphPtr graph_from_json(const std::string& json, const std::string& what) {
