@@ -305,3 +305,9 @@ def test_a_zoo_case_is_built_once_and_refused_when_its_graph_is_not_the_pinned_o
         assert len(builds) == 2  # the refused build, then one build for every later make()
     finally:
         catalog._pinned_zoo_graph.cache_clear()
+
+
+def test_the_plot_draws_a_methods_points_in_range_and_names_the_rest():
+    points = [(16, -1.4, -1.5, -1.3), (256, 0.05, -0.1, 0.17)]
+    drawn, below = leaderboard.split_below(points, -0.5)
+    assert drawn == [(256, 0.05, -0.1, 0.17)] and below == [(16, -1.4)]

@@ -4,6 +4,7 @@ plot of score against budget (docs/benchmark.md#leaderboard)."""
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 from goenv._core import InvalidArgument
@@ -40,6 +41,12 @@ def markdown(results: list[Results]) -> str:
     return "\n".join(out)
 
 
+def split_below(points: list[tuple], floor: float) -> tuple[list[tuple], list[tuple]]:
+    """(budget, IQM, low, high) points: those drawn, and the (budget, IQM) of those far below the
+    default, named under the plot instead so the rest stays readable."""
+    return [p for p in points if p[1] >= floor], [(p[0], p[1]) for p in points if p[1] < floor]
+
+
 def plot(results: list[Results], path: str | os.PathLike, benchmark: str) -> None:
     """Score IQM (with its interval) against the budget, one line per method, for `benchmark`."""
     import matplotlib
@@ -55,10 +62,11 @@ def plot(results: list[Results], path: str | os.PathLike, benchmark: str) -> Non
     floor, below = -0.5, []
     for index, method in enumerate(sorted({r.method for r in chosen})):
         points = sorted((r.budget, r.summary["iqm"], *r.summary["iqm_ci"]) for r in chosen if r.method == method)
-        budgets, iqm, low, high = zip(*points)
-        if min(iqm) < floor:  # far below the default: named, not drawn, so the rest stays readable
-            below.append(f"{method} ({min(iqm):.1f})")
+        points, hidden = split_below(points, floor)
+        below += [f"{method} at {budget}: {score:.1f}" for budget, score in hidden]
+        if not points:
             continue
+        budgets, iqm, low, high = zip(*points)
         style = {"color": colors[index % len(colors)], "label": method}
         if len(points) == 1:  # a heuristic: one decision, one point
             axes.plot(budgets, iqm, marker="s", linestyle="none", **style)
@@ -66,9 +74,7 @@ def plot(results: list[Results], path: str | os.PathLike, benchmark: str) -> Non
         axes.plot(budgets, iqm, marker="o", **style)
         axes.fill_between(budgets, low, high, color=style["color"], alpha=0.15)
     axes.set_ylim(floor, 1.1)
-    if below:
-        axes.text(0.99, 0.02, "below the axis: " + ", ".join(below), transform=axes.transAxes, ha="right",
-                  va="bottom", fontsize=7, color="dimgray")
+    caption = textwrap.wrap("Below the axis: " + "; ".join(below) + ".", 110) if below else []
     axes.set_xscale("log", base=2)
     axes.set_xlabel("simulator calls per case and seed")
     axes.set_ylabel("normalized score (IQM, 95% CI)")
@@ -76,6 +82,8 @@ def plot(results: list[Results], path: str | os.PathLike, benchmark: str) -> Non
     axes.axhline(1, color="grey", linewidth=0.8, linestyle="--")
     axes.set_title(f"{benchmark}: 0 = compiler default, 1 = best known")
     axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    figure.tight_layout()
+    if caption:  # under the axes, wrapped, with room kept for it
+        figure.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="dimgray", va="bottom")
+    figure.tight_layout(rect=(0, 0.035 * len(caption), 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
