@@ -33,7 +33,7 @@ from typing import Callable
 from goenv._core import Graph, InvalidArgument, InvalidGraph
 from goenv.extras import import_extra
 from goenv.files import MAX_FILE_BYTES, read_regular_file
-from goenv.importers import (
+from goenv.importers.assembly import (
     CostRules,
     elementwise_op_flops,
     no_flops,

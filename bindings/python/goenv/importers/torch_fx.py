@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from goenv._core import Graph, InvalidArgument
-from goenv.importers import (
+from goenv.importers.assembly import (
     CostRules,
     elementwise_op_flops,
     no_flops,
