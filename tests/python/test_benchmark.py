@@ -311,3 +311,21 @@ def test_the_plot_draws_a_methods_points_in_range_and_names_the_rest():
     points = [(16, -1.4, -1.5, -1.3), (256, 0.05, -0.1, 0.17)]
     drawn, below = leaderboard.split_below(points, -0.5)
     assert drawn == [(256, 0.05, -0.1, 0.17)] and below == [(16, -1.4)]
+
+
+def test_references_take_only_better_decisions_from_a_results_file(local_search, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    copy = tmp_path / "references.json"
+    shutil.copy(references.PATH, copy)
+    monkeypatch.setattr(references, "PATH", copy)  # the committed anchors stay untouched
+    references.load.cache_clear()
+    try:
+        out = tmp_path / "ls.json"
+        local_search.save(out)
+        assert cli(["benchmark", "references", "--add", str(out)]) == 0
+        assert "references improved: none" in capsys.readouterr().out  # 16 calls beat no committed best
+        assert cli(["benchmark", "references"]) == 2
+        assert "--write" in capsys.readouterr().err
+    finally:
+        references.load.cache_clear()

@@ -1,4 +1,4 @@
-"""`goenv benchmark list | run | validate | leaderboard` (docs/benchmark.md)."""
+"""`goenv benchmark list | run | validate | leaderboard | references` (docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 
 import goenv
 from goenv._core import InvalidArgument
-from goenv.benchmark import catalog, evaluate, leaderboard, validate
+from goenv.benchmark import catalog, evaluate, leaderboard, references, validate
 from goenv.files import new_output_path
 
 
@@ -36,6 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     board.add_argument("--plot", metavar="PNG", help="also draw score against budget for --benchmark")
     board.add_argument("--benchmark", default="placement-transfer-v0", help="the benchmark to plot")
     board.set_defaults(run=_leaderboard)
+    anchors = commands.add_parser("references", help="regenerate the committed anchors of every case, or take the "
+                                                     "better decisions of a results file")
+    anchors.add_argument("--write", action="store_true", help="regenerate every case's references and write them")
+    anchors.add_argument("--fresh", action="store_true", help="forget the committed best decisions")
+    anchors.add_argument("--benchmark", metavar="NAME",
+                         help="only this benchmark's cases (the others stay as committed)")
+    anchors.add_argument("--add", metavar="FILE", help="take the better decisions of a results file (validated first)")
+    anchors.set_defaults(run=_references)
 
 
 def _list(args) -> None:
@@ -99,3 +107,19 @@ def _leaderboard(args) -> None:
     print(leaderboard.markdown(results))
     if args.plot:
         leaderboard.plot(results, args.plot, args.benchmark)
+
+
+def _references(args) -> None:
+    """Improves the committed references: from a validated results file (--add), or by regenerating
+    them (--write); a reference never gets worse."""
+    if args.add:
+        cases = json.loads(json.dumps(references.load()))
+        improved = references.add(cases, validate(args.add))
+        references.save(cases)
+        print(f"{len(improved)} references improved: {', '.join(improved) or 'none'}")
+        return
+    if not args.write:
+        raise InvalidArgument("say --write (regenerate) or --add FILE")
+    kept = {} if args.benchmark is None or not references.PATH.exists() else dict(references.load())
+    references.save({**kept, **references.regenerate(fresh=args.fresh, benchmark=args.benchmark)})
+    print(f"wrote {references.PATH}")

@@ -1,8 +1,8 @@
 """The committed anchors of every benchmark case: the compiler default's runtime, the best
 heuristic's, and the best decision known (with how it was found), from which scores are made.
 
-    python -m goenv.benchmark.references --write     # regenerate (minutes on 2 cores)
-    python -m goenv.benchmark.references --write --benchmark placement-zoo-v0   # one benchmark's cases
+    goenv benchmark references --write     # regenerate (minutes on 2 cores)
+    goenv benchmark references --write --benchmark placement-zoo-v0   # one benchmark's cases
 
 Regenerating runs long local searches and a genetic run per case and keeps, case by case, the
 better of what it finds and the committed best, so a reference never gets worse; `--fresh`
@@ -11,7 +11,6 @@ forgets the committed ones. A better decision found by any method can be added w
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -42,7 +41,7 @@ def of(case: catalog.Case) -> dict:
     """The references of one case; goenv.NotFound if none were made for it."""
     references = load()
     if case.id not in references:
-        raise NotFound(f"no reference for {case.id}; regenerate with python -m goenv.benchmark.references --write")
+        raise NotFound(f"no reference for {case.id}; regenerate with goenv benchmark references --write")
     return references[case.id]
 
 
@@ -106,30 +105,3 @@ def save(cases: dict) -> None:
     document = {"format": FORMAT, "made_by": made_by(), "cases": cases}
     write_atomic(PATH, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode(), what="benchmark references")
     load.cache_clear()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m goenv.benchmark.references", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="regenerate every case's references and write them")
-    parser.add_argument("--fresh", action="store_true", help="forget the committed best decisions")
-    parser.add_argument("--benchmark", metavar="NAME", help="only this benchmark's cases (the others stay as committed)")
-    parser.add_argument("--add", metavar="FILE", help="take the better decisions of a results file (validated first)")
-    args = parser.parse_args(argv)
-    if args.add:
-        from goenv.benchmark.results import validate
-
-        cases = json.loads(json.dumps(load()))
-        improved = add(cases, validate(args.add))
-        save(cases)
-        print(f"{len(improved)} references improved: {', '.join(improved) or 'none'}")
-        return 0
-    if not args.write:
-        parser.error("say --write (regenerate) or --add FILE")
-    kept = {} if args.benchmark is None or not PATH.exists() else dict(load())
-    save({**kept, **regenerate(fresh=args.fresh, benchmark=args.benchmark)})
-    print(f"wrote {PATH}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
