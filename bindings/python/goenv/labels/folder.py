@@ -391,9 +391,9 @@ class Labels:
         """Shard k's two tables, their rows checked against the manifest and each other."""
         record, k_decisions = self.shards[k], self.manifest["config"]["decisions_per_graph"]
         path = {kind: os.path.join(self.root, record["files"][kind]["file"]) for kind in KINDS}
-        graphs = tables.from_parquet(self.shard_bytes(k, "graphs"), record["count"], path["graphs"], "graphs")
+        graphs = tables.from_parquet(self.shard_bytes(k, "graphs"), "graphs", record["count"], path["graphs"])
         tables.check_graphs(graphs, record["first"], path["graphs"])
-        labels = tables.from_parquet(self.shard_bytes(k, "labels"), record["rows"], path["labels"], "labels")
+        labels = tables.from_parquet(self.shard_bytes(k, "labels"), "labels", record["rows"], path["labels"])
         tables.check_labels(labels, graphs, record["first"], k_decisions, path["labels"])
         return {"graphs": graphs, "labels": labels}
 

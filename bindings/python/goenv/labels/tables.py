@@ -286,9 +286,9 @@ READ_BATCH_ROWS = 4096  # rows decoded at a time: what a read may hold beyond th
 SCHEMAS = {"graphs": (GRAPH_COLUMNS, GRAPH_TYPES), "labels": (LABEL_COLUMNS, LABEL_TYPES)}
 
 
-def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard", kind: str | None = None):
+def from_parquet(data: bytes, kind: str, rows: int | None = None, what: str = "labels shard"):
     """A shard's table, after its footer is checked: `rows` rows if given, goenv's columns and
-    types for a `kind` ("graphs" or "labels") before any value is decoded, and no more decoded
+    types for its `kind` ("graphs" or "labels") before any value is decoded, and no more decoded
     bytes than MAX_EXPANSION times the file's plus EXPANSION_ALLOWANCE, declared or actual.
     InvalidGraph naming `what` otherwise, as for any file pyarrow cannot read."""
     pa = pyarrow()
@@ -298,8 +298,7 @@ def from_parquet(data: bytes, rows: int | None = None, what: str = "labels shard
             meta = parquet.metadata
             if rows is not None and meta.num_rows != rows:
                 raise InvalidGraph(f"{what}: {meta.num_rows} rows, the manifest says {rows}")
-            if kind is not None:
-                _check_schema(parquet.schema_arrow, *SCHEMAS[kind], what)
+            _check_schema(parquet.schema_arrow, *SCHEMAS[kind], what)
             declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
             if declared > bound:
                 raise InvalidGraph(f"{what}: declares {declared} decoded bytes for a {len(data)}-byte file (at most "
@@ -329,10 +328,11 @@ def _read_bounded(pa, parquet, bound: int, what: str):
 
 
 def check_graphs(table, first: int, what: str) -> None:
-    """The graphs table's rows against themselves: graph ids first, first+1, ...; every per-node
-    list num_nodes long, every per-edge list num_edges long, edges inside the graph."""
+    """The graphs table's rows against themselves (its columns were checked by from_parquet):
+    graph ids first, first+1, ...; every per-node list num_nodes long, every per-edge list
+    num_edges long, edges inside the graph."""
     bad = _refusal(what)
-    columns = _columns(table, GRAPH_COLUMNS, GRAPH_TYPES, what)
+    columns = set(table.column_names)
     ids = _values(table, "graph_id")
     if not np.array_equal(ids, np.arange(first, first + len(ids))):
         raise bad(f"graph ids are not {first}..{first + len(ids) - 1} in order")
@@ -396,12 +396,11 @@ def _per_row(table, name: str) -> list:
 
 
 def check_labels(table, graphs, first: int, k: int, what: str) -> None:
-    """The labels table's rows against their graphs' rows: K decisions per graph in order,
-    per-node lists of the graph's length, per-device lists of its device count, devices in
-    range, levels >= 0, runtimes finite and >= 0 but where the decision ran out of memory or
-    is invalid."""
+    """The labels table's rows against their graphs' rows (its columns were checked by
+    from_parquet): K decisions per graph in order, per-node lists of the graph's length,
+    per-device lists of its device count, devices in range, levels >= 0, runtimes finite and >= 0
+    but where the decision ran out of memory or is invalid."""
     bad = _refusal(what)
-    _columns(table, LABEL_COLUMNS, LABEL_TYPES, what)
     count = graphs.num_rows
     for name in HEADS:  # a head the task does not decide (null) keeps the graph's default
         if table.column(name).null_count and f"default_{name}" not in graphs.column_names:
@@ -432,13 +431,9 @@ def _refusal(what: str):
     return lambda message: InvalidGraph(f"{what}: {message}")
 
 
-def _columns(table, required: tuple[str, ...], types: dict[str, str], what: str) -> set[str]:
-    """The table's column names, after checking it has every required one and only columns of
-    `types`, each of its type."""
-    return _check_schema(table.schema, required, types, what)
-
-
 def _check_schema(schema, required: tuple[str, ...], types: dict[str, str], what: str) -> set[str]:
+    """The schema's column names, after checking it has every required one and only columns of
+    `types`, each of its type."""
     bad = _refusal(what)
     columns = set(schema.names)
     missing = [name for name in required if name not in columns]
