@@ -1,5 +1,7 @@
 #include "core/json_scan.h"
 
+#include <cstdint>
+
 namespace goenv {
 
 JsonScan scan_json(std::string_view json, int max_depth) {
@@ -30,7 +32,7 @@ JsonScan scan_json(std::string_view json, int max_depth) {
 
 std::map<std::string, std::size_t> json_array_lengths(std::string_view json, int depth) {
   std::map<std::string, std::size_t> lengths;
-  int level = 0;               // arrays and objects open around the cursor
+  std::int64_t level = 0;  // arrays and objects open around the cursor (any depth: the text is not checked for it)
   bool in_string = false;
   std::size_t string_start = 0;
   std::string_view last_string;  // the last string closed at the counted object's level: a member name

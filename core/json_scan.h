@@ -23,8 +23,8 @@ JsonScan scan_json(std::string_view json, int max_depth);
 
 // The element count of every array that is a member of an object at nesting depth `depth`
 // (the root is depth 1), by member name: {"graph": {"names": [...]}} at depth 2 gives
-// {"names": n}. The text is assumed scanned (scan_json) and otherwise unvalidated: a reader
-// checks the counts against each other and its limits before parsing builds anything.
+// {"names": n}. The text is otherwise unvalidated, and may nest to any depth: a reader checks
+// the counts against each other and its limits before parsing builds anything.
 std::map<std::string, std::size_t> json_array_lengths(std::string_view json, int depth);
 
 }  // namespace goenv

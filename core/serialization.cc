@@ -450,6 +450,8 @@ GraphPtr graph_from_bytes(const std::string& bytes, const std::string& what) {
 
 std::string graph_to_json(const Graph& graph) { return json_text(to_record(graph), "graph"); }
 
+namespace {
+
 // The graph record's columns, counted on the text before it is parsed: columns whose lengths
 // disagree, or more nodes or edges than a graph may have, are refused before a parse builds them
 // (its values cost up to 15x their text; docs/limits.md).
@@ -483,9 +485,10 @@ void check_graph_json_columns(const std::string& json, const std::string& what) 
   GOENV_CHECK(consistent, InvalidGraph, what << ": node or edge columns have inconsistent lengths");
 }
 
+}  // namespace
+
 GraphPtr graph_from_json(const std::string& json, const std::string& what) {
-  check_json_depth(json, what);
-  check_graph_json_columns(json, what);
+  check_graph_json_columns(json, what);  // parse_json checks the nesting depth
   auto record = parse_json<GraphRecord>(json, "graph", what);
   return from_record(record, what);
 }

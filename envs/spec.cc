@@ -121,9 +121,12 @@ const std::vector<ObservationField>& observation_fields() {
 }
 
 const char* observation_name(ObservationKey key) {
-  for (const ObservationField& field : observation_fields())
-    if (field.key == key) return field.name;
-  GOENV_FAIL(Error, "observation key " << static_cast<int>(key) << " is not in the spec");
+  // The table lists the keys in their enum's order: a lookup on every step is an index.
+  const auto index = static_cast<std::size_t>(key);
+  const auto& fields = observation_fields();
+  GOENV_CHECK(index < fields.size() && fields[index].key == key, Error,
+              "observation key " << index << " is not in its place in the spec");
+  return fields[index].name;
 }
 
 const char* range_name(ValueRange range) {

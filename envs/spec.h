@@ -53,6 +53,7 @@ struct InfoField {
 const std::vector<InfoField>& info_fields();
 const char* presence_name(Presence presence);
 
+// In the order observation_fields() lists them (observation_name indexes the table by it).
 enum class ObservationKey {
   kNodeFeatures, kEdgeIndex, kEdgeFeatures, kNodeState, kActionMask, kGlobals, kDeviceFeatures, kDeviceState,
 };
